@@ -1,0 +1,5 @@
+import sys
+
+from fstdecode.cli import main
+
+sys.exit(main())

@@ -1,0 +1,150 @@
+"""Decode sentences with a model: the Python API behind ``fstdecode decode``.
+
+>>> from fstdecode import load_model, Decoder
+>>> decoder = Decoder(load_model())            # the built-in example
+>>> result = decoder.decode("das muss unsere sorge gleichermaßen sein")
+>>> result.best.translation
+'this must also be our concern'
+
+Every returned :class:`Derivation` carries the features and total computed
+by the scorer (:mod:`fstdecode.model.scorer`) from its strings, never the
+search's own running sum; ``search_score`` keeps the latter so that tests
+can hold the two together.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from fstdecode.errors import FstdecodeError
+from fstdecode.model.features import Features
+from fstdecode.model.model import Model
+from fstdecode.model.scorer import score as score_derivation
+from fstdecode.search import coverage_dp, exhaustive, signature_dp
+from fstdecode.search.problem import SearchProblem, SearchResult
+from fstdecode.sentence import Phrase, Sentence, build_sentence
+
+
+class DecodeError(FstdecodeError):
+    """A decoding request that cannot be served (e.g. an unknown method)."""
+
+
+Searcher = Callable[..., SearchResult]
+
+#: ``--method`` name -> search function (each proves optimality).
+METHODS: dict[str, Searcher] = {
+    "dp": signature_dp.search,
+    "coverage": coverage_dp.search,
+    "exhaustive": exhaustive.search,
+}
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """A complete derivation: phrases in target order, with its features and model score."""
+
+    source: tuple[str, ...]
+    phrases: tuple[Phrase, ...]
+    features: Features
+    score: float
+    search_score: float
+
+    @property
+    def translation(self) -> str:
+        return " ".join(w for p in self.phrases for w in p.target)
+
+    def segmentation(self) -> str:
+        """Moses' n-best segmentation: ``src=tgt`` spans, 0-based and inclusive."""
+        out, k = [], 0
+        for p in self.phrases:
+            m = len(p.target)
+            src = f"{p.start}" if p.start == p.end else f"{p.start}-{p.end}"
+            tgt = f"{k}" if m == 1 else f"{k}-{k + m - 1}"
+            out.append(f"{src}={tgt}")
+            k += m
+        return " ".join(out)
+
+
+@dataclass(frozen=True)
+class Stats:
+    states: int
+    transitions: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class DecodeResult:
+    """The outcome for one input line; ``error`` is set (and ``derivations`` empty) on failure."""
+
+    id: int
+    source: tuple[str, ...]
+    derivations: tuple[Derivation, ...] = ()
+    optimal: bool = False
+    stats: Stats = field(default_factory=lambda: Stats(0, 0, 0.0))
+    error: str | None = None
+
+    @property
+    def best(self) -> Derivation | None:
+        return self.derivations[0] if self.derivations else None
+
+
+class Decoder:
+    """Decodes sentences with one model and one search method.
+
+    ``nbest`` derivations are returned per sentence (best first);
+    ``max_states`` caps the states a search may create, after which the
+    line's result carries an error instead of derivations.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        method: str = "dp",
+        *,
+        nbest: int = 1,
+        max_states: int | None = None,
+    ) -> None:
+        if method not in METHODS:
+            raise DecodeError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
+        if nbest < 1:
+            raise DecodeError(f"--nbest must be >= 1, got {nbest}")
+        self.model = model
+        self.method = method
+        self.nbest = nbest
+        self.max_states = max_states
+        self.lm = model.search_lm()
+
+    def problem(self, words: Sequence[str]) -> SearchProblem:
+        """The integer search problem of one tokenized sentence."""
+        sentence: Sentence = build_sentence(self.model.table, tuple(words))
+        return SearchProblem(sentence, self.lm, self.model.weights, self.model.distortion_limit)
+
+    def decode(self, line: str | Sequence[str], id: int = 0) -> DecodeResult:
+        """Decode one sentence (a string is whitespace-tokenized).
+
+        Never raises on a search failure: an empty line gives an empty
+        translation, a search that hits its limits gives ``error``.
+        """
+        words = tuple(line.split()) if isinstance(line, str) else tuple(line)
+        start = time.perf_counter()
+        if not words:
+            empty = self._derivation(words, (), 0.0)
+            return DecodeResult(id, words, (empty,), True, Stats(0, 0, 0.0))
+        try:
+            result = METHODS[self.method](self.problem(words), nbest=self.nbest, max_states=self.max_states)
+        except FstdecodeError as e:
+            return DecodeResult(id, words, (), False, Stats(0, 0, time.perf_counter() - start), str(e))
+        derivations = tuple(self._derivation(words, phrases, s) for s, phrases in result.hypotheses)
+        stats = Stats(result.states, result.transitions, time.perf_counter() - start)
+        return DecodeResult(id, words, derivations, result.optimal, stats)
+
+    def _derivation(self, words: tuple[str, ...], phrases: tuple[Phrase, ...], search_score: float) -> Derivation:
+        feats, total = score_derivation(len(words), phrases, self.lm, self.model.weights)
+        return Derivation(words, phrases, feats, total, search_score)
+
+
+def decode(model: Model, sentence: str, method: str = "dp", **kwargs) -> DecodeResult:
+    """Decode one sentence: the functional form of :class:`Decoder`."""
+    return Decoder(model, method, **kwargs).decode(sentence)

@@ -1,0 +1,79 @@
+"""Output formats of ``fstdecode decode``: text, JSON lines and Moses n-best.
+
+Every format writes something for every input line, in input order: a
+failed line passes its source through (text), carries an ``error`` field
+(JSON) or writes one pass-through entry with score ``-inf`` (n-best).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from fstdecode.decoder import DecodeResult, Derivation
+from fstdecode.model.features import Weights
+
+FORMATS = ("text", "json", "nbest")
+
+
+def text(result: DecodeResult) -> str:
+    """The best translation, or the source itself when decoding failed."""
+    best = result.best
+    return best.translation if best is not None else " ".join(result.source)
+
+
+def _derivation_json(d: Derivation) -> dict:
+    return {
+        "translation": d.translation,
+        "score": d.score,
+        "features": d.features.as_dict(),
+        "derivation": [[p.start, p.end, " ".join(p.target)] for p in d.phrases],
+    }
+
+
+def json_line(result: DecodeResult) -> str:
+    """One JSON object: id, source, translation, score, features, derivation, optimal, stats.
+
+    With more than one derivation the others follow under ``nbest``; a
+    failed line has ``error`` and the source as its translation.
+    """
+    obj: dict = {"id": result.id, "source": " ".join(result.source)}
+    best = result.best
+    if best is None:
+        obj.update(translation=" ".join(result.source), error=result.error)
+    else:
+        obj.update(_derivation_json(best))
+        obj["optimal"] = result.optimal
+        if len(result.derivations) > 1:
+            obj["nbest"] = [_derivation_json(d) for d in result.derivations]
+    obj["stats"] = {
+        "states": result.stats.states,
+        "transitions": result.stats.transitions,
+        "seconds": round(result.stats.seconds, 6),
+    }
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def _g(x: float) -> str:
+    """Moses prints scores with 6 significant digits."""
+    return f"{x:.6g}"
+
+
+def moses_features(d: Derivation, weights: Weights) -> str:
+    """The feature field of a Moses n-best line (UnknownWordPenalty is not printed, as in Moses)."""
+    f = d.features
+    parts = [f"KENLM0= {_g(f.lm)}", f"Distortion0= {_g(f.distortion)}", f"WordPenalty0= {_g(f.word)}"]
+    if weights.phrase != 0.0:
+        parts.append(f"PhrasePenalty0= {_g(f.phrase)}")
+    parts.append("PhraseDictionaryMemory0= " + " ".join(_g(v) for v in f.tm))
+    return " ".join(parts)
+
+
+def nbest_lines(result: DecodeResult, weights: Weights) -> list[str]:
+    """Moses n-best entries: ``id ||| translation ||| features ||| score ||| segmentation |||``."""
+    if not result.derivations:
+        return [f"{result.id} ||| {' '.join(result.source)} ||| ||| {-math.inf} ||| |||"]
+    return [
+        f"{result.id} ||| {d.translation} ||| {moses_features(d, weights)} ||| {_g(d.score)} ||| {d.segmentation()} |||"
+        for d in result.derivations
+    ]

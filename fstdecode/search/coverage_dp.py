@@ -1,0 +1,75 @@
+"""The exact coverage-vector DP: target left to right, bit-vector states.
+
+This is the search space of Koehn et al. (2003) and Moses without any
+pruning: a state is ``(coverage, last source position, last target word)``
+and a transition appends one phrase to the target string. It is exact and
+takes time exponential in n (Chang & Collins, Section 5.2); fstdecode uses
+it as an independent cross-check of the signature DP and for state counts.
+Positions and scores follow :mod:`fstdecode.search.problem`.
+"""
+
+from __future__ import annotations
+
+from fstdecode.search.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
+from fstdecode.search.signature_dp import _insert
+
+# key: (coverage bits over tokens 1..n (bit p-1 for position p), last end position, last word id)
+Key = tuple[int, int, int]
+
+
+def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None) -> SearchResult:
+    """The k best derivations, by exhaustive DP over coverage vectors."""
+    n, d, end, eta = problem.n, problem.d, problem.end, problem.eta
+    full = (1 << n) - 1
+    # layers[c]: states covering c tokens; a hypothesis is (score, (prev key, rank, option)).
+    layers: list[dict[Key, list]] = [{} for _ in range(n + 1)]
+    layers[0][(0, 0, problem.bos)] = [(0.0, None)]
+    states, transitions = 1, 0
+    for c in range(n + 1):
+        for key, hyps in layers[c].items():
+            cov, last_t, last_w = key
+            if cov == full:
+                continue
+            for s in range(1, n + 1):
+                jump = abs(last_t + 1 - s)
+                if jump > d or cov >> (s - 1) & 1:
+                    continue
+                for opt in problem.by_start[s]:
+                    span = ((1 << (opt.t - opt.s + 1)) - 1) << (s - 1)
+                    if cov & span:
+                        continue
+                    new_cov = cov | span
+                    # The final jump into </s> must be possible from a full coverage.
+                    if new_cov == full and end - opt.t - 1 > d:
+                        continue
+                    transitions += 1
+                    delta = opt.score + problem.bigram(last_w, opt.first) - eta * jump
+                    new_key = (new_cov, opt.t, opt.last)
+                    layer = layers[c + opt.t - opt.s + 1]
+                    entry = layer.get(new_key)
+                    if entry is None:
+                        states += 1
+                        if max_states is not None and states > max_states:
+                            raise SearchLimitError(f"more than {max_states} states (--max-states)")
+                        entry = layer[new_key] = []
+                    for rank, hyp in enumerate(hyps):
+                        _insert(entry, (hyp[0] + delta, (key, rank, opt)), nbest)
+    finals: list = []
+    for key, hyps in layers[n].items():
+        _, last_t, last_w = key
+        close = problem.bigram(last_w, problem.eos) - eta * (end - last_t - 1)
+        for rank, hyp in enumerate(hyps):
+            _insert(finals, (hyp[0] + close, (key, rank)), nbest)
+    if not finals:
+        raise SearchError(f"no derivation satisfies the distortion limit d={d}")
+    out = []
+    for score, (key, rank) in finals:
+        phrases = []
+        while True:
+            _, bp = layers[bin(key[0]).count("1")][key][rank]
+            if bp is None:
+                break
+            key, rank, opt = bp
+            phrases.append(opt.phrase)
+        out.append((score, tuple(reversed(phrases))))
+    return SearchResult(tuple(out), optimal=True, states=states, transitions=transitions)

@@ -1,0 +1,141 @@
+"""The integer form of one decoding problem, shared by every search module.
+
+Positions follow Chang & Collins (Section 4.1), shifted to start at 0:
+``<s>`` is position 0, input token ``k`` is position ``k + 1`` and ``</s>``
+is position ``end = n + 1``. Words are integer ids; strings stay at the
+edges (the :class:`~fstdecode.sentence.Phrase` an option carries).
+
+Scores are model scores to *maximise* (the weighted sum of features):
+
+* ``Option.score`` is ŵ(p) of Figure 4: the weighted TM, word, phrase and
+  unknown-word features of p plus the weighted LM score of the bigrams
+  inside p;
+* :meth:`SearchProblem.bigram` is the weighted LM score of one junction bigram;
+* a jump of distance δ costs ``eta * δ`` (eta = the distortion weight, since
+  the Distortion feature is −δ).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fstdecode.errors import FstdecodeError
+from fstdecode.model.arpa import BOS, EOS, ArpaLM
+from fstdecode.model.features import UNKNOWN_WORD_VALUE, Weights
+from fstdecode.sentence import Phrase, Sentence
+
+
+class SearchError(FstdecodeError):
+    """A search that cannot run or cannot finish within its limits."""
+
+
+class SearchLimitError(SearchError):
+    """The search hit a limit such as ``--max-states`` before finishing."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """A phrase p = (s, t, e) in integer form (Figure 4's notation).
+
+    ``first``/``last`` are the ids of e_1 and e_m; ``score`` is ŵ(p).
+    ``phrase`` is None only for the pseudo-phrases of ``<s>`` and ``</s>``.
+    """
+
+    s: int
+    t: int
+    first: int
+    last: int
+    score: float
+    phrase: Phrase | None
+
+
+class SearchProblem:
+    """One sentence, a bigram LM, weights and a distortion limit d, as integers.
+
+    Invariants: ``by_start[p]`` lists the options starting at position p
+    (1 <= p <= n), and ``by_start[end]`` holds only the ``</s>`` option.
+    """
+
+    def __init__(self, sentence: Sentence, lm: ArpaLM, weights: Weights, d: int) -> None:
+        if d < 0:
+            raise SearchError(f"distortion limit must be >= 0, got {d}")
+        self.sentence = sentence
+        self.lm = lm
+        self.weights = weights
+        self.d = d
+        self.n = len(sentence)
+        self.end = self.n + 1
+        self.eta = weights.distortion
+        self.vocab: list[str] = []
+        self._ids: dict[str, int] = {}
+        self.bos = self.word_id(BOS)
+        self.eos = self.word_id(EOS)
+        self._bigram: dict[tuple[int, int], float] = {}
+        self.bos_option = Option(0, 0, self.bos, self.bos, 0.0, None)
+        self.eos_option = Option(self.end, self.end, self.eos, self.eos, 0.0, None)
+        self.by_start: list[list[Option]] = [[] for _ in range(self.end + 1)]
+        for phrase in sentence.all_phrases():
+            self.by_start[phrase.start + 1].append(self._option(phrase))
+        self.by_start[self.end].append(self.eos_option)
+        #: ``grouped[p]``: the options starting at p, grouped by end (see :meth:`groups`).
+        self.grouped = [self.groups(p) for p in range(self.end + 1)]
+
+    def word_id(self, word: str) -> int:
+        """The id of ``word``, assigned on first sight."""
+        i = self._ids.get(word)
+        if i is None:
+            i = self._ids[word] = len(self.vocab)
+            self.vocab.append(word)
+        return i
+
+    def bigram(self, a: int, b: int) -> float:
+        """Weighted LM score λ(b | a) of the bigram ``a b`` (cached)."""
+        key = (a, b)
+        v = self._bigram.get(key)
+        if v is None:
+            v = self._bigram[key] = self.weights.lm * self.lm.logprob((self.vocab[a],), self.vocab[b])
+        return v
+
+    def phrase_score(self, phrase: Phrase) -> float:
+        """ŵ(p): every feature of p that p alone determines, weighted."""
+        w = self.weights
+        pair = phrase.pair
+        score = sum(wk * v for wk, v in zip(w.tm, pair.scores))
+        score += w.word * -len(pair.target) + w.phrase
+        if pair.unknown:
+            score += w.unknown * UNKNOWN_WORD_VALUE * len(pair.source)
+        ids = [self.word_id(x) for x in pair.target]
+        for a, b in zip(ids, ids[1:]):
+            score += self.bigram(a, b)
+        return score
+
+    def _option(self, phrase: Phrase) -> Option:
+        return Option(
+            s=phrase.start + 1,
+            t=phrase.end + 1,
+            first=self.word_id(phrase.target[0]),
+            last=self.word_id(phrase.target[-1]),
+            score=self.phrase_score(phrase),
+            phrase=phrase,
+        )
+
+    def groups(self, start: int) -> list[tuple[int, list[Option]]]:
+        """The options starting at ``start``, grouped by end position (ascending)."""
+        by_end: dict[int, list[Option]] = {}
+        for opt in self.by_start[start]:
+            by_end.setdefault(opt.t, []).append(opt)
+        return sorted(by_end.items())
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What a search returns: up to k hypotheses, best first.
+
+    Each hypothesis is ``(score, phrases in target order)``; ``optimal`` is
+    True only when the method proves that the first one is the best.
+    """
+
+    hypotheses: tuple[tuple[float, tuple[Phrase, ...]], ...]
+    optimal: bool
+    states: int
+    transitions: int

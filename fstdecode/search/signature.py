@@ -1,0 +1,173 @@
+"""The signature state space of Chang & Collins (2017), Sections 4.2–4.4.
+
+A state is ``(j, sigs)``: every input position ``<= j`` is translated, and
+``sigs`` holds one signature ``(s, w_s, t, w_t)`` per target-side "tape"
+(maximal phrase sequence π_i of the sub-derivation H_j), sorted by ``s``.
+Positions and words are integers as in :mod:`fstdecode.search.problem`.
+
+:func:`expand` yields the transitions ψ1 p ψ2 of Section 4.2.1 (new tape,
+append, prepend, join) with their Figure 4 scores, keeping exactly those
+whose result passes ``valid()`` of Figure 5 — but it never builds an
+invalid state to throw it away: at the new position j' = t(p) a tape that
+ends before j' − d must be ψ1 (the one extended), and a tape other than
+``<s>``'s that starts before j' − d + 2 must be ψ2, so at most one tape can
+play each role and the candidates are fixed before any state is built.
+
+Both the exact DP (:mod:`fstdecode.search.signature_dp`) and the lazy
+reordering automaton of the FST cascade walk this one definition.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from fstdecode.search.problem import Option, SearchError, SearchProblem
+from fstdecode.sentence import Phrase
+
+Sig = tuple[int, int, int, int]
+Sigs = tuple[Sig, ...]
+
+#: ψ index meaning φ (no tape).
+PHI = -1
+
+
+def start_state(problem: SearchProblem) -> Sigs:
+    """T_1 of Figure 2: one tape holding ``<s>``."""
+    return ((0, problem.bos, 0, problem.bos),)
+
+
+def goal_state(problem: SearchProblem) -> Sigs:
+    """The final state's signatures: one tape from ``<s>`` to ``</s>``."""
+    return ((0, problem.bos, problem.end, problem.eos),)
+
+
+def valid(j: int, sigs: Sigs, d: int) -> bool:
+    """Figure 5: every tape ends at >= j − d, and every tape but <s>'s starts at >= j − d + 2."""
+    for s, _, t, _ in sigs:
+        if s != 0 and s < j - d + 2:
+            return False
+        if t < j - d:
+            return False
+    return True
+
+
+Transition = tuple[int, Sigs, float, Option, int, int]
+
+
+def expand(problem: SearchProblem, j: int, sigs: Sigs) -> Iterator[Transition]:
+    """Every valid transition from state ``(j, sigs)``.
+
+    Yields ``(t, new_sigs, delta, option, s1, s2)``: the new position
+    j' = t(p), the new (valid) signatures, the Figure 4 score of the
+    transition, the phrase, and the start positions of the tapes ψ1 and ψ2
+    (``PHI`` for φ). Start positions identify tapes, since tapes cover
+    disjoint spans.
+
+    The ``</s>`` phrase is only appended to a lone tape: any other use
+    leaves a state at position n + 1 that is not the goal.
+    """
+    d = problem.d
+    end = problem.end
+    eta = problem.eta
+    bigram = problem.bigram
+    r = len(sigs)
+    for t, opts in problem.grouped[j + 1]:
+        if t == end:
+            if r == 1:
+                s0, ws0, t0, wt0 = sigs[0]
+                jump = end - t0 - 1
+                if jump <= d:
+                    for opt in opts:
+                        yield t, ((s0, ws0, end, opt.last),), opt.score + bigram(wt0, opt.first) - eta * jump, opt, s0, PHI
+            continue
+        lo_t = t - d  # Figure 5: every tape must end at >= j' - d ...
+        lo_s = t - d + 2  # ... and start at >= j' - d + 2, unless it holds <s>.
+        must1 = must2 = PHI
+        possible = True
+        for k in range(r):
+            s, _, tk, _ = sigs[k]
+            if tk < lo_t:
+                if must1 != PHI:
+                    possible = False  # two expiring tapes, one phrase can extend only one
+                    break
+                must1 = k
+            if s != 0 and s < lo_s:
+                if must2 != PHI or must1 == k:
+                    possible = False
+                    break
+                must2 = k
+        if not possible:
+            continue
+        if must1 != PHI:
+            cands1: tuple[int, ...] = (must1,)
+        elif j + 1 >= lo_s:  # φ: p starts a tape at j + 1, which must be a valid start
+            cands1 = (PHI,) + tuple(range(r))
+        else:
+            cands1 = tuple(range(r))
+        # ψ2 must satisfy the distortion limit for the jump t(p) -> s(ψ2).
+        if must2 != PHI:
+            if t + 1 - sigs[must2][0] > d:
+                continue
+            cands2: tuple[int, ...] = (must2,)
+        else:
+            cands2 = (PHI,) + tuple(k for k in range(r) if sigs[k][0] != 0 and t + 1 - sigs[k][0] <= d)
+        for k1 in cands1:
+            for k2 in cands2:
+                if k1 == k2 and k1 != PHI:
+                    continue
+                rest = [sg for k, sg in enumerate(sigs) if k != k1 and k != k2]
+                if k1 != PHI:
+                    a = sigs[k1]
+                    jump1 = j - a[2]  # |t(ψ1) + 1 − s(p)| with s(p) = j + 1 and t(ψ1) <= j
+                    pen1 = eta * jump1
+                if k2 != PHI:
+                    b = sigs[k2]
+                    pen2 = eta * (t + 1 - b[0])
+                for opt in opts:
+                    score = opt.score
+                    if k1 != PHI:
+                        score += bigram(a[3], opt.first) - pen1
+                        ns, nws = a[0], a[1]
+                    else:
+                        ns, nws = j + 1, opt.first
+                    if k2 != PHI:
+                        score += bigram(opt.last, b[1]) - pen2
+                        nt, nwt = b[2], b[3]
+                    else:
+                        nt, nwt = t, opt.last
+                    new = sorted(rest + [(ns, nws, nt, nwt)])
+                    yield t, tuple(new), score, opt, (a[0] if k1 != PHI else PHI), (b[0] if k2 != PHI else PHI)
+
+
+Step = tuple[Option, int, int]
+
+
+def replay(problem: SearchProblem, steps: list[Step]) -> Iterator[dict[int, list[Option]]]:
+    """Rebuild the tapes along a path of transitions ``(option, s1, s2)``.
+
+    Yields the tapes (start position -> options in target order) after each
+    step; after the last step of a complete path there is one tape, from
+    ``<s>`` to ``</s>``.
+    """
+    tapes: dict[int, list[Option]] = {0: [problem.bos_option]}
+    for opt, s1, s2 in steps:
+        if s1 == PHI and s2 == PHI:
+            tapes[opt.s] = [opt]
+        elif s2 == PHI:
+            tapes[s1].append(opt)
+        elif s1 == PHI:
+            tapes[opt.s] = [opt] + tapes.pop(s2)
+        else:
+            tapes[s1] += [opt] + tapes.pop(s2)
+        yield {s: list(v) for s, v in sorted(tapes.items())}
+
+
+def phrases_of(problem: SearchProblem, steps: list[Step]) -> tuple[Phrase, ...]:
+    """The phrases of a complete path, in target order (without <s> and </s>)."""
+    tapes: dict[int, list[Option]] = {}
+    for tapes in replay(problem, steps):
+        pass
+    if len(tapes) != 1:
+        raise SearchError(f"path ends with {len(tapes)} tapes; a complete path has one")
+    (only,) = tapes.values()
+    return tuple(o.phrase for o in only if o.phrase is not None)

@@ -1,0 +1,97 @@
+"""The exact signature-state dynamic program of Chang & Collins (2017), Figure 2.
+
+States are processed in order of j; transitions come from
+:func:`fstdecode.search.signature.expand` (already filtered by ``valid()``).
+Each state keeps its k best (score, backpointer) entries, so ``nbest=k``
+returns the k best derivations, all distinct (a derivation is one path).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fstdecode.search.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
+from fstdecode.search.signature import Sigs, Step, expand, goal_state, phrases_of, start_state
+
+# A hypothesis: (score, backpointer); backpointer = (j, sigs, rank, option, s1, s2).
+Hyp = tuple
+
+
+def _insert(entry: list[Hyp], hyp: Hyp, k: int) -> None:
+    """Insert ``hyp`` into ``entry`` (sorted by score, best first), keeping at most k."""
+    score = hyp[0]
+    if len(entry) >= k and score <= entry[-1][0]:
+        return
+    i = len(entry)
+    while i > 0 and entry[i - 1][0] < score:
+        i -= 1
+    entry.insert(i, hyp)
+    if len(entry) > k:
+        entry.pop()
+
+
+@dataclass
+class Chart:
+    """``layers[j][sigs]``: the k best hypotheses of state (j, sigs), best first."""
+
+    layers: list[dict[Sigs, list[Hyp]]]
+    states: int
+    transitions: int
+
+
+def run(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None) -> Chart:
+    """Fill the chart in order of j; ``layers[end][goal_state]`` holds the result.
+
+    Raises SearchLimitError once more than ``max_states`` states exist.
+    """
+    end = problem.end
+    layers: list[dict[Sigs, list[Hyp]]] = [{} for _ in range(end + 1)]
+    layers[0][start_state(problem)] = [(0.0, None)]
+    states = 1
+    transitions = 0
+    for j in range(end):
+        for sigs, hyps in layers[j].items():
+            for t, new, delta, opt, s1, s2 in expand(problem, j, sigs):
+                transitions += 1
+                target = layers[t]
+                entry = target.get(new)
+                if entry is None:
+                    states += 1
+                    if max_states is not None and states > max_states:
+                        raise SearchLimitError(f"more than {max_states} states (--max-states)")
+                    target[new] = entry = []
+                if nbest == 1:
+                    score = hyps[0][0] + delta
+                    if not entry or score > entry[0][0]:
+                        entry[:] = [(score, (j, sigs, 0, opt, s1, s2))]
+                else:
+                    for rank, hyp in enumerate(hyps):
+                        _insert(entry, (hyp[0] + delta, (j, sigs, rank, opt, s1, s2)), nbest)
+    return Chart(layers, states, transitions)
+
+
+def backtrack(layers: list[dict[Sigs, list[Hyp]]], j: int, sigs: Sigs, rank: int) -> list[Step]:
+    """The transitions ``(option, s1, s2)`` from the start state to hypothesis ``rank`` of (j, sigs)."""
+    steps: list[Step] = []
+    while True:
+        _, bp = layers[j][sigs][rank]
+        if bp is None:
+            break
+        j, sigs, rank, opt, s1, s2 = bp
+        steps.append((opt, s1, s2))
+    steps.reverse()
+    return steps
+
+
+def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None) -> SearchResult:
+    """The k best derivations under the distortion limit, exactly (``optimal`` is True)."""
+    chart = run(problem, nbest=nbest, max_states=max_states)
+    goal = goal_state(problem)
+    hyps = chart.layers[problem.end].get(goal)
+    if not hyps:
+        raise SearchError(f"no derivation satisfies the distortion limit d={problem.d}")
+    out = tuple(
+        (score, phrases_of(problem, backtrack(chart.layers, problem.end, goal, rank)))
+        for rank, (score, _) in enumerate(hyps)
+    )
+    return SearchResult(out, optimal=True, states=chart.states, transitions=chart.transitions)
