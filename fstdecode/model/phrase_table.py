@@ -1,0 +1,363 @@
+"""Moses-format text phrase tables.
+
+A line is ``source ||| target ||| s1 s2 ... [||| alignment [||| counts [||| ...]]]``.
+Fields after the scores are ignored. The file may be plain or gzip-compressed
+(detected by its magic bytes) and must be UTF-8.
+
+Invariants of a loaded :class:`PhraseTable`:
+
+* every :class:`PhrasePair` has a non-empty source and target and exactly
+  ``num_scores`` feature values;
+* every feature value is a natural-log score, finite and ``>= LOWEST_SCORE``;
+* ``lookup(source)`` returns pairs best first when a table limit was applied,
+  otherwise in file order; duplicated ``(source, target)`` lines stay distinct
+  pairs, as in Moses.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import os
+import sys
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from fstdecode.errors import FstdecodeError
+
+__all__ = [
+    "LOWEST_SCORE",
+    "SCORE_FORMATS",
+    "PhrasePair",
+    "PhraseTable",
+    "PhraseTableError",
+    "load_phrase_table",
+]
+
+LOWEST_SCORE = -100.0
+"""Moses' FloorScore: ln(0), and any feature value below it, becomes -100."""
+
+SCORE_FORMATS = ("prob", "ln", "log10")
+"""Accepted ``score_format`` values: probabilities (Moses), natural logs, log10."""
+
+_FIELD_SEPARATOR = "|||"
+_GZIP_MAGIC = b"\x1f\x8b"
+_LN10 = math.log(10.0)
+
+
+class PhraseTableError(FstdecodeError):
+    """A phrase table is missing, unreadable or malformed (message names file and line)."""
+
+
+@dataclass(frozen=True)
+class PhrasePair:
+    """One translation option: a source phrase, a target phrase and its features.
+
+    Invariant (for pairs made by :func:`load_phrase_table`): ``source`` and
+    ``target`` are non-empty word tuples and ``scores`` are natural-log feature
+    values floored at :data:`LOWEST_SCORE`. ``unknown`` is True only for
+    copied-through unknown words, which are made elsewhere.
+    """
+
+    source: tuple[str, ...]
+    target: tuple[str, ...]
+    scores: tuple[float, ...]
+    unknown: bool = False
+
+
+class PhraseTable:
+    """Phrase pairs grouped by source phrase; read-only after construction.
+
+    Invariant: every pair stored under key ``s`` has ``pair.source == s`` and
+    ``len(pair.scores) == num_scores``; no key maps to an empty tuple.
+    """
+
+    __slots__ = ("_path", "_num_scores", "_entries", "_size", "_max_source_len")
+
+    def __init__(
+        self,
+        path: str,
+        num_scores: int,
+        entries: Mapping[tuple[str, ...], tuple[PhrasePair, ...]],
+    ) -> None:
+        self._path = path
+        self._num_scores = num_scores
+        self._entries: dict[tuple[str, ...], tuple[PhrasePair, ...]] = {
+            source: pairs for source, pairs in entries.items() if pairs
+        }
+        self._size = sum(len(pairs) for pairs in self._entries.values())
+        self._max_source_len = max((len(s) for s in self._entries), default=0)
+
+    @property
+    def path(self) -> str:
+        """The file the table was read from."""
+        return self._path
+
+    @property
+    def num_scores(self) -> int:
+        """Number of feature values of every pair."""
+        return self._num_scores
+
+    @property
+    def max_source_len(self) -> int:
+        """Length in words of the longest source phrase kept (0 when empty)."""
+        return self._max_source_len
+
+    def lookup(self, source: tuple[str, ...]) -> tuple[PhrasePair, ...]:
+        """Pairs for ``source``; ``()`` when absent.
+
+        Order: best first when a table limit was applied, otherwise file order.
+        """
+        return self._entries.get(tuple(source), ())
+
+    def sources(self) -> Iterable[tuple[str, ...]]:
+        """Distinct source phrases kept, in order of first appearance in the file."""
+        return iter(self._entries.keys())
+
+    def __contains__(self, source: object) -> bool:
+        return source in self._entries
+
+    def __len__(self) -> int:
+        """Number of pairs kept (after the vocabulary filter and table limit)."""
+        return self._size
+
+    def __repr__(self) -> str:
+        return (
+            f"PhraseTable(path={self._path!r}, pairs={self._size}, "
+            f"sources={len(self._entries)}, num_scores={self._num_scores})"
+        )
+
+
+# --------------------------------------------------------------------------
+# Score conversion
+
+
+def _floor(value: float) -> float:
+    """Moses' FloorScore."""
+    return value if value > LOWEST_SCORE else LOWEST_SCORE
+
+
+def _from_prob(value: float) -> float:
+    """ln(value) floored; the caller has rejected negative values."""
+    return _floor(math.log(value)) if value > 0.0 else LOWEST_SCORE
+
+
+def _from_ln(value: float) -> float:
+    return _floor(value)
+
+
+def _from_log10(value: float) -> float:
+    return _floor(value * _LN10)
+
+
+_CONVERTERS: dict[str, Callable[[float], float]] = {
+    "prob": _from_prob,
+    "ln": _from_ln,
+    "log10": _from_log10,
+}
+
+
+def _parse_scores(
+    tokens: list[str], score_format: str, where: str
+) -> tuple[float, ...]:
+    """Raw score tokens -> natural-log features floored at LOWEST_SCORE."""
+    convert = _CONVERTERS[score_format]
+    features = []
+    for token in tokens:
+        try:
+            value = float(token)
+        except ValueError:
+            raise PhraseTableError(
+                f"{where}: score {token!r} is not a number; "
+                "the third field must hold space-separated numbers"
+            ) from None
+        if math.isnan(value) or value == math.inf:
+            raise PhraseTableError(
+                f"{where}: score {token!r} is not a finite number; "
+                "write a finite value (0 for an impossible pair in prob format)"
+            )
+        if score_format == "prob" and value < 0.0:
+            raise PhraseTableError(
+                f"{where}: score {token!r} is a negative probability; "
+                "prob-format scores must be >= 0 (use score_format='ln' or "
+                "'log10' if the table holds log scores)"
+            )
+        features.append(convert(value))
+    return tuple(features)
+
+
+# --------------------------------------------------------------------------
+# Reading
+
+
+def _open_binary(path: str) -> BinaryIO:
+    """Open ``path`` for binary reading, transparently un-gzipping it."""
+    try:
+        raw = open(path, "rb")
+    except FileNotFoundError:
+        raise PhraseTableError(f"{path}: no such file") from None
+    except OSError as err:
+        raise PhraseTableError(f"{path}: cannot read ({err.strerror})") from None
+    try:
+        magic = raw.read(2)
+        raw.seek(0)
+    except OSError as err:
+        raw.close()
+        raise PhraseTableError(f"{path}: cannot read ({err.strerror})") from None
+    if magic != _GZIP_MAGIC:
+        return raw
+    raw.close()
+    return gzip.open(path, "rb")  # type: ignore[return-value]
+
+
+def _numbered_lines(path: str) -> Iterator[tuple[int, str]]:
+    """Yield ``(lineno, text)`` for every line (1-based), decoded as UTF-8."""
+    lineno = 0
+    with _open_binary(path) as stream:
+        try:
+            for raw_line in stream:
+                lineno += 1
+                try:
+                    text = raw_line.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    raise PhraseTableError(
+                        f"{path}:{lineno}: invalid UTF-8 at byte {err.start} of the line; "
+                        "re-encode the file as UTF-8"
+                    ) from None
+                if lineno == 1 and text.startswith("\ufeff"):
+                    text = text[1:]
+                yield lineno, text
+        except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+            raise PhraseTableError(
+                f"{path}:{lineno + 1}: corrupt or truncated gzip data ({err}); "
+                "re-compress the file"
+            ) from None
+
+
+def _split_line(
+    text: str, where: str
+) -> tuple[tuple[str, ...], tuple[str, ...], list[str]]:
+    """Split a line into source words, target words and raw score tokens."""
+    fields = text.split(_FIELD_SEPARATOR)
+    if len(fields) < 3:
+        raise PhraseTableError(
+            f"{where}: expected 'source ||| target ||| scores', found "
+            f"{len(fields)} field(s); separate the fields with '|||'"
+        )
+    source = tuple(sys.intern(w) for w in fields[0].split())
+    target = tuple(sys.intern(w) for w in fields[1].split())
+    if not source:
+        raise PhraseTableError(f"{where}: empty source phrase; every pair needs source words")
+    if not target:
+        raise PhraseTableError(f"{where}: empty target phrase; every pair needs target words")
+    return source, target, fields[2].split()
+
+
+def _check_score_count(
+    found: int, expected: int, first_lineno: int | None, where: str
+) -> None:
+    """Raise unless a line has the expected number of scores."""
+    if found == expected:
+        return
+    if first_lineno is None:
+        reason = f"num-features is {expected}"
+    else:
+        reason = f"line {first_lineno} has {expected}"
+    raise PhraseTableError(
+        f"{where}: found {found} score(s) but {reason}; "
+        "every line must have the same number of scores"
+    )
+
+
+def _check_arguments(
+    path: str, score_format: str, num_features: int | None, table_limit: int
+) -> None:
+    if score_format not in _CONVERTERS:
+        raise PhraseTableError(
+            f"{path}: unknown score format {score_format!r}; use one of "
+            + ", ".join(SCORE_FORMATS)
+        )
+    if num_features is not None and num_features < 1:
+        raise PhraseTableError(
+            f"{path}: num_features must be at least 1, got {num_features}"
+        )
+    if table_limit < 0:
+        raise PhraseTableError(
+            f"{path}: table_limit must be >= 0 (0 keeps all pairs), got {table_limit}"
+        )
+
+
+def _sum_of_scores(pair: PhrasePair) -> float:
+    """Default ranking when no ranker is given: the unweighted sum of features."""
+    return math.fsum(pair.scores)
+
+
+def _limit(
+    pairs: list[PhrasePair], table_limit: int, ranker: Callable[[PhrasePair], float]
+) -> tuple[PhrasePair, ...]:
+    """The ``table_limit`` best pairs, best first; ties keep file order (stable sort)."""
+    ranked = sorted(pairs, key=ranker, reverse=True)  # reverse=True keeps stability
+    return tuple(ranked[:table_limit])
+
+
+def load_phrase_table(
+    path: str | os.PathLike[str],
+    *,
+    score_format: str = "prob",
+    num_features: int | None = None,
+    table_limit: int = 0,
+    ranker: Callable[[PhrasePair], float] | None = None,
+    vocabulary: Callable[[tuple[str, ...]], bool] | None = None,
+) -> PhraseTable:
+    """Read a Moses text phrase table (plain or gzip, UTF-8).
+
+    ``score_format``: ``"prob"`` (Moses; feature = ln(score), 0 -> LOWEST_SCORE),
+    ``"ln"`` (as is) or ``"log10"`` (times ln 10). Every value is floored at
+    :data:`LOWEST_SCORE`.
+
+    ``num_features``: the number of scores every line must have; by default the
+    first line's count.
+
+    ``vocabulary``: if given, only source phrases for which it returns True are
+    kept (it is called once per distinct source phrase). Every line is still
+    validated, so the same file gives the same errors with or without a filter.
+
+    ``table_limit``: if > 0, keep the ``table_limit`` best pairs per source
+    phrase by ``ranker(pair)`` (higher is better; default: sum of scores),
+    best first; ties keep file order. 0 keeps all pairs in file order.
+
+    Blank lines are skipped. An empty file gives an empty table whose
+    ``num_scores`` is ``num_features`` (or 0).
+    """
+    path_str = os.fspath(path)
+    _check_arguments(path_str, score_format, num_features, table_limit)
+    groups: dict[tuple[str, ...], list[PhrasePair]] = {}
+    wanted: dict[tuple[str, ...], bool] = {}
+    expected = num_features
+    first_lineno: int | None = None
+    for lineno, text in _numbered_lines(path_str):
+        if not text.strip():
+            continue
+        where = f"{path_str}:{lineno}"
+        source, target, tokens = _split_line(text, where)
+        if expected is None:
+            if not tokens:
+                raise PhraseTableError(
+                    f"{where}: no scores; the third field must hold at least one number"
+                )
+            expected, first_lineno = len(tokens), lineno
+        _check_score_count(len(tokens), expected, first_lineno, where)
+        scores = _parse_scores(tokens, score_format, where)
+        keep = wanted.get(source)
+        if keep is None:
+            keep = wanted[source] = vocabulary is None or bool(vocabulary(source))
+        if keep:
+            groups.setdefault(source, []).append(PhrasePair(source, target, scores))
+    rank = ranker if ranker is not None else _sum_of_scores
+    entries = {
+        source: (_limit(pairs, table_limit, rank) if table_limit > 0 else tuple(pairs))
+        for source, pairs in groups.items()
+    }
+    return PhraseTable(path_str, expected or 0, entries)

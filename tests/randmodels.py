@@ -1,0 +1,78 @@
+"""Random small models for cross-solver tests (hypothesis strategies).
+
+A random model is written as real files (a Moses phrase table and an ARPA
+bigram LM) and read back through the public readers, so the tests exercise
+the same path as users.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+from fstdecode.model.features import Weights
+from fstdecode.model.model import load_model
+
+TARGET_VOCAB = ["a", "b", "c", "d", "e"]
+SOURCE_VOCAB = ["u", "v", "w", "x", "y", "z"]
+
+
+@st.composite
+def arpa_bigram(draw, vocab=TARGET_VOCAB) -> str:
+    """An ARPA bigram LM over ``vocab`` (not normalised; the decoders do not care)."""
+    words = ["<s>", "</s>", "<unk>", *vocab]
+    uni = []
+    for w in words:
+        p = -99.0 if w == "<s>" else draw(st.floats(-3, -0.1))
+        bo = draw(st.floats(-1.5, 0.5))
+        uni.append(f"{p:.4f}\t{w}\t{bo:.4f}")
+    bigrams = []
+    for a in ["<s>", *vocab]:
+        for b in ["</s>", *vocab]:
+            if draw(st.booleans()):
+                bigrams.append(f"{draw(st.floats(-3, -0.05)):.4f}\t{a} {b}")
+    return "\n".join(
+        ["\\data\\", f"ngram 1={len(uni)}", f"ngram 2={len(bigrams)}", "", "\\1-grams:", *uni, "",
+         "\\2-grams:", *bigrams, "", "\\end\\", ""]
+    )
+
+
+@st.composite
+def phrase_table(draw, sentence: tuple[str, ...], max_len: int = 3, max_translations: int = 3) -> str:
+    """A Moses phrase table (2 probability columns) with entries for spans of ``sentence``."""
+    lines = set()
+    n = len(sentence)
+    for s in range(n):
+        for t in range(s, min(n, s + max_len)):
+            # Single words usually have entries (else they become unknown words).
+            if draw(st.floats(0, 1)) < (0.85 if s == t else 0.35):
+                for _ in range(draw(st.integers(1, max_translations))):
+                    tgt = " ".join(draw(st.lists(st.sampled_from(TARGET_VOCAB), min_size=1, max_size=3)))
+                    a, b = draw(st.floats(0.01, 1)), draw(st.floats(0.01, 1))
+                    lines.add(f"{' '.join(sentence[s:t + 1])} ||| {tgt} ||| {a:.3f} {b:.3f}\n")
+    if not lines:
+        lines.add(f"{sentence[0]} ||| a ||| 0.5 0.5\n")
+    return "".join(sorted(lines))
+
+
+@st.composite
+def random_case(draw, min_n: int = 1, max_n: int = 6, max_d: int = 5):
+    """(model, sentence): a random model and an input of min_n..max_n tokens."""
+    n = draw(st.integers(min_n, max_n))
+    sentence = tuple(draw(st.lists(st.sampled_from(SOURCE_VOCAB), min_size=n, max_size=n)))
+    d = draw(st.integers(1, max_d))
+    weights = [
+        f"lm={draw(st.floats(0.2, 2)):.3f}",
+        f"tm={draw(st.floats(0, 1)):.3f},{draw(st.floats(0, 1)):.3f}",
+        f"distortion={draw(st.floats(0, 1.5)):.3f}",
+        f"word={draw(st.floats(-1, 1)):.3f}",
+        f"phrase={draw(st.floats(-1, 1)):.3f}",
+    ]
+    pt, lm = draw(phrase_table(sentence)), draw(arpa_bigram())
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "pt").write_text(pt, encoding="utf-8")
+        (Path(tmp) / "lm").write_text(lm, encoding="utf-8")
+        model = load_model(phrase_table=Path(tmp) / "pt", lm=Path(tmp) / "lm", distortion_limit=d, weights=weights)
+    return model, sentence
