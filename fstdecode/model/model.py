@@ -135,24 +135,11 @@ def load_model(
     w = w.override(list(weights))
     limit = table_limit if table_limit is not None else int(ini_pt.args.get("table-limit", "0")) if ini_pt else 0
     num = int(ini_pt.args["num-features"]) if ini_pt and phrase_table is None and "num-features" in ini_pt.args else None
-    # The ranker needs the TM width; peek by loading unranked when the weights may be short.
     table = load_phrase_table(
-        pt_path,
-        score_format=tm_score_format or "prob",
-        num_features=num,
-        table_limit=0,
-        vocabulary=source_vocabulary,
+        pt_path, score_format=tm_score_format or "prob", num_features=num, vocabulary=source_vocabulary
     )
     w = w.with_tm_columns(table.num_scores)
-    if limit:
-        table = load_phrase_table(
-            pt_path,
-            score_format=tm_score_format or "prob",
-            num_features=num,
-            table_limit=limit,
-            ranker=moses_ranker(language_model, w),
-            vocabulary=source_vocabulary,
-        )
+    table = table.limited(limit, moses_ranker(language_model, w))
     if distortion_limit is None:
         distortion_limit = cfg.distortion_limit if cfg and cfg.distortion_limit is not None else DEFAULT_DISTORTION_LIMIT
     return Model(

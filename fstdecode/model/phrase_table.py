@@ -112,6 +112,20 @@ class PhraseTable:
         """
         return self._entries.get(tuple(source), ())
 
+    def limited(self, table_limit: int, ranker: Callable[[PhrasePair], float]) -> "PhraseTable":
+        """A table keeping the ``table_limit`` best pairs per source phrase by ``ranker``.
+
+        The ranking needs the model's weights, which need ``num_scores``: so
+        the model reads the file once, then limits (ties keep file order).
+        """
+        if table_limit <= 0:
+            return self
+        return PhraseTable(
+            self._path,
+            self._num_scores,
+            {src: _limit(list(pairs), table_limit, ranker) for src, pairs in self._entries.items()},
+        )
+
     def sources(self) -> Iterable[tuple[str, ...]]:
         """Distinct source phrases kept, in order of first appearance in the file."""
         return iter(self._entries.keys())
