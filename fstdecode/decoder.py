@@ -14,6 +14,7 @@ can hold the two together.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -34,8 +35,9 @@ class DecodeError(FstdecodeError):
 Searcher = Callable[..., SearchResult]
 
 #: ``--method`` name -> search function (each proves optimality).
-METHODS: dict[str, Searcher] = {
+METHODS: dict[str, Searcher | None] = {
     "dp": signature_dp.search,
+    "fst": None,  # the WFST cascade, served by fstdecode.fst.cascade.Cascade
     "coverage": coverage_dp.search,
     "exhaustive": exhaustive.search,
 }
@@ -96,6 +98,12 @@ class Decoder:
     ``nbest`` derivations are returned per sentence (best first);
     ``max_states`` caps the states a search may create, after which the
     line's result carries an error instead of derivations.
+
+    The ``fst`` method also takes ``phrase_fst`` (a compiled P, see
+    :mod:`fstdecode.fst.phrase_fst`), ``lattice_dir`` (write each
+    sentence's lattice there as ``<id>.fst``), ``lattice_prune`` (prune it
+    to paths within that cost of the best first) and ``unique`` (n-best
+    with distinct translations).
     """
 
     def __init__(
@@ -105,6 +113,10 @@ class Decoder:
         *,
         nbest: int = 1,
         max_states: int | None = None,
+        phrase_fst=None,
+        lattice_dir: str | None = None,
+        lattice_prune: float | None = None,
+        unique: bool = False,
     ) -> None:
         if method not in METHODS:
             raise DecodeError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
@@ -115,6 +127,16 @@ class Decoder:
         self.nbest = nbest
         self.max_states = max_states
         self.lm = model.search_lm()
+        self.lattice_dir = lattice_dir
+        self.lattice_prune = lattice_prune
+        self.unique = unique
+        self.cascade = None
+        if method == "fst":
+            from fstdecode.fst.cascade import Cascade
+
+            self.cascade = Cascade(model, phrase_fst)
+        elif phrase_fst is not None or lattice_dir is not None or unique:
+            raise DecodeError("--phrase-fst, --lattice-dir and --nbest-unique need --method fst")
 
     def problem(self, words: Sequence[str]) -> SearchProblem:
         """The integer search problem of one tokenized sentence."""
@@ -133,12 +155,23 @@ class Decoder:
             empty = self._derivation(words, (), 0.0)
             return DecodeResult(id, words, (empty,), True, Stats(0, 0, 0.0))
         try:
-            result = METHODS[self.method](self.problem(words), nbest=self.nbest, max_states=self.max_states)
+            result = self._search(words, id)
         except FstdecodeError as e:
             return DecodeResult(id, words, (), False, Stats(0, 0, time.perf_counter() - start), str(e))
         derivations = tuple(self._derivation(words, phrases, s) for s, phrases in result.hypotheses)
         stats = Stats(result.states, result.transitions, time.perf_counter() - start)
         return DecodeResult(id, words, derivations, result.optimal, stats)
+
+    def _search(self, words: tuple[str, ...], id: int) -> SearchResult:
+        if self.cascade is None:
+            return METHODS[self.method](self.problem(words), nbest=self.nbest, max_states=self.max_states)
+        out = self.cascade.search(
+            words, nbest=self.nbest, unique=self.unique, max_states=self.max_states, prune=self.lattice_prune
+        )
+        if self.lattice_dir is not None:
+            os.makedirs(self.lattice_dir, exist_ok=True)
+            out.lattice.write(os.path.join(self.lattice_dir, f"{id}.fst"))
+        return out.result
 
     def _derivation(self, words: tuple[str, ...], phrases: tuple[Phrase, ...], search_score: float) -> Derivation:
         feats, total = score_derivation(len(words), phrases, self.lm, self.model.weights)

@@ -1,0 +1,223 @@
+"""The cascade: ``ShortestPath(I ∘ P ∘ R ∘ L)`` and reading the best paths back.
+
+* I is an acceptor of the input tokens over P's input symbols. A token
+  with no one-word pair (an unknown word, as in Moses) also gets a
+  ``<unk>`` arc; a token P has never seen gets only that arc.
+* ``I ∘ P`` gives the phrase options (span and pair label of each
+  labelled arc), from which R is built (:mod:`.reorder`); L scores R's
+  bigram events (:mod:`.lm_fst`).
+* pynini/OpenFst's shortest path picks the best path.
+
+OpenFst's tropical weights are 32-bit floats, so a path weight carries
+rounding of about 1e-5 on scores near 100. The cascade therefore asks for
+a few more shortest paths than wanted and ranks them by their exact
+(double) weight: the sum of the exact costs of their labels (P's pair
+costs, R's distortion costs, L's bigram costs), which
+:func:`exact_path_score` computes from the labels alone.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pywrapfst as fst
+
+from fstdecode.errors import FstdecodeError
+from fstdecode.fst.lm_fst import bigram_cost, build_lm_fst
+from fstdecode.fst.phrase_fst import UNK, UNK_LABEL, PhraseFst, build_phrase_fst, pair_cost
+from fstdecode.fst.reorder import Reordering, build_reordering
+from fstdecode.model.model import Model
+from fstdecode.search.problem import SearchProblem, SearchResult
+from fstdecode.search.signature import phrases_of
+from fstdecode.sentence import Phrase, Sentence, unknown_pair
+
+#: Extra shortest paths re-ranked in double precision (see the module docstring).
+EXTRA_PATHS = 8
+
+
+class CascadeError(FstdecodeError):
+    """An empty composition or a path that cannot be read back."""
+
+
+@dataclass(frozen=True)
+class Timings:
+    build_r: float
+    compose: float
+    shortest_path: float
+
+
+@dataclass(frozen=True)
+class CascadeResult:
+    """The search result, the lattice ``I ∘ P ∘ R ∘ L`` and where the time went."""
+
+    result: SearchResult
+    lattice: fst.VectorFst
+    problem: SearchProblem
+    reordering: Reordering
+    timings: Timings
+
+
+class Cascade:
+    """Decodes with the WFST cascade; P is built from the model or read from a compiled file.
+
+    P's costs carry the weights it was compiled with; the reported
+    features and scores are always recomputed by the scorer with the
+    model's weights, so compile P with the same weights you decode with.
+    """
+
+    def __init__(self, model: Model, phrase_fst: PhraseFst | None = None) -> None:
+        self.model = model
+        self.lm = model.search_lm()
+        self.p = phrase_fst or build_phrase_fst(model.table, model.weights)
+        self.isyms = self.p.fst.input_symbols()
+        self.labels = {id(pair): k for k, pair in enumerate(self.p.pairs) if pair is not None}
+        self.num_scores = self.p.num_scores or model.table.num_scores
+
+    def input_fst(self, words: tuple[str, ...]) -> fst.VectorFst:
+        """I: the tokens as an acceptor; unknown words (as in Moses) also read as ``<unk>``."""
+        i = fst.VectorFst()
+        states = [i.add_state() for _ in range(len(words) + 1)]
+        i.set_start(states[0])
+        i.set_final(states[-1])
+        for k, word in enumerate(words):
+            label = self.isyms.find(word)
+            if label > 0:
+                i.add_arc(states[k], fst.Arc(label, label, 0.0, states[k + 1]))
+            if word not in self.p.single:
+                i.add_arc(states[k], fst.Arc(UNK_LABEL, UNK_LABEL, 0.0, states[k + 1]))
+        i.set_input_symbols(self.isyms)
+        i.set_output_symbols(self.isyms)
+        return i.arcsort("olabel")
+
+    def sentence(self, words: tuple[str, ...], ip: fst.VectorFst) -> Sentence:
+        """The phrase options read off ``I ∘ P``: one per labelled arc (its span ends there)."""
+        pos = {ip.start(): 0}
+        stack = [ip.start()]
+        found: dict[tuple[int, int], Phrase] = {}
+        while stack:
+            q = stack.pop()
+            for arc in ip.arcs(q):
+                after = pos[q] + (1 if arc.ilabel else 0)
+                if arc.nextstate not in pos:
+                    pos[arc.nextstate] = after
+                    stack.append(arc.nextstate)
+                if arc.olabel:
+                    self._add_option(found, words, after - 1, arc.olabel)
+        options: list[list[Phrase]] = [[] for _ in words]
+        for (start, _), phrase in sorted(found.items()):
+            options[start].append(phrase)
+        unknown = frozenset(p.start for p in found.values() if p.pair.unknown)
+        return Sentence(words, tuple(tuple(o) for o in options), unknown)
+
+    def _add_option(self, found: dict, words: tuple[str, ...], end: int, label: int) -> None:
+        if label == UNK_LABEL:
+            pair = unknown_pair(words[end], self.num_scores)
+            self.labels[id(pair)] = UNK_LABEL
+            found[(end, label)] = Phrase(end, end, pair)
+        else:
+            pair = self.p.pairs[label]
+            start = end - len(pair.source) + 1
+            found[(start, label)] = Phrase(start, end, pair)
+
+    def search(
+        self,
+        words: tuple[str, ...] | list[str],
+        *,
+        nbest: int = 1,
+        unique: bool = False,
+        max_states: int | None = None,
+        prune: float | None = None,
+    ) -> CascadeResult:
+        """The ``nbest`` best derivations (distinct, or with distinct translations if ``unique``)."""
+        words = tuple(words)
+        ip = fst.compose(self.input_fst(words), self.p.fst)
+        if ip.start() == fst.NO_STATE_ID:
+            raise CascadeError("I ∘ P is empty: the input has no segmentation into phrases")
+        problem = SearchProblem(self.sentence(words, ip), self.lm, self.model.weights, self.model.distortion_limit)
+        t0 = time.perf_counter()
+        r = build_reordering(problem, self.labels, max_states)
+        bigrams = {lab: (problem.vocab[a], problem.vocab[b]) for lab, (a, b) in r.bigrams.items()}
+        lm_fst = build_lm_fst(r.symbols, bigrams, self.lm, self.model.weights.lm).arcsort("ilabel")
+        t1 = time.perf_counter()
+        lattice = fst.compose(fst.compose(ip.arcsort("olabel"), r.fst.arcsort("ilabel")), lm_fst)
+        if lattice.start() == fst.NO_STATE_ID:
+            raise CascadeError(f"I ∘ P ∘ R ∘ L is empty: no derivation within the distortion limit d={problem.d}")
+        if prune is not None:
+            lattice = fst.prune(lattice, weight=prune)
+        lattice.set_input_symbols(self.isyms)
+        lattice.set_output_symbols(r.symbols)
+        t2 = time.perf_counter()
+        hyps = self._best_paths(lattice, problem, r, nbest, unique)
+        t3 = time.perf_counter()
+        result = SearchResult(tuple(hyps), optimal=True, states=r.states, transitions=r.transitions)
+        return CascadeResult(result, lattice, problem, r, Timings(t1 - t0, t2 - t1, t3 - t2))
+
+    def _best_paths(self, lattice, problem, r, nbest, unique):
+        want = nbest
+        k = nbest + EXTRA_PATHS
+        while True:
+            paths = read_paths(fst.shortestpath(lattice, nshortest=k))
+            seen, hyps = set(), []
+            for labels, _ in paths:
+                ops = tuple(lab for lab in labels if lab in r.ops)
+                phrases = phrases_of(problem, [r.ops[lab][:3] for lab in ops])
+                key = tuple(w for p in phrases for w in p.target) if unique else ops
+                if key in seen:
+                    continue
+                seen.add(key)
+                hyps.append((exact_path_score(labels, r, problem, self.lm), phrases))
+            # Enough distinct paths (or the lattice has no more): rank exactly.
+            if len(hyps) >= want + min(EXTRA_PATHS, len(paths) - want) or len(paths) < k:
+                hyps.sort(key=lambda h: -h[0])
+                return hyps[:want]
+            k *= 2
+
+
+def read_paths(sp: fst.VectorFst) -> list[tuple[list[int], float]]:
+    """The paths of a ``shortestpath`` result: (output labels, float path cost) each."""
+    out = []
+    start = sp.start()
+    if start == fst.NO_STATE_ID:
+        return out
+    for first in sp.arcs(start):
+        labels, cost, arc = [], 0.0, first
+        while True:
+            if arc.olabel:
+                labels.append(arc.olabel)
+            cost += float(arc.weight)
+            nxt = list(sp.arcs(arc.nextstate))
+            if not nxt:
+                cost += float(sp.final(arc.nextstate))
+                break
+            arc = nxt[0]
+        out.append((labels, cost))
+    return out
+
+
+def exact_path_score(labels: list[int], r: Reordering, problem: SearchProblem, lm) -> float:
+    """The path's model score in double precision, from its output labels alone.
+
+    P's cost of each operation's pair, R's distortion cost (eta · jumps)
+    and L's cost of each bigram label, negated (a score to maximise).
+    """
+    w = problem.weights
+    cost = 0.0
+    for lab in labels:
+        if lab in r.ops:
+            opt, _, _, jumps = r.ops[lab]
+            if opt.phrase is not None:
+                cost += pair_cost(opt.phrase.pair, w)
+            cost += problem.eta * jumps
+        else:
+            a, b = r.bigrams[lab]
+            cost += bigram_cost(lm, w.lm, problem.vocab[a], problem.vocab[b])
+    return -cost
+
+
+def cascade_search(model: Model, words, **kwargs) -> CascadeResult:
+    """Functional form: build P from the model and search one sentence."""
+    return Cascade(model).search(words, **kwargs)
+
+
+__all__ = ["Cascade", "CascadeError", "CascadeResult", "UNK", "cascade_search", "read_paths"]

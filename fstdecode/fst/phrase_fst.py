@@ -1,0 +1,131 @@
+"""P: the phrase-table transducer, source words -> phrase-pair labels.
+
+P has one loop state (0, initial and final). Each phrase pair is a path
+0 -w1:ε-> … -wk:pair/cost-> 0 that reads its source words and writes its
+pair label on the last arc, so ``I ∘ P`` segments the input into phrases
+in source order. The cost is −(weighted TM + word + phrase penalties) of
+the pair (tropical: lower is better). One more arc, ``<unk>:<unk>``,
+translates an unknown word by copying it through, with the
+UnknownWordPenalty.
+
+The symbol tables travel inside the FST file. An output symbol spells the
+pair as ``src ||| tgt ||| f1 f2 …`` (the TM feature values, natural log,
+exactly as ``repr`` prints them), so the pairs and their features can be
+read back from the compiled file alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pywrapfst as fst
+
+from fstdecode.errors import FstdecodeError
+from fstdecode.model.features import UNKNOWN_WORD_VALUE, Weights
+from fstdecode.model.phrase_table import PhrasePair, PhraseTable
+
+EPS = "<eps>"
+UNK = "<unk>"
+#: The label of the unknown-word pair on P's output (and of ``<unk>`` on its input).
+UNK_LABEL = 1
+
+
+class PhraseFstError(FstdecodeError):
+    """A compiled phrase-table FST that fstdecode cannot read."""
+
+
+def pair_symbol(pair: PhrasePair) -> str:
+    """The output symbol of a pair: ``src ||| tgt ||| f1 f2 …`` (exact floats)."""
+    return f"{' '.join(pair.source)} ||| {' '.join(pair.target)} ||| {' '.join(repr(v) for v in pair.scores)}"
+
+
+def parse_pair_symbol(symbol: str, where: str) -> PhrasePair:
+    """The inverse of :func:`pair_symbol`; raises PhraseFstError naming ``where``."""
+    parts = [p.strip() for p in symbol.split("|||")]
+    try:
+        src, tgt, scores = parts[0].split(), parts[1].split(), tuple(float(v) for v in parts[2].split())
+    except (IndexError, ValueError):
+        raise PhraseFstError(f"{where}: output symbol {symbol!r} is not 'src ||| tgt ||| scores'") from None
+    return PhrasePair(tuple(src), tuple(tgt), scores)
+
+
+def pair_cost(pair: PhrasePair, w: Weights) -> float:
+    """−(Σ w_tm·f_tm − w_word·|e| + w_phrase), and the unknown penalty for copied words."""
+    score = sum(a * b for a, b in zip(w.tm, pair.scores)) - w.word * len(pair.target) + w.phrase
+    if pair.unknown:
+        score += w.unknown * UNKNOWN_WORD_VALUE * len(pair.source)
+    return -score
+
+
+@dataclass(frozen=True)
+class PhraseFst:
+    """P with what decoding needs to read it back.
+
+    Invariant: ``pairs[k]`` is the pair of output label k (``pairs[0]`` and
+    ``pairs[UNK_LABEL]`` are None); ``single`` holds the source words that
+    have a one-word pair (the others are unknown words, as in Moses).
+    """
+
+    fst: fst.VectorFst
+    pairs: tuple[PhrasePair | None, ...]
+    single: frozenset[str]
+    unknown_cost: float
+
+    @property
+    def num_scores(self) -> int:
+        return len(self.pairs[2].scores) if len(self.pairs) > 2 else 0
+
+    def write(self, path: str | Path) -> None:
+        self.fst.write(str(path))
+
+
+def build_phrase_fst(table: PhraseTable, weights: Weights) -> PhraseFst:
+    """Compile P from a phrase table with the model's weights baked into its costs."""
+    isyms = fst.SymbolTable("source")
+    osyms = fst.SymbolTable("pairs")
+    for syms in (isyms, osyms):
+        syms.add_symbol(EPS, 0)
+        syms.add_symbol(UNK, UNK_LABEL)
+    p = fst.VectorFst()
+    loop = p.add_state()
+    p.set_start(loop)
+    p.set_final(loop)
+    unknown_cost = pair_cost(PhrasePair((UNK,), (UNK,), (0.0,) * table.num_scores, unknown=True), weights)
+    p.add_arc(loop, fst.Arc(UNK_LABEL, UNK_LABEL, unknown_cost, loop))
+    pairs: list[PhrasePair | None] = [None, None]
+    for source in table.sources():
+        for pair in table.lookup(source):
+            label = osyms.add_symbol(pair_symbol(pair))
+            if label != len(pairs):  # two identical lines: one label serves both
+                continue
+            pairs.append(pair)
+            state = loop
+            for k, word in enumerate(source):
+                last = k == len(source) - 1
+                nxt = loop if last else p.add_state()
+                p.add_arc(state, fst.Arc(isyms.add_symbol(word), label if last else 0, pair_cost(pair, weights) if last else 0.0, nxt))
+                state = nxt
+    p.set_input_symbols(isyms)
+    p.set_output_symbols(osyms)
+    p.arcsort("ilabel")
+    return PhraseFst(p, tuple(pairs), frozenset(s[0] for s in table.sources() if len(s) == 1), unknown_cost)
+
+
+def read_phrase_fst(path: str | Path) -> PhraseFst:
+    """Load a P written by ``fstdecode compile``; pairs come back from its output symbols."""
+    try:
+        p = fst.VectorFst.read(str(path))
+    except Exception as e:  # pywrapfst raises FstIOError / FstOpError
+        raise PhraseFstError(f"{path}: cannot read an FST: {e}") from None
+    osyms = p.output_symbols()
+    if osyms is None or p.input_symbols() is None:
+        raise PhraseFstError(f"{path}: no symbol tables inside; compile it with `fstdecode compile`")
+    pairs: list[PhrasePair | None] = [None, None]
+    for label in range(2, osyms.num_symbols()):
+        pairs.append(parse_pair_symbol(osyms.find(label), f"{path}: output symbol {label}"))
+    single = frozenset(pr.source[0] for pr in pairs[2:] if pr is not None and len(pr.source) == 1)
+    unknown = next((a.weight for a in p.arcs(p.start()) if a.ilabel == UNK_LABEL), None)
+    if unknown is None:
+        raise PhraseFstError(f"{path}: no <unk> arc at the start state; not an fstdecode phrase FST")
+    return PhraseFst(p, tuple(pairs), single, float(str(unknown)))

@@ -1,0 +1,134 @@
+"""The WFST cascade: P, R, L, their composition, and agreement with the DP."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+import pywrapfst as fst
+from hypothesis import HealthCheck, given, settings
+
+from fstdecode.decoder import Decoder
+from fstdecode.fst.cascade import Cascade, exact_path_score, read_paths
+from fstdecode.fst.phrase_fst import UNK_LABEL, build_phrase_fst, read_phrase_fst
+from fstdecode.model.model import load_model
+from fstdecode.model.scorer import score as score_derivation
+from fstdecode.search import signature_dp
+
+from randmodels import random_case
+
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+EXAMPLES = ["das muss unsere sorge gleichermaßen sein", "wir müssen auch diese kritik ernst nehmen", "das muss XYZ sein"]
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_model()
+
+
+@pytest.fixture(scope="module")
+def cascade(model):
+    return Cascade(model)
+
+
+def translation(phrases):
+    return " ".join(w for p in phrases for w in p.target)
+
+
+@pytest.mark.parametrize("sentence", EXAMPLES)
+def test_fst_equals_dp_on_examples(model, cascade, sentence):
+    words = tuple(sentence.split())
+    dp = signature_dp.search(Decoder(model).problem(words))
+    out = cascade.search(words)
+    assert out.result.hypotheses[0][0] == pytest.approx(dp.hypotheses[0][0], abs=1e-6)
+    # R is built over the same reachable signature states as the DP.
+    assert out.result.states == dp.states
+
+
+@pytest.mark.parametrize("sentence", EXAMPLES)
+def test_scorer_total_equals_path_weight(model, cascade, sentence):
+    words = tuple(sentence.split())
+    out = cascade.search(words)
+    sp = fst.shortestpath(out.lattice)
+    [(labels, float_cost)] = read_paths(sp)
+    exact = exact_path_score(labels, out.reordering, out.problem, cascade.lm)
+    _, total = score_derivation(len(words), out.result.hypotheses[0][1], cascade.lm, model.weights)
+    assert total == pytest.approx(exact, abs=1e-6)
+    # OpenFst's float32 path weight agrees up to float rounding.
+    assert -float_cost == pytest.approx(exact, abs=1e-3)
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(random_case(max_n=7))
+def test_fst_equals_dp_on_random_models(case):
+    model, sentence = case
+    dp = signature_dp.search(Decoder(model).problem(sentence), nbest=3)
+    out = Cascade(model).search(sentence, nbest=3)
+    assert len(out.result.hypotheses) == len(dp.hypotheses)
+    for (a, phrases), (b, _) in zip(out.result.hypotheses, dp.hypotheses):
+        assert a == pytest.approx(b, abs=1e-6)
+        _, total = score_derivation(len(sentence), phrases, model.search_lm(), model.weights)
+        assert total == pytest.approx(a, abs=1e-6)
+
+
+def test_nbest_distinct_derivations_and_unique_translations(model, cascade):
+    words = tuple(EXAMPLES[0].split())
+    dp = signature_dp.search(Decoder(model).problem(words), nbest=10)
+    out = cascade.search(words, nbest=10)
+    assert [h[0] for h in out.result.hypotheses] == pytest.approx([h[0] for h in dp.hypotheses], abs=1e-6)
+    assert len({h[1] for h in out.result.hypotheses}) == 10
+    uniq = cascade.search(words, nbest=5, unique=True).result.hypotheses
+    texts = [translation(h[1]) for h in uniq]
+    assert len(set(texts)) == 5 and texts[0] == "this must also be our concern"
+    assert all(a[0] >= b[0] for a, b in zip(uniq, uniq[1:]))
+
+
+def test_phrase_fst_shape_and_round_trip(model, tmp_path):
+    p = build_phrase_fst(model.table, model.weights)
+    props = p.fst.properties(fst.I_LABEL_SORTED, True)
+    assert props == fst.I_LABEL_SORTED
+    # One labelled arc per pair plus <unk>; the pairs come back from the symbols alone.
+    labelled = sum(1 for q in p.fst.states() for a in p.fst.arcs(q) if a.olabel)
+    assert labelled == len(model.table) + 1
+    p.write(tmp_path / "p.fst")
+    back = read_phrase_fst(tmp_path / "p.fst")
+    assert back.pairs == p.pairs and back.single == p.single
+    c1, c2 = Cascade(model, back), Cascade(model)
+    for s in EXAMPLES:
+        assert c1.search(s.split()).result.hypotheses[0][0] == pytest.approx(c2.search(s.split()).result.hypotheses[0][0], abs=1e-9)
+
+
+def test_unknown_word_reads_as_unk(model, cascade):
+    i = cascade.input_fst(("das", "XYZ"))
+    labels = [[a.ilabel for a in i.arcs(q)] for q in i.states()]
+    assert labels[1] == [UNK_LABEL]
+    assert labels[0] == [cascade.isyms.find("das")]
+
+
+def test_reordering_and_lattice_properties(cascade):
+    out = cascade.search(EXAMPLES[1].split())
+    r = out.reordering.fst
+    assert r.properties(fst.ACYCLIC, True) == fst.ACYCLIC
+    assert out.lattice.properties(fst.ACYCLIC, True) == fst.ACYCLIC
+    # Every output symbol of R is an operation or a bigram that L scores.
+    assert set(out.reordering.ops) | set(out.reordering.bigrams) == set(range(1, out.reordering.symbols.num_symbols()))
+
+
+@pytest.mark.skipif(shutil.which("fstprint") is None, reason="fstprint not installed (apt install libfst-tools; .ci/run does)")
+def test_lattice_opens_in_fstprint(model, tmp_path):
+    decoder = Decoder(model, "fst", lattice_dir=str(tmp_path))
+    decoder.decode(EXAMPLES[0], id=0)
+    printed = subprocess.run(["fstprint", str(tmp_path / "0.fst")], capture_output=True, text=True, check=True).stdout
+    assert "das" in printed and "this must" in printed and "op:" in printed
+    info = subprocess.run(["fstinfo", str(tmp_path / "0.fst")], capture_output=True, text=True, check=True).stdout
+    assert re.search(r"^cyclic\s+n$", info, re.M) and re.search(r"^# of states\s+[1-9]", info, re.M)
+
+
+def test_lattice_prune_keeps_the_best(model, tmp_path):
+    full = Decoder(model, "fst").decode(EXAMPLES[0])
+    pruned = Decoder(model, "fst", lattice_dir=str(tmp_path), lattice_prune=1.0).decode(EXAMPLES[0], id=0)
+    assert pruned.best.score == pytest.approx(full.best.score, abs=1e-9)
+    small = fst.Fst.read(str(tmp_path / "0.fst"))
+    assert 0 < small.num_states() < Cascade(model).search(EXAMPLES[0].split()).lattice.num_states()
