@@ -59,9 +59,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _check_min(flag: str, value: int | None, minimum: int) -> None:
+    """Refuse an out-of-range numeric flag up front (rather than ignore or misread it)."""
+    if value is not None and value < minimum:
+        raise FstdecodeError(f"{flag} must be >= {minimum}, got {value}")
+
+
 def _load(args: argparse.Namespace):
-    if args.distortion_limit is not None and args.distortion_limit < 0:
-        raise FstdecodeError(f"--distortion-limit must be >= 0, got {args.distortion_limit}")
+    _check_min("--distortion-limit", args.distortion_limit, 0)
+    _check_min("--lm-order", args.lm_order, 1)
+    _check_min("--table-limit", args.table_limit, 0)
     return load_model(
         args.config,
         phrase_table=args.phrase_table,
@@ -99,12 +106,34 @@ def decode_lines(decoder: Decoder, lines: Iterable[str], threads: int = 1) -> It
         yield from pool.imap(_decode_in_worker, items, chunksize=1)
 
 
+def _utf8_lines(stream) -> Iterator[str]:
+    """The lines of ``stream`` decoded as UTF-8 (as the model files are), whatever the locale.
+
+    Raises FstdecodeError naming the line on invalid UTF-8 (instead of a traceback,
+    or of silently misread words under a non-UTF-8 locale).
+    """
+    raw = getattr(stream, "buffer", None)
+    if raw is None:  # an in-memory text stream (tests, embedding)
+        yield from stream
+        return
+    for no, line in enumerate(raw, 1):
+        try:
+            yield line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise FstdecodeError(
+                f"<stdin>:{no}: invalid UTF-8 at byte {e.start + 1} of the line; the input must be UTF-8"
+            ) from None
+
+
 def _cmd_decode(args: argparse.Namespace) -> int:
+    _check_min("--nbest", args.nbest, 1)
+    _check_min("--max-states", args.max_states, 1)
+    _check_min("--threads", args.threads, 1)
     model = _load(args)
-    nbest = args.nbest or (model_nbest(args) if args.format == "nbest" else 1)
+    nbest = args.nbest if args.nbest is not None else (model_nbest(args) if args.format == "nbest" else 1)
     decoder = Decoder(model, args.method, nbest=nbest, max_states=args.max_states)
     out = sys.stdout
-    for result in decode_lines(decoder, sys.stdin, args.threads):
+    for result in decode_lines(decoder, _utf8_lines(sys.stdin), args.threads):
         if args.format == "text":
             out.write(output.text(result) + "\n")
         elif args.format == "json":
@@ -135,6 +164,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if hasattr(sys.stdout, "reconfigure"):  # write UTF-8, as the input and model files are
+        sys.stdout.reconfigure(encoding="utf-8")
     try:
         if args.command == "decode":
             return _cmd_decode(args)

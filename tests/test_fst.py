@@ -60,8 +60,8 @@ def test_scorer_total_equals_path_weight(model, cascade, sentence):
     assert -float_cost == pytest.approx(exact, abs=1e-3)
 
 
-@settings(max_examples=40, **SETTINGS)
-@given(random_case(max_n=7))
+@settings(max_examples=30, **SETTINGS)
+@given(random_case(max_n=6))
 def test_fst_equals_dp_on_random_models(case):
     model, sentence = case
     dp = signature_dp.search(Decoder(model).problem(sentence), nbest=3)
@@ -112,8 +112,9 @@ def test_reordering_and_lattice_properties(cascade):
     r = out.reordering.fst
     assert r.properties(fst.ACYCLIC, True) == fst.ACYCLIC
     assert out.lattice.properties(fst.ACYCLIC, True) == fst.ACYCLIC
-    # Every output symbol of R is an operation or a bigram that L scores.
-    assert set(out.reordering.ops) | set(out.reordering.bigrams) == set(range(1, out.reordering.symbols.num_symbols()))
+    # One arc per transition, and every output symbol of R is an operation L can score.
+    assert sum(r.num_arcs(q) for q in r.states()) == out.result.transitions
+    assert set(out.reordering.ops) == set(range(1, out.reordering.symbols.num_symbols()))
 
 
 @pytest.mark.skipif(shutil.which("fstprint") is None, reason="fstprint not installed (apt install libfst-tools; .ci/run does)")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import pywrapfst as fst
 
 from fstdecode.errors import FstdecodeError
-from fstdecode.fst.lm_fst import bigram_cost, build_lm_fst
+from fstdecode.fst.lm_fst import build_lm_fst, events_cost
 from fstdecode.fst.phrase_fst import UNK, UNK_LABEL, PhraseFst, build_phrase_fst, pair_cost
 from fstdecode.fst.reorder import Reordering, build_reordering
 from fstdecode.model.model import Model
@@ -137,8 +137,9 @@ class Cascade:
         problem = SearchProblem(self.sentence(words, ip), self.lm, self.model.weights, self.model.distortion_limit)
         t0 = time.perf_counter()
         r = build_reordering(problem, self.labels, max_states)
-        bigrams = {lab: (problem.vocab[a], problem.vocab[b]) for lab, (a, b) in r.bigrams.items()}
-        lm_fst = build_lm_fst(r.symbols, bigrams, self.lm, self.model.weights.lm).arcsort("ilabel")
+        v = problem.vocab
+        events = {lab: [(v[a], v[b]) for a, b in op.bigrams] for lab, op in r.ops.items()}
+        lm_fst = build_lm_fst(r.symbols, events, self.lm, self.model.weights.lm).arcsort("ilabel")
         t1 = time.perf_counter()
         lattice = fst.compose(fst.compose(ip.arcsort("olabel"), r.fst.arcsort("ilabel")), lm_fst)
         if lattice.start() == fst.NO_STATE_ID:
@@ -160,8 +161,8 @@ class Cascade:
             paths = read_paths(fst.shortestpath(lattice, nshortest=k))
             seen, hyps = set(), []
             for labels, _ in paths:
-                ops = tuple(lab for lab in labels if lab in r.ops)
-                phrases = phrases_of(problem, [r.ops[lab][:3] for lab in ops])
+                ops = tuple(labels)
+                phrases = phrases_of(problem, [(r.ops[lab].option, r.ops[lab].s1, r.ops[lab].s2) for lab in ops])
                 key = tuple(w for p in phrases for w in p.target) if unique else ops
                 if key in seen:
                     continue
@@ -198,20 +199,16 @@ def read_paths(sp: fst.VectorFst) -> list[tuple[list[int], float]]:
 def exact_path_score(labels: list[int], r: Reordering, problem: SearchProblem, lm) -> float:
     """The path's model score in double precision, from its output labels alone.
 
-    P's cost of each operation's pair, R's distortion cost (eta · jumps)
-    and L's cost of each bigram label, negated (a score to maximise).
+    For each operation: P's cost of its pair, R's distortion cost
+    (eta · jumps) and L's cost of its bigrams; negated (a score to maximise).
     """
-    w = problem.weights
+    w, v = problem.weights, problem.vocab
     cost = 0.0
     for lab in labels:
-        if lab in r.ops:
-            opt, _, _, jumps = r.ops[lab]
-            if opt.phrase is not None:
-                cost += pair_cost(opt.phrase.pair, w)
-            cost += problem.eta * jumps
-        else:
-            a, b = r.bigrams[lab]
-            cost += bigram_cost(lm, w.lm, problem.vocab[a], problem.vocab[b])
+        op = r.ops[lab]
+        if op.option.phrase is not None:
+            cost += pair_cost(op.option.phrase.pair, w)
+        cost += problem.eta * op.jumps + events_cost(lm, w.lm, [(v[a], v[b]) for a, b in op.bigrams])
     return -cost
 
 

@@ -1,13 +1,15 @@
 """L: the bigram LM transducer over the events R emits, with exact ARPA backoff.
 
-R writes each target bigram ``a b`` it creates as one symbol, so L is a
-one-state machine with one arc per bigram symbol whose cost is
-−λ_lm · ln p(b | a), computed by the ARPA model with full backoff (no
-ε-backoff approximation: every cost is the model's own probability).
-Operation symbols pass through L at cost 0.
+Each output symbol of R carries the target bigrams its operation creates
+(:mod:`.reorder`). L is a one-state machine with one arc per symbol whose
+cost is −λ_lm · Σ ln p(b | a) over those bigrams, each computed by the ARPA
+model with full backoff: no ε-backoff approximation, every bigram costs
+exactly what the model gives it.
 """
 
 from __future__ import annotations
+
+from typing import Iterable
 
 import pywrapfst as fst
 
@@ -19,18 +21,21 @@ def bigram_cost(lm: ArpaLM, weight: float, a: str, b: str) -> float:
     return -weight * lm.logprob((a,), b)
 
 
+def events_cost(lm: ArpaLM, weight: float, bigrams: Iterable[tuple[str, str]]) -> float:
+    """The cost of a list of bigram events: the sum of their exact costs."""
+    return sum(bigram_cost(lm, weight, a, b) for a, b in bigrams)
+
+
 def build_lm_fst(
-    symbols: fst.SymbolTable, bigrams: dict[int, tuple[str, str]], lm: ArpaLM, weight: float
+    symbols: fst.SymbolTable, events: dict[int, list[tuple[str, str]]], lm: ArpaLM, weight: float
 ) -> fst.VectorFst:
-    """L over ``symbols``: bigram labels (``bigrams[label] = (a, b)``) scored, all others free."""
+    """L over ``symbols``: label k costs the exact LM cost of the bigrams ``events[k]``."""
     lfst = fst.VectorFst()
     q = lfst.add_state()
     lfst.set_start(q)
     lfst.set_final(q)
     for label in range(1, symbols.num_symbols()):
-        pair = bigrams.get(label)
-        cost = bigram_cost(lm, weight, *pair) if pair else 0.0
-        lfst.add_arc(q, fst.Arc(label, label, cost, q))
+        lfst.add_arc(q, fst.Arc(label, label, events_cost(lm, weight, events.get(label, ())), q))
     lfst.set_input_symbols(symbols)
     lfst.set_output_symbols(symbols)
     return lfst

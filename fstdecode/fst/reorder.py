@@ -3,21 +3,19 @@
 States are the signature states ``(j, sigs)`` of Chang & Collins (Section
 4.2) reachable from the start under this sentence's phrase options, created
 in order of j: the same space the DP walks (:func:`fstdecode.search.signature.expand`,
-so every state passes ``valid()`` of Figure 5). Arcs:
+so every state passes ``valid()`` of Figure 5). One arc per transition ψ1 p ψ2:
 
 * input: the phrase-pair label that P writes (ε for the closing ``</s>``);
-* output: an *operation* symbol ``op:s-t:s1:t1:s2:label:target``
-  (positions as in :mod:`fstdecode.search.problem`; s1/t1 are the start and
-  end of ψ1 and s2 the start of ψ2, −1 for φ; label is P's pair label), then the target bigrams the operation creates — first those
-  inside the phrase, then the junctions with ψ1 and ψ2 — as symbols ``a b``;
-* weight: the distortion feature times its weight (−eta·jumps as a cost).
+* output: an *operation* symbol that spells the operation and the target
+  bigrams it creates, ``op:s-t:s1:t1:s2:label:target|a b|c d…`` —
+  positions as in :mod:`fstdecode.search.problem`, s1/t1 the start and end
+  of ψ1 and s2 the start of ψ2 (−1 for φ), label P's pair label; then the
+  bigrams inside the phrase and the junctions with ψ1 and ψ2, each ``|a b``
+  (Moses reserves ``|`` for factors, so words never contain it);
+* weight: the distortion feature times its weight, as a cost (eta · jumps).
 
 The operation symbols alone rebuild the derivation (the tapes are replayed
-from s1/s2), so a lattice can be read without the search.
-
-A transition ψ1 p ψ2 becomes a short chain: ``(j, sigs) -label:ε-> m``
-then the bigrams inside p (shared by all transitions of this state and
-phrase), then ``-ε:op/cost->`` and the junction bigrams into the new state.
+from s1/s2) and carry everything L scores.
 """
 
 from __future__ import annotations
@@ -31,76 +29,92 @@ from fstdecode.search.signature import PHI, Sigs, expand, goal_state, start_stat
 
 
 @dataclass(frozen=True)
-class Reordering:
-    """R with its output symbols and what the cascade needs to read paths back.
+class Operation:
+    """What an output label of R stands for: a transition and the bigrams it creates.
 
-    ``ops[label]`` is ``(option, s1, s2, jumps)`` for an operation label;
-    ``bigrams[label]`` is ``(a, b)`` (word ids of the problem) for a bigram label.
+    ``bigrams`` are pairs of word ids of the problem; ``jumps`` is the sum of
+    the distortion distances |t(ψ1)+1−s(p)| and |t(p)+1−s(ψ2)| (Figure 4).
     """
+
+    option: Option
+    s1: int
+    s2: int
+    jumps: int
+    bigrams: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class Reordering:
+    """R, its output symbols, and ``ops[label]`` for every output label."""
 
     fst: fst.VectorFst
     symbols: fst.SymbolTable
-    ops: dict[int, tuple[Option, int, int, int]]
-    bigrams: dict[int, tuple[int, int]]
+    ops: dict[int, Operation]
     states: int
     transitions: int
 
 
-def op_symbol(opt: Option, s1: int, t1: int, s2: int, label: int, target: str) -> str:
-    return f"op:{opt.s}-{opt.t}:{s1}:{t1}:{s2}:{label}:{target}"
-
-
-def parse_op_symbol(symbol: str) -> tuple[int, int, int, int, int, int, str]:
-    """``(s, t, s1, t1, s2, label, target)`` of an operation symbol; jumps follow from them."""
-    _, span, s1, t1, s2, label, target = symbol.split(":", 6)
+def parse_op_symbol(symbol: str) -> tuple[int, int, int, int, int, int, str, list[tuple[str, str]]]:
+    """``(s, t, s1, t1, s2, label, target, bigrams)`` of an operation symbol."""
+    head, *bigrams = symbol.split("|")
+    _, span, s1, t1, s2, label, target = head.split(":", 6)
     s, t = span.split("-")
-    return int(s), int(t), int(s1), int(t1), int(s2), int(label), target
-
-
-def op_jumps(s: int, t: int, t1: int, s2: int) -> int:
-    """Distortion distances of an operation: |t(ψ1)+1−s(p)| and |t(p)+1−s(ψ2)| (Figure 4)."""
-    return (abs(t1 + 1 - s) if t1 != PHI else 0) + (abs(t + 1 - s2) if s2 != PHI else 0)
+    pairs = [tuple(b.split(" ", 1)) for b in bigrams]
+    return int(s), int(t), int(s1), int(t1), int(s2), int(label), target, pairs  # type: ignore[return-value]
 
 
 class _Builder:
+    """Interns operation symbols: one label per distinct (phrase, ψ1, ψ2, junction words)."""
+
     def __init__(self, problem: SearchProblem, labels: dict[int, int]) -> None:
         self.problem = problem
         self.labels = labels  # id(phrase pair) -> P's output label
-        self.r = fst.VectorFst()
         self.syms = fst.SymbolTable("reorder")
         self.syms.add_symbol("<eps>", 0)
-        self.ops: dict[int, tuple[Option, int, int, int]] = {}
-        self.bigrams: dict[int, tuple[int, int]] = {}
-        self._bigram_label: dict[tuple[int, int], int] = {}
-
-    def bigram(self, a: int, b: int) -> int:
-        key = (a, b)
-        label = self._bigram_label.get(key)
-        if label is None:
-            v = self.problem.vocab
-            label = self._bigram_label[key] = self.syms.add_symbol(f"{v[a]} {v[b]}")
-            self.bigrams[label] = key
-        return label
-
-    def op(self, opt: Option, s1: int, t1: int, s2: int) -> int:
-        label = self.input_label(opt)
-        target = " ".join(opt.phrase.target) if opt.phrase else "</s>"
-        lab = self.syms.add_symbol(op_symbol(opt, s1, t1, s2, label, target))
-        self.ops[lab] = (opt, s1, s2, op_jumps(opt.s, opt.t, t1, s2))
-        return lab
+        self.ops: dict[int, Operation] = {}
+        self._cache: dict[tuple, int] = {}
+        self._inside: dict[int, tuple[tuple[int, int], ...]] = {}
+        #: label -> (input label, distortion cost as an OpenFst weight), made once per label.
+        self.arc_parts: dict[int, tuple[int, fst.Weight]] = {}
+        self.weight_type = "tropical"
 
     def input_label(self, opt: Option) -> int:
-        if opt.phrase is None:
-            return 0
-        return self.labels[id(opt.phrase.pair)]
+        return 0 if opt.phrase is None else self.labels[id(opt.phrase.pair)]
 
-    def chain(self, state: int, olabels: list[int], last_cost: float, end: int, first_cost_at: int = 0) -> None:
-        """Arcs ε:olabel from ``state`` through fresh states to ``end``; the cost on arc ``first_cost_at``."""
-        r = self.r
-        for k, lab in enumerate(olabels):
-            nxt = end if k == len(olabels) - 1 else r.add_state()
-            r.add_arc(state, fst.Arc(0, lab, last_cost if k == first_cost_at else 0.0, nxt))
-            state = nxt
+    def inside(self, opt: Option) -> tuple[tuple[int, int], ...]:
+        """The bigrams inside the phrase of ``opt``."""
+        got = self._inside.get(id(opt))
+        if got is None:
+            ids = [self.problem.word_id(w) for w in opt.phrase.target] if opt.phrase else []
+            got = self._inside[id(opt)] = tuple(zip(ids, ids[1:]))
+        return got
+
+    def op(self, j: int, opt: Option, a: tuple | None, c: tuple | None) -> int:
+        """The label of appending ``opt`` to tape ``a`` (ψ1) and prepending it to tape ``c`` (ψ2).
+
+        Cached on (phrase, ψ1, ψ2): j = s(p) − 1 is fixed by the phrase.
+        """
+        key = (id(opt), a, c)
+        label = self._cache.get(key)
+        if label is not None:
+            return label
+        bigrams = list(self.inside(opt))
+        jumps = 0
+        if a:
+            bigrams.append((a[3], opt.first))
+            jumps += j - a[2]  # |t(ψ1) + 1 − s(p)| with s(p) = j + 1
+        if c:
+            bigrams.append((opt.last, c[1]))
+            jumps += opt.t + 1 - c[0]
+        v = self.problem.vocab
+        target = " ".join(opt.phrase.target) if opt.phrase else "</s>"
+        s1, t1 = (a[0], a[2]) if a else (PHI, PHI)
+        s2 = c[0] if c else PHI
+        head = f"op:{opt.s}-{opt.t}:{s1}:{t1}:{s2}:{self.input_label(opt)}:{target}"
+        label = self._cache[key] = self.syms.add_symbol(head + "".join(f"|{v[x]} {v[y]}" for x, y in bigrams))
+        self.ops[label] = Operation(opt, s1, s2, jumps, tuple(bigrams))
+        self.arc_parts[label] = (self.input_label(opt), fst.Weight(self.weight_type, self.problem.eta * jumps))
+        return label
 
 
 def build_reordering(problem: SearchProblem, labels: dict[int, int], max_states: int | None = None) -> Reordering:
@@ -110,9 +124,9 @@ def build_reordering(problem: SearchProblem, labels: dict[int, int], max_states:
     Raises SearchLimitError after ``max_states`` signature states.
     """
     b = _Builder(problem, labels)
-    r = b.r
+    r = fst.VectorFst()
     end = problem.end
-    eta = problem.eta
+    arc_parts, add_arc, Arc = b.arc_parts, r.add_arc, fst.Arc
     layers: list[dict[Sigs, int]] = [{} for _ in range(end + 1)]
     start = r.add_state()
     r.set_start(start)
@@ -121,7 +135,6 @@ def build_reordering(problem: SearchProblem, labels: dict[int, int], max_states:
     for j in range(end):
         for sigs, sid in layers[j].items():
             by_start = {sg[0]: sg for sg in sigs}
-            inner: dict[int, int] = {}  # id(option) -> state after its input label and inner bigrams
             for t, new, _, opt, s1, s2 in expand(problem, j, sigs):
                 transitions += 1
                 target = layers[t].get(new)
@@ -130,28 +143,11 @@ def build_reordering(problem: SearchProblem, labels: dict[int, int], max_states:
                     if max_states is not None and states > max_states:
                         raise SearchLimitError(f"more than {max_states} states (--max-states)")
                     target = layers[t][new] = r.add_state()
-                mid = inner.get(id(opt))
-                if mid is None:
-                    mid = inner[id(opt)] = r.add_state()
-                    ids = [problem.word_id(w) for w in opt.phrase.target] if opt.phrase else []
-                    inside = [b.bigram(x, y) for x, y in zip(ids, ids[1:])]
-                    if inside:
-                        first = r.add_state()
-                        r.add_arc(sid, fst.Arc(b.input_label(opt), 0, 0.0, first))
-                        b.chain(first, inside, 0.0, mid)
-                    else:
-                        r.add_arc(sid, fst.Arc(b.input_label(opt), 0, 0.0, mid))
-                a = by_start[s1] if s1 != PHI else None
-                c = by_start[s2] if s2 != PHI else None
-                op = b.op(opt, s1, a[2] if a else PHI, s2)
-                out = [op]
-                if a:
-                    out.append(b.bigram(a[3], opt.first))
-                if c:
-                    out.append(b.bigram(opt.last, c[1]))
-                b.chain(mid, out, eta * b.ops[op][3], target)
+                op = b.op(j, opt, by_start.get(s1), by_start.get(s2))
+                ilabel, weight = arc_parts[op]
+                add_arc(sid, Arc(ilabel, op, weight, target))
     goal = layers[end].get(goal_state(problem))
     if goal is not None:
         r.set_final(goal)
     r.set_output_symbols(b.syms)
-    return Reordering(r, b.syms, b.ops, b.bigrams, states, transitions)
+    return Reordering(r, b.syms, b.ops, states, transitions)
