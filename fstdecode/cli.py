@@ -17,7 +17,7 @@ from typing import Iterable, Iterator, Sequence
 from fstdecode import output
 from fstdecode.decoder import METHODS, DecodeResult, Decoder
 from fstdecode.errors import FstdecodeError
-from fstdecode.model.model import load_model
+from fstdecode.model.model import empty_table, load_model
 from fstdecode.model.phrase_table import SCORE_FORMATS
 
 
@@ -53,6 +53,17 @@ def _parser() -> argparse.ArgumentParser:
     dec.add_argument("--nbest", type=int, default=None, metavar="K", help="K best derivations per sentence")
     dec.add_argument("--max-states", type=int, metavar="N", help="give up on a sentence after N states")
     dec.add_argument("--threads", type=int, default=1, metavar="N", help="decode in N worker processes")
+    fsts = dec.add_argument_group("WFST cascade (--method fst)")
+    fsts.add_argument("--phrase-fst", metavar="FILE", help="P compiled by `fstdecode compile` (instead of the text table)")
+    fsts.add_argument("--lattice-dir", metavar="DIR", help="write each sentence's lattice I∘P∘R∘L as DIR/<id>.fst")
+    fsts.add_argument("--lattice-prune", type=float, metavar="W", help="prune lattices to paths within cost W of the best")
+    fsts.add_argument("--nbest-unique", action="store_true", help="n-best with distinct translations")
+    comp = sub.add_parser("compile", help="compile the phrase-table transducer P to an OpenFst file")
+    _model_args(comp)
+    comp.add_argument("-o", "--output", required=True, metavar="P.fst", help="where to write P (symbol tables inside)")
+    insp = sub.add_parser("inspect", help="summarise an FST; print a lattice's best derivations")
+    insp.add_argument("file", metavar="FILE")
+    insp.add_argument("--nbest", type=int, default=3, metavar="K", help="best paths to print for a lattice (default 3)")
     demo = sub.add_parser("demo", help="decode the example sentence and show the DP at work")
     _model_args(demo)
     demo.add_argument("sentence", nargs="?", default="das muss unsere sorge gleichermaßen sein")
@@ -65,12 +76,13 @@ def _check_min(flag: str, value: int | None, minimum: int) -> None:
         raise FstdecodeError(f"{flag} must be >= {minimum}, got {value}")
 
 
-def _load(args: argparse.Namespace):
+def _load(args: argparse.Namespace, phrase_fst=None):
     _check_min("--distortion-limit", args.distortion_limit, 0)
     _check_min("--lm-order", args.lm_order, 1)
     _check_min("--table-limit", args.table_limit, 0)
     return load_model(
         args.config,
+        table=empty_table(args.phrase_fst, phrase_fst.num_scores) if phrase_fst else None,
         phrase_table=args.phrase_table,
         lm=args.lm,
         distortion_limit=args.distortion_limit,
@@ -129,9 +141,23 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     _check_min("--nbest", args.nbest, 1)
     _check_min("--max-states", args.max_states, 1)
     _check_min("--threads", args.threads, 1)
-    model = _load(args)
+    phrase_fst = None
+    if args.phrase_fst:
+        from fstdecode.fst.phrase_fst import read_phrase_fst
+
+        phrase_fst = read_phrase_fst(args.phrase_fst)
+    model = _load(args, phrase_fst)
     nbest = args.nbest if args.nbest is not None else (model_nbest(args) if args.format == "nbest" else 1)
-    decoder = Decoder(model, args.method, nbest=nbest, max_states=args.max_states)
+    decoder = Decoder(
+        model,
+        args.method,
+        nbest=nbest,
+        max_states=args.max_states,
+        phrase_fst=phrase_fst,
+        lattice_dir=args.lattice_dir,
+        lattice_prune=args.lattice_prune,
+        unique=args.nbest_unique,
+    )
     out = sys.stdout
     for result in decode_lines(decoder, _utf8_lines(sys.stdin), args.threads):
         if args.format == "text":
@@ -162,14 +188,30 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from fstdecode.fst.tools import compile_phrase_fst
+
+    p = compile_phrase_fst(_load(args), args.output)
+    print(f"wrote {args.output}: {p.num_states()} states, {sum(p.num_arcs(q) for q in p.states())} arcs", file=sys.stderr)
+    return 0
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from fstdecode.fst.tools import inspect
+
+    inspect(args.file, sys.stdout, args.nbest)
+    return 0
+
+
+COMMANDS = {"decode": _cmd_decode, "demo": _cmd_demo, "compile": _cmd_compile, "inspect": _cmd_inspect}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if hasattr(sys.stdout, "reconfigure"):  # write UTF-8, as the input and model files are
         sys.stdout.reconfigure(encoding="utf-8")
     try:
-        if args.command == "decode":
-            return _cmd_decode(args)
-        return _cmd_demo(args)
+        return COMMANDS[args.command](args)
     except FstdecodeError as e:
         print(f"fstdecode: error: {e}", file=sys.stderr)
         return 2

@@ -39,7 +39,7 @@ def run_demo(model: Model, sentence: str, out: TextIO) -> None:
     for p in best.phrases:
         out.write(f"  [{p.start}-{p.end}] {' '.join(p.pair.source)} -> {' '.join(p.target)}\n")
     out.write("tapes after each phrase, in source order (Figure 3):\n")
-    for (opt, _, _), tapes in zip(steps, replay(problem, steps)):
+    for (opt, _, _), tapes in zip(steps, replay(steps, problem.bos_option)):
         j = opt.t
         out.write(f"  j={j:<3}" + "  |  ".join(_tape(t, problem.vocab) for t in tapes.values()) + "\n")
     out.write("states per position j of the signature DP:\n  ")

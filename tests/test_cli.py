@@ -758,3 +758,15 @@ def test_utf8_input_and_output_whatever_the_locale(io_encoding):
     assert obj["source"] == SLIDES_SRC  # "gleichermaßen" read as one known word
     assert obj["translation"] == SLIDES_TGT
     assert obj["features"]["unknown"] == 0
+
+
+def test_ini_distortion_limit_minus_one_means_unlimited(tmp_path):
+    # Moses' "-1 = no limit": the model gets a limit larger than any sentence, not the default 6.
+    from fstdecode.model.model import UNLIMITED, example_dir, load_model
+
+    ini = (example_dir() / "moses.ini").read_text(encoding="utf-8").replace("[distortion-limit]\n4", "[distortion-limit]\n-1")
+    ini = ini.replace("${MODEL_DIR}", str(example_dir()))
+    (tmp_path / "moses.ini").write_text(ini, encoding="utf-8")
+    assert load_model(tmp_path / "moses.ini").distortion_limit == UNLIMITED
+    (tmp_path / "moses.ini").write_text(ini.replace("[distortion-limit]\n-1\n", ""), encoding="utf-8")
+    assert load_model(tmp_path / "moses.ini").distortion_limit == 6

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 import shutil
 import subprocess
 
@@ -133,3 +135,40 @@ def test_lattice_prune_keeps_the_best(model, tmp_path):
     assert pruned.best.score == pytest.approx(full.best.score, abs=1e-9)
     small = fst.Fst.read(str(tmp_path / "0.fst"))
     assert 0 < small.num_states() < Cascade(model).search(EXAMPLES[0].split()).lattice.num_states()
+
+
+def run_cli(*args, stdin=""):
+    return subprocess.run([sys.executable, "-m", "fstdecode", *args], input=stdin, capture_output=True, text=True)
+
+
+def test_compile_then_decode_from_the_compiled_file(tmp_path):
+    # `compile` writes P; `decode --method fst --phrase-fst` uses it instead of the text table.
+    assert run_cli("compile", "-o", str(tmp_path / "P.fst")).returncode == 0
+    text = "\n".join(EXAMPLES) + "\n"
+    from_file = run_cli("decode", "--method", "fst", "--phrase-fst", str(tmp_path / "P.fst"), "--format", "json", stdin=text)
+    from_dp = run_cli("decode", "--format", "json", stdin=text)
+    assert from_file.returncode == 0, from_file.stderr
+    a = [json.loads(x) for x in from_file.stdout.splitlines()]
+    b = [json.loads(x) for x in from_dp.stdout.splitlines()]
+    assert [x["translation"] for x in a] == [x["translation"] for x in b]
+    assert [x["score"] for x in a] == pytest.approx([x["score"] for x in b], abs=1e-6)
+
+
+def test_inspect_prints_lattice_derivations(tmp_path):
+    run_cli("decode", "--method", "fst", "--lattice-dir", str(tmp_path), stdin=EXAMPLES[1] + "\n")
+    out = run_cli("inspect", str(tmp_path / "0.fst"), "--nbest", "2")
+    assert out.returncode == 0, out.stderr
+    assert "acyclic:             y" in out.stdout
+    # The best path, read from the lattice's labels alone, is Figure 1's derivation.
+    assert "[0-1] we must [2-2] also [6-6] take [3-4] these criticisms [5-5] seriously" in out.stdout
+
+
+def test_inspect_bad_file_is_a_clean_error(tmp_path):
+    (tmp_path / "x.fst").write_text("not an fst")
+    out = run_cli("inspect", str(tmp_path / "x.fst"))
+    assert out.returncode == 2 and "x.fst" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_fst_only_flags_need_method_fst():
+    out = run_cli("decode", "--nbest-unique", stdin="das\n")
+    assert out.returncode == 2 and "--method fst" in out.stderr

@@ -256,7 +256,9 @@ def test_early_distortion_cost_values(tmp_path: Path, value: str, expected: bool
 
 
 def test_distortion_limit_minus_one_is_no_limit(tmp_path: Path) -> None:
-    assert load_moses_ini(write(tmp_path, "[distortion-limit]\n-1\n")).distortion_limit is None
+    # Moses: -1 = unlimited, which differs from an absent section (Moses' default of 6).
+    assert load_moses_ini(write(tmp_path, "[distortion-limit]\n-1\n")).distortion_limit == -1
+    assert load_moses_ini(write(tmp_path, "[weight]\n")).distortion_limit is None
 
 
 def test_nbest_on_one_line(tmp_path: Path) -> None:

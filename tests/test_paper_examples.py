@@ -61,7 +61,7 @@ def test_figure3_states_along_the_best_path(decoder):
         9: {(1, "<s>", 9, "</s>")},
     }
     seen = {}
-    for (opt, _, _), tapes in zip(steps, replay(problem, steps)):
+    for (opt, _, _), tapes in zip(steps, replay(steps, problem.bos_option)):
         sigs = {(s, t[0].first, t[-1].t, t[-1].last) for s, t in tapes.items()}
         seen[opt.t + 1] = paper_signatures(problem, sigs)
         # Each state on the path is a state of the chart at its position j.
@@ -107,7 +107,7 @@ def test_slides_tapes(decoder):
     problem, _, steps = best_path(decoder, SLIDES)
     tapes = [
         [[(o.s, o.t, " ".join(o.phrase.target)) for o in tape if o.phrase] for tape in t.values()]
-        for t in replay(problem, steps)
+        for t in replay(steps, problem.bos_option)
     ]
     assert tapes[:4] == [
         [[(1, 2, "this must")]],

@@ -26,6 +26,9 @@ class ModelError(FstdecodeError):
 #: The distortion limit when neither moses.ini nor a flag gives one (Moses' default).
 DEFAULT_DISTORTION_LIMIT = 6
 
+#: moses.ini's ``[distortion-limit] -1`` (no limit): larger than any sentence.
+UNLIMITED = 2**31 - 1
+
 # moses.ini feature name prefix -> fstdecode weight name.
 _INI_WEIGHTS = {
     "KENLM": "lm",
@@ -103,6 +106,7 @@ def load_model(
     table_limit: int | None = None,
     lm_order: int | None = None,
     source_vocabulary=None,
+    table: PhraseTable | None = None,
 ) -> Model:
     """Assemble a model; explicit arguments override the moses.ini ``config``.
 
@@ -110,6 +114,7 @@ def load_model(
     is loaded (and the other arguments still apply). ``weights`` are
     ``NAME=VALUE`` strings as for ``--weight``. ``source_vocabulary`` (a
     predicate on source phrases) filters the phrase table while loading.
+    ``table``, if given, is used instead of reading one (``--phrase-fst``).
     Raises ModelError (or the reader's error) naming the file and line.
     """
     if distortion_limit is not None and distortion_limit < 0:
@@ -126,7 +131,7 @@ def load_model(
     pt_path = phrase_table or (ini_pt.args.get("path") if ini_pt else None)
     if lm_path is None:
         raise ModelError("no language model: give --lm FILE or a moses.ini with a KENLM line")
-    if pt_path is None:
+    if pt_path is None and table is None:
         raise ModelError("no phrase table: give --phrase-table FILE or a moses.ini with a PhraseDictionaryMemory line")
     order = lm_order or (int(ini_lm.args.get("order", "0")) if ini_lm and lm is None else 0) or None
     language_model = ArpaLM.from_file(lm_path, max_order=order)
@@ -135,13 +140,16 @@ def load_model(
     w = w.override(list(weights))
     limit = table_limit if table_limit is not None else int(ini_pt.args.get("table-limit", "0")) if ini_pt else 0
     num = int(ini_pt.args["num-features"]) if ini_pt and phrase_table is None and "num-features" in ini_pt.args else None
-    table = load_phrase_table(
-        pt_path, score_format=tm_score_format or "prob", num_features=num, vocabulary=source_vocabulary
-    )
+    if table is None:
+        table = load_phrase_table(
+            pt_path, score_format=tm_score_format or "prob", num_features=num, vocabulary=source_vocabulary
+        )
     w = w.with_tm_columns(table.num_scores)
     table = table.limited(limit, moses_ranker(language_model, w))
     if distortion_limit is None:
         distortion_limit = cfg.distortion_limit if cfg and cfg.distortion_limit is not None else DEFAULT_DISTORTION_LIMIT
+        if distortion_limit == -1:
+            distortion_limit = UNLIMITED
     return Model(
         table=table,
         lm=language_model,
@@ -150,6 +158,11 @@ def load_model(
         name=name,
         early_distortion_cost=bool(cfg and cfg.early_distortion_cost),
     )
+
+
+def empty_table(path: str, num_scores: int) -> PhraseTable:
+    """A table with no pairs: the model of a decode whose pairs live in a compiled P."""
+    return PhraseTable(str(path), num_scores, {})
 
 
 def with_distortion_limit(model: Model, d: int) -> Model:

@@ -12,8 +12,8 @@ Understood sections:
   ``PhraseDictionaryBinary``, ``InputFeature``, ``LexicalReordering``) is an
   error, because ignoring a feature would silently change the model's scores.
 * ``[weight]``: ``Name= v1 v2 ...``, one line per feature.
-* ``[distortion-limit]``: an integer; ``-1`` (and an absent section, Moses'
-  default) means no limit and is stored as ``None``.
+* ``[distortion-limit]``: an integer >= 0, or ``-1`` for no limit (kept as
+  -1); an absent section is stored as ``None`` (Moses' default then applies).
 * ``[early-distortion-cost]``: yes/no/true/false/y/n/1/0; a section with no
   value means yes (Moses treats a bare boolean switch as true).
 * ``[n-best-list]``: an output path and a size, on one line or two.
@@ -131,8 +131,8 @@ class MosesConfig:
 
     Invariant (for configs made by :func:`load_moses_ini`): feature names are
     unique; every key of ``weights`` names a feature and holds exactly that
-    feature's ``num_features`` values; ``distortion_limit`` is None (no limit)
-    or >= 0; ``nbest_path`` and ``nbest_size`` are both set or both None.
+    feature's ``num_features`` values; ``distortion_limit`` is None (absent),
+    -1 (no limit) or >= 0; ``nbest_path`` and ``nbest_size`` are both set or both None.
     Features without a ``[weight]`` line are absent from ``weights``.
     """
 
@@ -406,7 +406,7 @@ def _section_line(entries: list[tuple[int, str]], default: int) -> int:
 def _parse_distortion_limit(
     entries: list[tuple[int, str]] | None, path: str, header: int
 ) -> int | None:
-    """One integer >= -1; -1 (Moses' "no limit") and an absent section give None."""
+    """One integer >= -1 (-1 is Moses' "no limit"); an absent section gives None."""
     if entries is None:
         return None
     tokens = _tokens(entries)
@@ -425,7 +425,7 @@ def _parse_distortion_limit(
             f"{path}:{lineno}: distortion limit {token!r} must be an integer >= 0 "
             "(or -1 for no limit)"
         )
-    return None if limit == -1 else limit
+    return limit
 
 
 def _parse_bool(entries: list[tuple[int, str]] | None, name: str, path: str) -> bool:

@@ -142,14 +142,15 @@ def expand(problem: SearchProblem, j: int, sigs: Sigs) -> Iterator[Transition]:
 Step = tuple[Option, int, int]
 
 
-def replay(problem: SearchProblem, steps: list[Step]) -> Iterator[dict[int, list[Option]]]:
+def replay(steps: list[Step], bos: Option) -> Iterator[dict[int, list[Option]]]:
     """Rebuild the tapes along a path of transitions ``(option, s1, s2)``.
 
-    Yields the tapes (start position -> options in target order) after each
-    step; after the last step of a complete path there is one tape, from
-    ``<s>`` to ``</s>``.
+    ``bos`` is the ``<s>`` option that opens the first tape. Yields the tapes
+    (start position -> options in target order) after each step; after the
+    last step of a complete path there is one tape, from ``<s>`` to ``</s>``.
+    Only ``option.s`` is read, so options need not carry words or scores.
     """
-    tapes: dict[int, list[Option]] = {0: [problem.bos_option]}
+    tapes: dict[int, list[Option]] = {0: [bos]}
     for opt, s1, s2 in steps:
         if s1 == PHI and s2 == PHI:
             tapes[opt.s] = [opt]
@@ -165,7 +166,7 @@ def replay(problem: SearchProblem, steps: list[Step]) -> Iterator[dict[int, list
 def phrases_of(problem: SearchProblem, steps: list[Step]) -> tuple[Phrase, ...]:
     """The phrases of a complete path, in target order (without <s> and </s>)."""
     tapes: dict[int, list[Option]] = {}
-    for tapes in replay(problem, steps):
+    for tapes in replay(steps, problem.bos_option):
         pass
     if len(tapes) != 1:
         raise SearchError(f"path ends with {len(tapes)} tapes; a complete path has one")
