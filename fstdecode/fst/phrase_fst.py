@@ -79,6 +79,57 @@ class PhraseFst:
     def write(self, path: str | Path) -> None:
         self.fst.write(str(path))
 
+    def with_pairs(self, extra: list[PhrasePair], weights: Weights) -> "PhraseFst":
+        """P with more phrase pairs: their paths join P's loop, as a union inside the closure.
+
+        Pairs already in P are skipped. Each new pair costs ``pair_cost`` with
+        ``weights`` (those P was compiled with); its scores must have
+        ``num_scores`` values.
+        """
+        p = self.fst.copy()
+        isyms, osyms = p.input_symbols().copy(), p.output_symbols().copy()
+        pairs = list(self.pairs)
+        for pair in extra:
+            if len(pair.scores) != self.num_scores:
+                raise PhraseFstError(f"pair {pair_symbol(pair)!r} has {len(pair.scores)} scores; P has {self.num_scores}")
+            label = osyms.add_symbol(pair_symbol(pair))
+            if label != len(pairs):
+                continue
+            pairs.append(pair)
+            _add_pair_path(p, p.start(), isyms, pair, label, pair_cost(pair, weights))
+        p.set_input_symbols(isyms)
+        p.set_output_symbols(osyms)
+        p.arcsort("ilabel")
+        single = self.single | {pr.source[0] for pr in extra if len(pr.source) == 1}
+        return PhraseFst(p, tuple(pairs), single, self.unknown_cost)
+
+
+def _add_pair_path(p: fst.VectorFst, loop: int, isyms: fst.SymbolTable, pair: PhrasePair, label: int, cost: float) -> None:
+    """The path loop -w1:ε-> … -wk:label/cost-> loop that reads the pair's source words."""
+    state = loop
+    for k, word in enumerate(pair.source):
+        last = k == len(pair.source) - 1
+        nxt = loop if last else p.add_state()
+        p.add_arc(state, fst.Arc(isyms.add_symbol(word), label if last else 0, cost if last else 0.0, nxt))
+        state = nxt
+
+
+def grammar_pairs(grammar: fst.Fst, num_scores: int) -> list[PhrasePair]:
+    """The phrase pairs of a string grammar (pynini's byte or UTF-8 strings), every TM score 0.
+
+    ``grammar`` maps a source phrase ("zwei und zwanzig") to a target
+    phrase ("twenty-two"); it must be acyclic (a finite set of pairs). A
+    grammar pair scores as probability 1 in every TM column; its own
+    weights are ignored so that the scorer and the path weights agree.
+    """
+    if grammar.properties(fst.ACYCLIC, True) != fst.ACYCLIC:
+        raise PhraseFstError("a source grammar must be acyclic (a finite set of phrase pairs)")
+    out = []
+    for src, tgt, _ in grammar.paths().items():
+        if src.split() and tgt.split():
+            out.append(PhrasePair(tuple(src.split()), tuple(tgt.split()), (0.0,) * num_scores))
+    return out
+
 
 def build_phrase_fst(table: PhraseTable, weights: Weights) -> PhraseFst:
     """Compile P from a phrase table with the model's weights baked into its costs."""
@@ -100,12 +151,7 @@ def build_phrase_fst(table: PhraseTable, weights: Weights) -> PhraseFst:
             if label != len(pairs):  # two identical lines: one label serves both
                 continue
             pairs.append(pair)
-            state = loop
-            for k, word in enumerate(source):
-                last = k == len(source) - 1
-                nxt = loop if last else p.add_state()
-                p.add_arc(state, fst.Arc(isyms.add_symbol(word), label if last else 0, pair_cost(pair, weights) if last else 0.0, nxt))
-                state = nxt
+            _add_pair_path(p, loop, isyms, pair, label, pair_cost(pair, weights))
     p.set_input_symbols(isyms)
     p.set_output_symbols(osyms)
     p.arcsort("ilabel")
