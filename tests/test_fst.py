@@ -172,3 +172,20 @@ def test_inspect_bad_file_is_a_clean_error(tmp_path):
 def test_fst_only_flags_need_method_fst():
     out = run_cli("decode", "--nbest-unique", stdin="das\n")
     assert out.returncode == 2 and "--method fst" in out.stderr
+
+
+def test_binary_vector_fst_equals_add_arc():
+    # The byte-level builder must give exactly the machine add_arc gives.
+    from fstdecode.fst.binary import vector_fst
+
+    arcs = [(0, 3, 4, 0.25, 1), (2, 5, 6, 2.0, 0), (0, 7, 0, 1.5, 2), (1, 1, 1, 0.0, 2)]
+    ref = fst.VectorFst()
+    for _ in range(3):
+        ref.add_state()
+    ref.set_start(0)
+    ref.set_final(2, 1.25)
+    for q, i, o, w, n in arcs:
+        ref.add_arc(q, fst.Arc(i, o, w, n))
+    got = vector_fst(3, 0, {2: 1.25}, *[list(col) for col in zip(*arcs)])
+    assert str(got) == str(ref)
+    assert fst.equal(got, ref)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import pywrapfst as fst
 
+from fstdecode.fst.binary import vector_fst
 from fstdecode.search.problem import Option, SearchLimitError, SearchProblem
 from fstdecode.search.signature import PHI, Sigs, expand, goal_state, start_state
 
@@ -72,11 +73,12 @@ class _Builder:
         self.syms = fst.SymbolTable("reorder")
         self.syms.add_symbol("<eps>", 0)
         self.ops: dict[int, Operation] = {}
-        self._cache: dict[tuple, int] = {}
+        #: (id(option), ψ1 signature, ψ2 signature) -> label
+        self.cache: dict[tuple, int] = {}
+        self._short: dict[tuple, int] = {}
         self._inside: dict[int, tuple[tuple[int, int], ...]] = {}
-        #: label -> (input label, distortion cost as an OpenFst weight), made once per label.
-        self.arc_parts: dict[int, tuple[int, fst.Weight]] = {}
-        self.weight_type = "tropical"
+        #: label -> (input label, distortion cost), made once per label.
+        self.arc_parts: dict[int, tuple[int, float]] = {}
 
     def input_label(self, opt: Option) -> int:
         return 0 if opt.phrase is None else self.labels[id(opt.phrase.pair)]
@@ -95,8 +97,13 @@ class _Builder:
         Cached on (phrase, ψ1, ψ2): j = s(p) − 1 is fixed by the phrase.
         """
         key = (id(opt), a, c)
-        label = self._cache.get(key)
+        s1, t1 = (a[0], a[2]) if a else (PHI, PHI)
+        s2 = c[0] if c else PHI
+        # Only ψ1's end and last word and ψ2's start and first word matter.
+        short = (id(opt), s1, t1, a[3] if a else PHI, s2, c[1] if c else PHI)
+        label = self._short.get(short)
         if label is not None:
+            self.cache[key] = label
             return label
         bigrams = list(self.inside(opt))
         jumps = 0
@@ -108,12 +115,10 @@ class _Builder:
             jumps += opt.t + 1 - c[0]
         v = self.problem.vocab
         target = " ".join(opt.phrase.target) if opt.phrase else "</s>"
-        s1, t1 = (a[0], a[2]) if a else (PHI, PHI)
-        s2 = c[0] if c else PHI
         head = f"op:{opt.s}-{opt.t}:{s1}:{t1}:{s2}:{self.input_label(opt)}:{target}"
-        label = self._cache[key] = self.syms.add_symbol(head + "".join(f"|{v[x]} {v[y]}" for x, y in bigrams))
+        label = self.cache[key] = self._short[short] = self.syms.add_symbol(head + "".join(f"|{v[x]} {v[y]}" for x, y in bigrams))
         self.ops[label] = Operation(opt, s1, s2, jumps, tuple(bigrams))
-        self.arc_parts[label] = (self.input_label(opt), fst.Weight(self.weight_type, self.problem.eta * jumps))
+        self.arc_parts[label] = (self.input_label(opt), self.problem.eta * jumps)
         return label
 
 
@@ -121,17 +126,21 @@ def build_reordering(problem: SearchProblem, labels: dict[int, int], max_states:
     """Build R for one sentence, reachable states only, in order of j.
 
     ``labels`` maps ``id(pair)`` of each option's phrase pair to P's output label.
-    Raises SearchLimitError after ``max_states`` signature states.
+    Raises SearchLimitError after ``max_states`` signature states. The arcs
+    are collected in arrays and turned into a VectorFst at once
+    (:func:`fstdecode.fst.binary.vector_fst`).
     """
     b = _Builder(problem, labels)
-    r = fst.VectorFst()
     end = problem.end
-    arc_parts, add_arc, Arc = b.arc_parts, r.add_arc, fst.Arc
     layers: list[dict[Sigs, int]] = [{} for _ in range(end + 1)]
-    start = r.add_state()
-    r.set_start(start)
-    layers[0][start_state(problem)] = start
+    layers[0][start_state(problem)] = 0
     states, transitions = 1, 0
+    src: list[int] = []
+    ilabels: list[int] = []
+    olabels: list[int] = []
+    costs: list[float] = []
+    dst: list[int] = []
+    cache, arc_parts = b.cache, b.arc_parts
     for j in range(end):
         for sigs, sid in layers[j].items():
             by_start = {sg[0]: sg for sg in sigs}
@@ -139,15 +148,22 @@ def build_reordering(problem: SearchProblem, labels: dict[int, int], max_states:
                 transitions += 1
                 target = layers[t].get(new)
                 if target is None:
+                    target = layers[t][new] = states
                     states += 1
                     if max_states is not None and states > max_states:
                         raise SearchLimitError(f"more than {max_states} states (--max-states)")
-                    target = layers[t][new] = r.add_state()
-                op = b.op(j, opt, by_start.get(s1), by_start.get(s2))
-                ilabel, weight = arc_parts[op]
-                add_arc(sid, Arc(ilabel, op, weight, target))
+                a, c = by_start.get(s1), by_start.get(s2)
+                op = cache.get((id(opt), a, c))
+                if op is None:
+                    op = b.op(j, opt, a, c)
+                ilabel, cost = arc_parts[op]
+                src.append(sid)
+                ilabels.append(ilabel)
+                olabels.append(op)
+                costs.append(cost)
+                dst.append(target)
     goal = layers[end].get(goal_state(problem))
-    if goal is not None:
-        r.set_final(goal)
+    finals = {goal: 0.0} if goal is not None else {}
+    r = vector_fst(states, 0, finals, src, ilabels, olabels, costs, dst)
     r.set_output_symbols(b.syms)
     return Reordering(r, b.syms, b.ops, states, transitions)
