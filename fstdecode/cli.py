@@ -10,15 +10,24 @@ the file and line, and exit with status 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
+import os
 import sys
 from typing import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from fstdecode import output
 from fstdecode.decoder import METHODS, DecodeResult, Decoder
 from fstdecode.errors import FstdecodeError
 from fstdecode.model.model import empty_table, load_model
 from fstdecode.model.phrase_table import SCORE_FORMATS
+
+if TYPE_CHECKING:  # only for annotations: pynini loads when --source-grammar is used
+    import pynini
+
+    from fstdecode.fst.phrase_fst import PhraseFst
+    from fstdecode.model.model import Model
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
@@ -58,6 +67,11 @@ def _parser() -> argparse.ArgumentParser:
     fsts.add_argument("--lattice-dir", metavar="DIR", help="write each sentence's lattice I∘P∘R∘L as DIR/<id>.fst")
     fsts.add_argument("--lattice-prune", type=float, metavar="W", help="prune lattices to paths within cost W of the best")
     fsts.add_argument("--nbest-unique", action="store_true", help="n-best with distinct translations")
+    fsts.add_argument(
+        "--source-grammar",
+        metavar="FILE.far[:NAME]",
+        help="add the phrase pairs of a string transducer in a FAR (NAME: its first FST) to P",
+    )
     comp = sub.add_parser("compile", help="compile the phrase-table transducer P to an OpenFst file")
     _model_args(comp)
     comp.add_argument("-o", "--output", required=True, metavar="P.fst", help="where to write P (symbol tables inside)")
@@ -147,6 +161,8 @@ def _cmd_decode(args: argparse.Namespace) -> int:
 
         phrase_fst = read_phrase_fst(args.phrase_fst)
     model = _load(args, phrase_fst)
+    if args.source_grammar:
+        phrase_fst = with_source_grammar(args.source_grammar, model, phrase_fst, args.method)
     nbest = args.nbest if args.nbest is not None else (model_nbest(args) if args.format == "nbest" else 1)
     decoder = Decoder(
         model,
@@ -168,6 +184,74 @@ def _cmd_decode(args: argparse.Namespace) -> int:
             out.write("".join(line + "\n" for line in output.nbest_lines(result, model.weights)))
         out.flush()
     return 0
+
+
+def _split_grammar_spec(spec: str) -> tuple[str, str | None]:
+    """``FILE.far[:NAME]`` -> (file, name or None); a path that exists is taken whole."""
+    if ":" in spec and not os.path.exists(spec):
+        path, name = spec.rsplit(":", 1)
+        return path, name or None
+    return spec, None
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence file descriptor 2 (OpenFst's C++ ``ERROR:`` log) so the user sees one error line."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def read_source_grammar(spec: str) -> tuple[str, str, pynini.Fst]:
+    """(file, name, FST): the FST ``NAME`` (default: the first) of the FAR in ``FILE.far[:NAME]``.
+
+    Raises FstdecodeError naming the file when it is missing, is not a FAR,
+    is empty or has no FST of that name.
+    """
+    import pynini
+
+    path, name = _split_grammar_spec(spec)
+    if not os.path.isfile(path):
+        raise FstdecodeError(f"{path}: no such file (--source-grammar FILE.far[:NAME])")
+    try:
+        with _quiet_stderr():
+            far = pynini.Far(path, mode="r")
+    except Exception:  # pywrapfst's FstIOError and friends say only "Read failed"
+        raise FstdecodeError(f"{path}: not a FAR archive that OpenFst can read") from None
+    with far:
+        keys = [key for key, _ in far]
+        if not keys:
+            raise FstdecodeError(f"{path}: the archive holds no FSTs")
+        if name is None:
+            name = keys[0]
+        if name not in keys:
+            raise FstdecodeError(f"{path}: no FST named {name!r} in the archive (it holds {', '.join(keys)})")
+        return path, name, far[name]
+
+
+def with_source_grammar(spec: str, model: Model, phrase_fst: PhraseFst | None = None, method: str = "fst") -> PhraseFst:
+    """P (``phrase_fst``, else built from ``model``) with the pairs of the grammar ``FILE.far[:NAME]``.
+
+    The grammar is an acyclic string transducer, source phrase -> target
+    phrase; each pair scores as probability 1 (see ``grammar_pairs``) and
+    costs what ``model.weights`` give it. Only ``--method fst`` uses P.
+    """
+    from fstdecode.fst.phrase_fst import build_phrase_fst, grammar_pairs
+
+    if method != "fst":
+        raise FstdecodeError("--source-grammar needs --method fst")
+    path, name, grammar = read_source_grammar(spec)
+    p = phrase_fst or build_phrase_fst(model.table, model.weights)
+    try:
+        return p.with_pairs(grammar_pairs(grammar, p.num_scores), model.weights)
+    except FstdecodeError as e:
+        raise FstdecodeError(f"{path}:{name}: {e}") from None
 
 
 def model_nbest(args: argparse.Namespace) -> int:

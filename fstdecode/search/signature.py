@@ -54,6 +54,45 @@ def valid(j: int, sigs: Sigs, d: int) -> bool:
 Transition = tuple[int, Sigs, float, Option, int, int]
 
 
+def tape_roles(sigs: Sigs, j: int, t: int, d: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The candidates for ψ1 and ψ2 (tape indices, or PHI) of a phrase p = (j+1, t, ·).
+
+    Only ``s`` (index 0) and ``t`` (index 2) of each signature are read, so
+    this serves signatures of any LM order. At j' = t, Figure 5 requires every
+    tape to end at >= j' − d and every tape but <s>'s to start at >= j' − d + 2:
+    a tape that ends too early must be ψ1 (the one p extends) and one that
+    starts too early must be ψ2 (the one p is prepended to). None when no
+    choice can make the new state valid. ψ2 must also satisfy the distortion
+    limit for the jump t(p) -> s(ψ2); ψ1's jump j − t(ψ1) <= d always holds in
+    a valid state.
+    """
+    lo_t = t - d
+    lo_s = t - d + 2
+    r = len(sigs)
+    must1 = must2 = PHI
+    for k in range(r):
+        sg = sigs[k]
+        if sg[2] < lo_t:
+            if must1 != PHI:
+                return None  # two expiring tapes, one phrase can extend only one
+            must1 = k
+        if sg[0] != 0 and sg[0] < lo_s:
+            if must2 != PHI or must1 == k:
+                return None
+            must2 = k
+    if must1 != PHI:
+        cands1: tuple[int, ...] = (must1,)
+    elif j + 1 >= lo_s:  # φ: p starts a tape at j + 1, which must be a valid start
+        cands1 = (PHI,) + tuple(range(r))
+    else:
+        cands1 = tuple(range(r))
+    if must2 != PHI:
+        if t + 1 - sigs[must2][0] > d:
+            return None
+        return cands1, (must2,)
+    return cands1, (PHI,) + tuple(k for k in range(r) if sigs[k][0] != 0 and t + 1 - sigs[k][0] <= d)
+
+
 def expand(problem: SearchProblem, j: int, sigs: Sigs) -> Iterator[Transition]:
     """Every valid transition from state ``(j, sigs)``.
 
@@ -80,37 +119,10 @@ def expand(problem: SearchProblem, j: int, sigs: Sigs) -> Iterator[Transition]:
                     for opt in opts:
                         yield t, ((s0, ws0, end, opt.last),), opt.score + bigram(wt0, opt.first) - eta * jump, opt, s0, PHI
             continue
-        lo_t = t - d  # Figure 5: every tape must end at >= j' - d ...
-        lo_s = t - d + 2  # ... and start at >= j' - d + 2, unless it holds <s>.
-        must1 = must2 = PHI
-        possible = True
-        for k in range(r):
-            s, _, tk, _ = sigs[k]
-            if tk < lo_t:
-                if must1 != PHI:
-                    possible = False  # two expiring tapes, one phrase can extend only one
-                    break
-                must1 = k
-            if s != 0 and s < lo_s:
-                if must2 != PHI or must1 == k:
-                    possible = False
-                    break
-                must2 = k
-        if not possible:
+        roles = tape_roles(sigs, j, t, d)
+        if roles is None:
             continue
-        if must1 != PHI:
-            cands1: tuple[int, ...] = (must1,)
-        elif j + 1 >= lo_s:  # φ: p starts a tape at j + 1, which must be a valid start
-            cands1 = (PHI,) + tuple(range(r))
-        else:
-            cands1 = tuple(range(r))
-        # ψ2 must satisfy the distortion limit for the jump t(p) -> s(ψ2).
-        if must2 != PHI:
-            if t + 1 - sigs[must2][0] > d:
-                continue
-            cands2: tuple[int, ...] = (must2,)
-        else:
-            cands2 = (PHI,) + tuple(k for k in range(r) if sigs[k][0] != 0 and t + 1 - sigs[k][0] <= d)
+        cands1, cands2 = roles
         for k1 in cands1:
             for k2 in cands2:
                 if k1 == k2 and k1 != PHI:

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Compile every grammar module in grammars/ into its FAR archive.
+
+    python scripts/compile_grammars.py [--out DIR]     (default DIR: build/grammars/)
+
+writes DIR/<module>.far for each module of :data:`grammars.GRAMMARS`
+(phrase_table.far, bigram_lm.far, numbers_de_en.far), each by running the
+module's ``generator_main`` with :func:`grammars.export_far`, as pynini's
+``grm.run`` would (without needing absl), and prints what each file holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # grammars/ is not installed with fstdecode
+
+from grammars import GRAMMARS, export_far  # noqa: E402
+
+
+def compile_all(out: Path) -> dict[Path, list[str]]:
+    """Write ``out/<module>.far`` for every grammar module; the keys of each file."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for name in GRAMMARS:
+        module = importlib.import_module(f"grammars.{name}")
+        path = out / f"{name}.far"
+        written[path] = export_far(module.generator_main, path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "build" / "grammars", metavar="DIR",
+                    help="output directory (default: build/grammars/ in the repository)")
+    args = ap.parse_args(argv)
+    for path, keys in compile_all(args.out).items():
+        print(f"wrote {path}: {', '.join(keys)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
