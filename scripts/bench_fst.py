@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import machine, write_section  # noqa: E402
+from benchlib import code_version, machine, write_section  # noqa: E402
 
 from fstdecode.decoder import Decoder  # noqa: E402
 from fstdecode.fst.cascade import Cascade  # noqa: E402
@@ -112,6 +112,7 @@ def render(rows: list[dict], command: str, started: str, elapsed: float, budget:
         "",
         f"- command: `{command}`",
         f"- machine: {machine()}",
+        f"- code: {code_version()}",
         f"- date: {started}; whole run {elapsed:.0f} s; budget {budget:.0f} s per method and sentence",
         f"- finished by both methods: {len(both)} of {len(rows)} sentences; "
         f"best scores equal to 1e-6 on {agree} of {len(both)}",

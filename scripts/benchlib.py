@@ -38,3 +38,20 @@ def write_section(path: Path, name: str, section: str) -> None:
         text = text.rstrip("\n") + "\n\n" + section
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+
+
+def code_version(root: Path | None = None, watched: str = "fstdecode") -> str:
+    """The git commit measured, and whether ``watched`` had uncommitted changes."""
+    import subprocess
+
+    root = root or Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", watched], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return f"commit {commit}" + (f" with uncommitted changes in {watched}/" if dirty else "")

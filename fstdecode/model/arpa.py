@@ -277,6 +277,32 @@ class ArpaLM:
         start = 1 if words and words[0] == BOS else 0
         return self._score_span(seq, start)
 
+    def word(self, word: str) -> str:
+        """The LM's spelling of ``word``: itself if in the vocabulary, else ``<unk>``."""
+        return self._vocab.get(word, UNK)
+
+    @property
+    def vocabulary(self) -> frozenset[str]:
+        """The unigram vocabulary (``<unk>`` included)."""
+        return frozenset(self._vocab.values())
+
+    def backoff(self, context: Sequence[str]) -> float:
+        """ln backoff weight of the n-gram ``context`` (0 if it is not in the model)."""
+        return self._backoffs.get(tuple(self.word(w) for w in context), 0.0)
+
+    def extends(self, context: Sequence[str]) -> bool:
+        """True iff some stored n-gram longer than ``context`` starts with it.
+
+        KenLM's right-state minimisation: a context that does not extend can
+        be shortened to its suffix after charging its backoff, since every
+        next word then backs off through it.
+        """
+        prefixes = self.__dict__.get("_prefixes")
+        if prefixes is None:
+            prefixes = {ng[:k] for ng in self._probs for k in range(1, len(ng))}
+            object.__setattr__(self, "_prefixes", prefixes)
+        return tuple(self.word(w) for w in context) in prefixes
+
     def unigram_logprob(self, word: str) -> float:
         """Natural-log unigram probability of ``word`` (``<unk>``'s if out of vocabulary)."""
         return self._probs[(self._vocab.get(word, UNK),)]

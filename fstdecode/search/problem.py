@@ -17,6 +17,7 @@ Scores are model scores to *maximise* (the weighted sum of features):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from fstdecode.errors import FstdecodeError
@@ -71,6 +72,7 @@ class SearchProblem:
         self.bos = self.word_id(BOS)
         self.eos = self.word_id(EOS)
         self._bigram: dict[tuple[int, int], float] = {}
+        self._lam: list[list[float]] | None = None
         self.bos_option = Option(0, 0, self.bos, self.bos, 0.0, None)
         self.eos_option = Option(self.end, self.end, self.eos, self.eos, 0.0, None)
         self.by_start: list[list[Option]] = [[] for _ in range(self.end + 1)]
@@ -95,6 +97,26 @@ class SearchProblem:
         if v is None:
             v = self._bigram[key] = self.weights.lm * self.lm.logprob((self.vocab[a],), self.vocab[b])
         return v
+
+    def junctions(self) -> list[list[float]]:
+        """``lam[a][b]`` = :meth:`bigram` (a, b) for every junction the signature DP can form.
+
+        A junction joins the last word of a tape or phrase (``<s>`` included)
+        to the first word of a phrase or tape (``</s>`` included); other
+        entries are NaN. Lists indexed by word id are cheaper than a dict in
+        the hot loop. Built on first use.
+        """
+        if self._lam is None:
+            lasts = {self.bos} | {o.last for opts in self.by_start for o in opts}
+            firsts = {self.eos} | {o.first for opts in self.by_start for o in opts}
+            size = len(self.vocab)
+            lam = [[math.nan] * size for _ in range(size)]
+            for a in lasts:
+                row = lam[a]
+                for b in firsts:
+                    row[b] = self.bigram(a, b)
+            self._lam = lam
+        return self._lam
 
     def phrase_score(self, phrase: Phrase) -> float:
         """ŵ(p): every feature of p that p alone determines, weighted."""

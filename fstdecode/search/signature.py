@@ -108,7 +108,7 @@ def expand(problem: SearchProblem, j: int, sigs: Sigs) -> Iterator[Transition]:
     d = problem.d
     end = problem.end
     eta = problem.eta
-    bigram = problem.bigram
+    lam = problem.junctions()
     r = len(sigs)
     for t, opts in problem.grouped[j + 1]:
         if t == end:
@@ -116,39 +116,45 @@ def expand(problem: SearchProblem, j: int, sigs: Sigs) -> Iterator[Transition]:
                 s0, ws0, t0, wt0 = sigs[0]
                 jump = end - t0 - 1
                 if jump <= d:
+                    row = lam[wt0]
                     for opt in opts:
-                        yield t, ((s0, ws0, end, opt.last),), opt.score + bigram(wt0, opt.first) - eta * jump, opt, s0, PHI
+                        yield t, ((s0, ws0, end, opt.last),), opt.score + row[opt.first] - eta * jump, opt, s0, PHI
             continue
         roles = tape_roles(sigs, j, t, d)
         if roles is None:
             continue
         cands1, cands2 = roles
         for k1 in cands1:
+            if k1 != PHI:
+                a = sigs[k1]
+                s1, ns, nws = a[0], a[0], a[1]
+                row1 = lam[a[3]]
+                pen1 = eta * (j - a[2])  # |t(ψ1) + 1 − s(p)| with s(p) = j + 1 and t(ψ1) <= j
+            else:
+                s1, ns = PHI, j + 1
             for k2 in cands2:
                 if k1 == k2 and k1 != PHI:
                     continue
-                rest = [sg for k, sg in enumerate(sigs) if k != k1 and k != k2]
-                if k1 != PHI:
-                    a = sigs[k1]
-                    jump1 = j - a[2]  # |t(ψ1) + 1 − s(p)| with s(p) = j + 1 and t(ψ1) <= j
-                    pen1 = eta * jump1
+                # The other tapes, split around the new tape's start (sigs stay sorted by s).
+                before = tuple(sg for k, sg in enumerate(sigs) if k != k1 and k != k2 and sg[0] < ns)
+                after = tuple(sg for k, sg in enumerate(sigs) if k != k1 and k != k2 and sg[0] > ns)
                 if k2 != PHI:
                     b = sigs[k2]
+                    s2, nt, nwt, bws = b[0], b[2], b[3], b[1]
                     pen2 = eta * (t + 1 - b[0])
+                else:
+                    s2 = PHI
                 for opt in opts:
                     score = opt.score
                     if k1 != PHI:
-                        score += bigram(a[3], opt.first) - pen1
-                        ns, nws = a[0], a[1]
+                        score += row1[opt.first] - pen1
                     else:
-                        ns, nws = j + 1, opt.first
+                        nws = opt.first
                     if k2 != PHI:
-                        score += bigram(opt.last, b[1]) - pen2
-                        nt, nwt = b[2], b[3]
+                        score += lam[opt.last][bws] - pen2
+                        yield t, before + ((ns, nws, nt, nwt),) + after, score, opt, s1, s2
                     else:
-                        nt, nwt = t, opt.last
-                    new = sorted(rest + [(ns, nws, nt, nwt)])
-                    yield t, tuple(new), score, opt, (a[0] if k1 != PHI else PHI), (b[0] if k2 != PHI else PHI)
+                        yield t, before + ((ns, nws, t, opt.last),) + after, score, opt, s1, s2
 
 
 Step = tuple[Option, int, int]
