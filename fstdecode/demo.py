@@ -8,7 +8,8 @@ from fstdecode.decoder import Decoder
 from fstdecode.model.model import Model
 from fstdecode.search import signature_dp
 from fstdecode.search.problem import Option
-from fstdecode.search.signature import goal_state, replay
+from fstdecode.search.ngram import state_space
+from fstdecode.search.signature import replay
 
 
 def _tape(opts: list[Option], vocab: list[str]) -> str:
@@ -25,7 +26,7 @@ def run_demo(model: Model, sentence: str, out: TextIO) -> None:
     decoder = Decoder(model)
     problem = decoder.problem(sentence.split())
     chart = signature_dp.run(problem)
-    steps = signature_dp.backtrack(chart.layers, problem.end, goal_state(problem), 0)
+    steps = signature_dp.backtrack(chart.layers, problem.end, state_space(problem)[1], 0)
     result = decoder.decode(sentence)
     best = result.best
     out.write(f"source:      {sentence}\n")

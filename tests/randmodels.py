@@ -40,6 +40,31 @@ def arpa_bigram(draw, vocab=TARGET_VOCAB) -> str:
 
 
 @st.composite
+def arpa_trigram(draw, vocab=TARGET_VOCAB) -> str:
+    """An ARPA trigram LM over ``vocab``: random unigrams, a random subset of bigrams
+    (with backoffs) and of trigrams whose bigram prefix is listed (as ARPA requires)."""
+    words = ["<s>", "</s>", "<unk>", *vocab]
+    uni = [f"{-99.0 if w == '<s>' else draw(st.floats(-3, -0.1)):.4f}\t{w}\t{draw(st.floats(-1.5, 0.5)):.4f}" for w in words]
+    bigrams, listed = [], []
+    for a in ["<s>", *vocab]:
+        for b in ["</s>", *vocab]:
+            if draw(st.floats(0, 1)) < 0.4:
+                bigrams.append(f"{draw(st.floats(-3, -0.05)):.4f}\t{a} {b}\t{draw(st.floats(-1.5, 0.5)):.4f}")
+                listed.append((a, b))
+    trigrams = []
+    for a, b in listed:
+        if b == "</s>":
+            continue
+        for c in ["</s>", *vocab]:
+            if draw(st.floats(0, 1)) < 0.25:
+                trigrams.append(f"{draw(st.floats(-3, -0.05)):.4f}\t{a} {b} {c}")
+    return "\n".join(
+        ["\\data\\", f"ngram 1={len(uni)}", f"ngram 2={len(bigrams)}", f"ngram 3={len(trigrams)}", "",
+         "\\1-grams:", *uni, "", "\\2-grams:", *bigrams, "", "\\3-grams:", *trigrams, "", "\\end\\", ""]
+    )
+
+
+@st.composite
 def phrase_table(draw, sentence: tuple[str, ...], max_len: int = 3, max_translations: int = 3) -> str:
     """A Moses phrase table (2 probability columns) with entries for spans of ``sentence``."""
     lines = set()
@@ -58,8 +83,8 @@ def phrase_table(draw, sentence: tuple[str, ...], max_len: int = 3, max_translat
 
 
 @st.composite
-def random_case(draw, min_n: int = 1, max_n: int = 6, max_d: int = 5):
-    """(model, sentence): a random model and an input of min_n..max_n tokens."""
+def random_case(draw, min_n: int = 1, max_n: int = 6, max_d: int = 5, order: int = 2):
+    """(model, sentence): a random model with an LM of ``order`` (2 or 3) and an input of min_n..max_n tokens."""
     n = draw(st.integers(min_n, max_n))
     sentence = tuple(draw(st.lists(st.sampled_from(SOURCE_VOCAB), min_size=n, max_size=n)))
     d = draw(st.integers(1, max_d))
@@ -70,7 +95,7 @@ def random_case(draw, min_n: int = 1, max_n: int = 6, max_d: int = 5):
         f"word={draw(st.floats(-1, 1)):.3f}",
         f"phrase={draw(st.floats(-1, 1)):.3f}",
     ]
-    pt, lm = draw(phrase_table(sentence)), draw(arpa_bigram())
+    pt, lm = draw(phrase_table(sentence)), draw(arpa_bigram() if order == 2 else arpa_trigram())
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "pt").write_text(pt, encoding="utf-8")
         (Path(tmp) / "lm").write_text(lm, encoding="utf-8")

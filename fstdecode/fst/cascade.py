@@ -5,14 +5,14 @@
   ``<unk>`` arc; a token P has never seen gets only that arc.
 * ``I ∘ P`` gives the phrase options (span and pair label of each
   labelled arc), from which R is built (:mod:`.reorder`); L scores R's
-  bigram events (:mod:`.lm_fst`).
+  LM events (:mod:`.lm_fst`).
 * pynini/OpenFst's shortest path picks the best path.
 
 OpenFst's tropical weights are 32-bit floats, so a path weight carries
 rounding of about 1e-5 on scores near 100. The cascade therefore asks for
 a few more shortest paths than wanted and ranks them by their exact
 (double) weight: the sum of the exact costs of their labels (P's pair
-costs, R's distortion costs, L's bigram costs), which
+costs, R's distortion costs, L's n-gram costs), which
 :func:`exact_path_score` computes from the labels alone.
 """
 
@@ -138,7 +138,7 @@ class Cascade:
         t0 = time.perf_counter()
         r = build_reordering(problem, self.labels, max_states)
         v = problem.vocab
-        events = {lab: [(v[a], v[b]) for a, b in op.bigrams] for lab, op in r.ops.items()}
+        events = {lab: _words(op.events, v) for lab, op in r.ops.items()}
         lm_fst = build_lm_fst(r.symbols, events, self.lm, self.model.weights.lm).arcsort("ilabel")
         t1 = time.perf_counter()
         lattice = fst.compose(fst.compose(ip.arcsort("olabel"), r.fst.arcsort("ilabel")), lm_fst)
@@ -200,7 +200,7 @@ def exact_path_score(labels: list[int], r: Reordering, problem: SearchProblem, l
     """The path's model score in double precision, from its output labels alone.
 
     For each operation: P's cost of its pair, R's distortion cost
-    (eta · jumps) and L's cost of its bigrams; negated (a score to maximise).
+    (eta · jumps) and L's cost of its LM events; negated (a score to maximise).
     """
     w, v = problem.weights, problem.vocab
     cost = 0.0
@@ -208,8 +208,13 @@ def exact_path_score(labels: list[int], r: Reordering, problem: SearchProblem, l
         op = r.ops[lab]
         if op.option.phrase is not None:
             cost += pair_cost(op.option.phrase.pair, w)
-        cost += problem.eta * op.jumps + events_cost(lm, w.lm, [(v[a], v[b]) for a, b in op.bigrams])
+        cost += problem.eta * op.jumps + events_cost(lm, w.lm, _words(op.events, v))
     return -cost
+
+
+def _words(events, vocab: list[str]) -> list[tuple[list[str], str | None]]:
+    """LM events from word ids to words."""
+    return [([vocab[x] for x in context], None if w is None else vocab[w]) for context, w in events]
 
 
 def cascade_search(model: Model, words, **kwargs) -> CascadeResult:

@@ -1,35 +1,36 @@
-"""L: the bigram LM transducer over the events R emits, with exact ARPA backoff.
+"""L: the n-gram LM transducer over the events R emits, with exact ARPA backoff.
 
-Each output symbol of R carries the target bigrams its operation creates
-(:mod:`.reorder`). L is a one-state machine with one arc per symbol whose
-cost is −λ_lm · Σ ln p(b | a) over those bigrams, each computed by the ARPA
-model with full backoff: no ε-backoff approximation, every bigram costs
-exactly what the model gives it.
+Each output symbol of R carries the LM events its operation settles
+(:mod:`.reorder`): n-grams ``(context, word)`` and, above order 2, the
+backoffs charged by state minimisation ``(context, None)``. L is a
+one-state machine with one arc per symbol whose cost is −λ_lm times the sum
+of their ln values, each computed by the ARPA model with full backoff: no
+ε-backoff approximation, every n-gram costs exactly what the model gives it.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import pywrapfst as fst
 
 from fstdecode.model.arpa import ArpaLM
 
 
-def bigram_cost(lm: ArpaLM, weight: float, a: str, b: str) -> float:
-    """−weight · ln p(b | a) under ``lm`` (exact backoff)."""
-    return -weight * lm.logprob((a,), b)
+def event_cost(lm: ArpaLM, weight: float, context: Sequence[str], word: str | None) -> float:
+    """−weight · ln p(word | context), or −weight · backoff(context) when ``word`` is None."""
+    return -weight * (lm.backoff(context) if word is None else lm.logprob(context, word))
 
 
-def events_cost(lm: ArpaLM, weight: float, bigrams: Iterable[tuple[str, str]]) -> float:
-    """The cost of a list of bigram events: the sum of their exact costs."""
-    return sum(bigram_cost(lm, weight, a, b) for a, b in bigrams)
+def events_cost(lm: ArpaLM, weight: float, events: Iterable[tuple[Sequence[str], str | None]]) -> float:
+    """The cost of a list of LM events: the sum of their exact costs."""
+    return sum(event_cost(lm, weight, c, w) for c, w in events)
 
 
 def build_lm_fst(
-    symbols: fst.SymbolTable, events: dict[int, list[tuple[str, str]]], lm: ArpaLM, weight: float
+    symbols: fst.SymbolTable, events: dict[int, list[tuple[Sequence[str], str | None]]], lm: ArpaLM, weight: float
 ) -> fst.VectorFst:
-    """L over ``symbols``: label k costs the exact LM cost of the bigrams ``events[k]``."""
+    """L over ``symbols``: label k costs the exact LM cost of the events ``events[k]``."""
     lfst = fst.VectorFst()
     q = lfst.add_state()
     lfst.set_start(q)

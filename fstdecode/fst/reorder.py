@@ -6,12 +6,15 @@ in order of j: the same space the DP walks (:func:`fstdecode.search.signature.ex
 so every state passes ``valid()`` of Figure 5). One arc per transition ψ1 p ψ2:
 
 * input: the phrase-pair label that P writes (ε for the closing ``</s>``);
-* output: an *operation* symbol that spells the operation and the target
-  bigrams it creates, ``op:s-t:s1:t1:s2:label:target|a b|c d…`` —
+* output: an *operation* symbol that spells the operation and the LM
+  events it settles, ``op:s-t:s1:t1:s2:label:target|a b|c d…`` —
   positions as in :mod:`fstdecode.search.problem`, s1/t1 the start and end
   of ψ1 and s2 the start of ψ2 (−1 for φ), label P's pair label; then the
-  bigrams inside the phrase and the junctions with ψ1 and ψ2, each ``|a b``
-  (Moses reserves ``|`` for factors, so words never contain it);
+  n-grams inside the phrase and those the operation completes at the
+  junctions with ψ1 and ψ2, each ``|context word`` (``|bo:context`` for a
+  backoff charged by state minimisation, orders above 2; see
+  :mod:`fstdecode.search.ngram`). Moses reserves ``|`` for factors, so
+  words never contain it;
 * weight: the distortion feature times its weight, as a cost (eta · jumps).
 
 The operation symbols alone rebuild the derivation (the tapes are replayed
@@ -26,22 +29,25 @@ import pywrapfst as fst
 
 from fstdecode.fst.binary import vector_fst
 from fstdecode.search.problem import Option, SearchLimitError, SearchProblem
-from fstdecode.search.signature import PHI, Sigs, expand, goal_state, start_state
+from fstdecode.search.ngram import Event, join, state_space
+from fstdecode.search.signature import PHI, Sigs
 
 
 @dataclass(frozen=True)
 class Operation:
-    """What an output label of R stands for: a transition and the bigrams it creates.
+    """What an output label of R stands for: a transition and the LM events it settles.
 
-    ``bigrams`` are pairs of word ids of the problem; ``jumps`` is the sum of
-    the distortion distances |t(ψ1)+1−s(p)| and |t(p)+1−s(ψ2)| (Figure 4).
+    ``events`` are ``(context, word)`` (ln p(word | context)) or
+    ``(context, None)`` (a backoff charged by state minimisation), in word
+    ids of the problem; ``jumps`` is the sum of the distortion distances
+    |t(ψ1)+1−s(p)| and |t(p)+1−s(ψ2)| (Figure 4).
     """
 
     option: Option
     s1: int
     s2: int
     jumps: int
-    bigrams: tuple[tuple[int, int], ...]
+    events: tuple[Event, ...]
 
 
 @dataclass(frozen=True)
@@ -55,40 +61,47 @@ class Reordering:
     transitions: int
 
 
-def parse_op_symbol(symbol: str) -> tuple[int, int, int, int, int, int, str, list[tuple[str, str]]]:
-    """``(s, t, s1, t1, s2, label, target, bigrams)`` of an operation symbol."""
-    head, *bigrams = symbol.split("|")
+def parse_op_symbol(symbol: str) -> tuple[int, int, int, int, int, int, str, list[str]]:
+    """``(s, t, s1, t1, s2, label, target, events)`` of an operation symbol (events as spelled)."""
+    head, *events = symbol.split("|")
     _, span, s1, t1, s2, label, target = head.split(":", 6)
     s, t = span.split("-")
-    pairs = [tuple(b.split(" ", 1)) for b in bigrams]
-    return int(s), int(t), int(s1), int(t1), int(s2), int(label), target, pairs  # type: ignore[return-value]
+    return int(s), int(t), int(s1), int(t1), int(s2), int(label), target, events
+
+
+def event_text(event: Event, vocab: list[str]) -> str:
+    """``a b c`` for ln p(c | a b); ``bo:a b`` for the backoff of ``a b``."""
+    context, w = event
+    words = " ".join(vocab[x] for x in context)
+    return f"bo:{words}" if w is None else (f"{words} {vocab[w]}" if context else vocab[w])
 
 
 class _Builder:
-    """Interns operation symbols: one label per distinct (phrase, ψ1, ψ2, junction words)."""
+    """Interns operation symbols: one label per distinct (phrase, ψ1, ψ2) as far as the LM can tell."""
 
-    def __init__(self, problem: SearchProblem, labels: dict[int, int]) -> None:
+    def __init__(self, problem: SearchProblem, labels: dict[int, int], minimize: bool) -> None:
         self.problem = problem
         self.labels = labels  # id(phrase pair) -> P's output label
+        self.minimize = minimize
         self.syms = fst.SymbolTable("reorder")
         self.syms.add_symbol("<eps>", 0)
         self.ops: dict[int, Operation] = {}
         #: (id(option), ψ1 signature, ψ2 signature) -> label
         self.cache: dict[tuple, int] = {}
         self._short: dict[tuple, int] = {}
-        self._inside: dict[int, tuple[tuple[int, int], ...]] = {}
+        self._inside: dict[int, tuple[Event, ...]] = {}
         #: label -> (input label, distortion cost), made once per label.
         self.arc_parts: dict[int, tuple[int, float]] = {}
 
     def input_label(self, opt: Option) -> int:
         return 0 if opt.phrase is None else self.labels[id(opt.phrase.pair)]
 
-    def inside(self, opt: Option) -> tuple[tuple[int, int], ...]:
-        """The bigrams inside the phrase of ``opt``."""
+    def inside(self, opt: Option) -> tuple[Event, ...]:
+        """The n-grams inside the phrase of ``opt`` (its words from the N-th on: ŵ's LM part)."""
         got = self._inside.get(id(opt))
         if got is None:
-            ids = [self.problem.word_id(w) for w in opt.phrase.target] if opt.phrase else []
-            got = self._inside[id(opt)] = tuple(zip(ids, ids[1:]))
+            k, w = self.problem.order - 1, opt.words if opt.phrase else ()
+            got = self._inside[id(opt)] = tuple((w[i - k : i], w[i]) for i in range(k, len(w)))
         return got
 
     def op(self, j: int, opt: Option, a: tuple | None, c: tuple | None) -> int:
@@ -99,30 +112,38 @@ class _Builder:
         key = (id(opt), a, c)
         s1, t1 = (a[0], a[2]) if a else (PHI, PHI)
         s2 = c[0] if c else PHI
-        # Only ψ1's end and last word and ψ2's start and first word matter.
-        short = (id(opt), s1, t1, a[3] if a else PHI, s2, c[1] if c else PHI)
+        if self.problem.order == 2:
+            # Only ψ1's end and last word and ψ2's start and first word matter.
+            short = (id(opt), s1, t1, a[3] if a else PHI, s2, c[1] if c else PHI)
+        else:
+            short = key
         label = self._short.get(short)
         if label is not None:
             self.cache[key] = label
             return label
-        bigrams = list(self.inside(opt))
-        jumps = 0
-        if a:
-            bigrams.append((a[3], opt.first))
-            jumps += j - a[2]  # |t(ψ1) + 1 − s(p)| with s(p) = j + 1
-        if c:
-            bigrams.append((opt.last, c[1]))
-            jumps += opt.t + 1 - c[0]
+        events = list(self.inside(opt))
+        if self.problem.order == 2:
+            if a:
+                events.append(((a[3],), opt.first))
+            if c:
+                events.append(((opt.last,), c[1]))
+        else:
+            events += join(self.problem, a, opt, c, self.minimize)[1]
+        jumps = (j - a[2] if a else 0) + (opt.t + 1 - c[0] if c else 0)
         v = self.problem.vocab
         target = " ".join(opt.phrase.target) if opt.phrase else "</s>"
         head = f"op:{opt.s}-{opt.t}:{s1}:{t1}:{s2}:{self.input_label(opt)}:{target}"
-        label = self.cache[key] = self._short[short] = self.syms.add_symbol(head + "".join(f"|{v[x]} {v[y]}" for x, y in bigrams))
-        self.ops[label] = Operation(opt, s1, s2, jumps, tuple(bigrams))
+        label = self.cache[key] = self._short[short] = self.syms.add_symbol(
+            head + "".join("|" + event_text(e, v) for e in events)
+        )
+        self.ops[label] = Operation(opt, s1, s2, jumps, tuple(events))
         self.arc_parts[label] = (self.input_label(opt), self.problem.eta * jumps)
         return label
 
 
-def build_reordering(problem: SearchProblem, labels: dict[int, int], max_states: int | None = None) -> Reordering:
+def build_reordering(
+    problem: SearchProblem, labels: dict[int, int], max_states: int | None = None, minimize: bool = True
+) -> Reordering:
     """Build R for one sentence, reachable states only, in order of j.
 
     ``labels`` maps ``id(pair)`` of each option's phrase pair to P's output label.
@@ -130,10 +151,11 @@ def build_reordering(problem: SearchProblem, labels: dict[int, int], max_states:
     are collected in arrays and turned into a VectorFst at once
     (:func:`fstdecode.fst.binary.vector_fst`).
     """
-    b = _Builder(problem, labels)
+    b = _Builder(problem, labels, minimize)
     end = problem.end
+    start, goal_sigs, expand = state_space(problem, minimize)
     layers: list[dict[Sigs, int]] = [{} for _ in range(end + 1)]
-    layers[0][start_state(problem)] = 0
+    layers[0][start] = 0
     states, transitions = 1, 0
     src: list[int] = []
     ilabels: list[int] = []
@@ -162,7 +184,7 @@ def build_reordering(problem: SearchProblem, labels: dict[int, int], max_states:
                 olabels.append(op)
                 costs.append(cost)
                 dst.append(target)
-    goal = layers[end].get(goal_state(problem))
+    goal = layers[end].get(goal_sigs)
     finals = {goal: 0.0} if goal is not None else {}
     r = vector_fst(states, 0, finals, src, ilabels, olabels, costs, dst)
     r.set_output_symbols(b.syms)

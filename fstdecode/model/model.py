@@ -45,8 +45,8 @@ class Model:
     """Everything a search needs but the sentence.
 
     Invariant: ``len(weights.tm) == table.num_scores`` and ``distortion_limit >= 0``.
-    ``lm`` is read at ``lm.order``; the searches of this release use its
-    bigram restriction (:meth:`search_lm`).
+    ``lm`` is read up to the order the searches use: moses.ini's KENLM
+    ``order=``, or ``--lm-order``, or else the file's own order.
     """
 
     table: PhraseTable
@@ -57,8 +57,8 @@ class Model:
     early_distortion_cost: bool = False
 
     def search_lm(self) -> ArpaLM:
-        """The LM the searches score with: the unigram and bigram sections of ``lm``."""
-        return self.lm if self.lm.order <= 2 else self.lm.restrict(2)
+        """The LM the searches score with (its order is the search's order)."""
+        return self.lm
 
 
 def example_dir() -> Path:

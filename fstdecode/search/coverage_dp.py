@@ -11,25 +11,34 @@ Positions and scores follow :mod:`fstdecode.search.problem`.
 from __future__ import annotations
 
 from fstdecode.search.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
+from fstdecode.search.ngram import _joined
 from fstdecode.search.signature_dp import _insert
 
-# key: (coverage bits over tokens 1..n (bit p-1 for position p), last end position, last word id)
-Key = tuple[int, int, int]
+# key: (coverage bits over tokens 1..n (bit p-1 for position p), last end position,
+#       LM context: the last order-1 target words, minimised as in fstdecode.search.ngram)
+Key = tuple[int, int, tuple[int, ...]]
 
 
-def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None) -> SearchResult:
-    """The k best derivations, by exhaustive DP over coverage vectors."""
+def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None, minimize: bool = True) -> SearchResult:
+    """The k best derivations, by exhaustive DP over coverage vectors (any LM order).
+
+    The target string is one tape that starts with ``<s>``; each step appends
+    a phrase to it with :func:`fstdecode.search.ngram.join`, which scores the
+    phrase's first words in the tape's context.
+    """
     n, d, end, eta = problem.n, problem.d, problem.end, problem.eta
     full = (1 << n) - 1
+    cache = problem.__dict__.setdefault("_joins", {})
     # layers[c]: states covering c tokens; a hypothesis is (score, (prev key, rank, option)).
     layers: list[dict[Key, list]] = [{} for _ in range(n + 1)]
-    layers[0][(0, 0, problem.bos)] = [(0.0, None)]
+    layers[0][(0, 0, (problem.bos,))] = [(0.0, None)]
     states, transitions = 1, 0
     for c in range(n + 1):
         for key, hyps in layers[c].items():
-            cov, last_t, last_w = key
+            cov, last_t, context = key
             if cov == full:
                 continue
+            tape = (0, (), last_t, context)
             for s in range(1, n + 1):
                 jump = abs(last_t + 1 - s)
                 if jump > d or cov >> (s - 1) & 1:
@@ -43,8 +52,9 @@ def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = N
                     if new_cov == full and end - opt.t - 1 > d:
                         continue
                     transitions += 1
-                    delta = opt.score + problem.bigram(last_w, opt.first) - eta * jump
-                    new_key = (new_cov, opt.t, opt.last)
+                    new, lm = _joined(problem, cache, tape, opt, None, minimize)
+                    delta = opt.score + lm - eta * jump
+                    new_key = (new_cov, opt.t, new[3])
                     layer = layers[c + opt.t - opt.s + 1]
                     entry = layer.get(new_key)
                     if entry is None:
@@ -56,8 +66,11 @@ def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = N
                         _insert(entry, (hyp[0] + delta, (key, rank, opt)), nbest)
     finals: list = []
     for key, hyps in layers[n].items():
-        _, last_t, last_w = key
-        close = problem.bigram(last_w, problem.eos) - eta * (end - last_t - 1)
+        _, last_t, context = key
+        if end - last_t - 1 > d:
+            continue
+        _, lm = _joined(problem, cache, (0, (), last_t, context), problem.eos_option, None, minimize)
+        close = lm - eta * (end - last_t - 1)
         for rank, hyp in enumerate(hyps):
             _insert(finals, (hyp[0] + close, (key, rank)), nbest)
     if not finals:

@@ -38,8 +38,10 @@ class SearchLimitError(SearchError):
 class Option:
     """A phrase p = (s, t, e) in integer form (Figure 4's notation).
 
-    ``first``/``last`` are the ids of e_1 and e_m; ``score`` is ŵ(p).
-    ``phrase`` is None only for the pseudo-phrases of ``<s>`` and ``</s>``.
+    ``first``/``last`` are the ids of e_1 and e_m and ``words`` all of e;
+    ``score`` is ŵ(p): for an LM of order N, the LM part scores the words of
+    p from the N-th on (their whole context lies inside p). ``phrase`` is
+    None only for the pseudo-phrases of ``<s>`` and ``</s>``.
     """
 
     s: int
@@ -48,10 +50,14 @@ class Option:
     last: int
     score: float
     phrase: Phrase | None
+    words: tuple[int, ...] = ()
 
 
 class SearchProblem:
-    """One sentence, a bigram LM, weights and a distortion limit d, as integers.
+    """One sentence, an n-gram LM, weights and a distortion limit d, as integers.
+
+    The search uses the LM's whole order (``order = lm.order``, at least 2);
+    restrict the LM first to search with a lower order.
 
     Invariants: ``by_start[p]`` lists the options starting at position p
     (1 <= p <= n), and ``by_start[end]`` holds only the ``</s>`` option.
@@ -60,6 +66,9 @@ class SearchProblem:
     def __init__(self, sentence: Sentence, lm: ArpaLM, weights: Weights, d: int) -> None:
         if d < 0:
             raise SearchError(f"distortion limit must be >= 0, got {d}")
+        if lm.order < 2:
+            raise SearchError(f"{lm.path}: the search needs an LM of order >= 2, got order {lm.order}")
+        self.order = lm.order
         self.sentence = sentence
         self.lm = lm
         self.weights = weights
@@ -73,8 +82,9 @@ class SearchProblem:
         self.eos = self.word_id(EOS)
         self._bigram: dict[tuple[int, int], float] = {}
         self._lam: list[list[float]] | None = None
-        self.bos_option = Option(0, 0, self.bos, self.bos, 0.0, None)
-        self.eos_option = Option(self.end, self.end, self.eos, self.eos, 0.0, None)
+        self._ngram: dict[tuple[tuple[int, ...], int], float] = {}
+        self.bos_option = Option(0, 0, self.bos, self.bos, 0.0, None, (self.bos,))
+        self.eos_option = Option(self.end, self.end, self.eos, self.eos, 0.0, None, (self.eos,))
         self.by_start: list[list[Option]] = [[] for _ in range(self.end + 1)]
         for phrase in sentence.all_phrases():
             self.by_start[phrase.start + 1].append(self._option(phrase))
@@ -118,6 +128,21 @@ class SearchProblem:
             self._lam = lam
         return self._lam
 
+    def ngram(self, context: tuple[int, ...], w: int) -> float:
+        """Weighted LM score λ(w | context) (cached); the context is at most order − 1 words."""
+        key = (context, w)
+        v = self._ngram.get(key)
+        if v is None:
+            v = self._ngram[key] = self.weights.lm * self.lm.logprob([self.vocab[c] for c in context], self.vocab[w])
+        return v
+
+    def backoff(self, context: tuple[int, ...]) -> float:
+        """Weighted ln backoff of ``context`` (charged when a context is shortened)."""
+        return self.weights.lm * self.lm.backoff([self.vocab[c] for c in context])
+
+    def extends(self, context: tuple[int, ...]) -> bool:
+        return self.lm.extends([self.vocab[c] for c in context])
+
     def phrase_score(self, phrase: Phrase) -> float:
         """ŵ(p): every feature of p that p alone determines, weighted."""
         w = self.weights
@@ -126,9 +151,10 @@ class SearchProblem:
         score += w.word * -len(pair.target) + w.phrase
         if pair.unknown:
             score += w.unknown * UNKNOWN_WORD_VALUE * len(pair.source)
-        ids = [self.word_id(x) for x in pair.target]
-        for a, b in zip(ids, ids[1:]):
-            score += self.bigram(a, b)
+        ids = tuple(self.word_id(x) for x in pair.target)
+        k = self.order - 1
+        for i in range(k, len(ids)):
+            score += self.ngram(ids[i - k : i], ids[i]) if k > 1 else self.bigram(ids[i - 1], ids[i])
         return score
 
     def _option(self, phrase: Phrase) -> Option:
@@ -139,6 +165,7 @@ class SearchProblem:
             last=self.word_id(phrase.target[-1]),
             score=self.phrase_score(phrase),
             phrase=phrase,
+            words=tuple(self.word_id(w) for w in phrase.target),
         )
 
     def groups(self, start: int) -> list[tuple[int, list[Option]]]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fstdecode.search.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
-from fstdecode.search.signature import Sigs, Step, expand, goal_state, phrases_of, start_state
+from fstdecode.search.ngram import state_space
+from fstdecode.search.signature import Sigs, Step, phrases_of
 
 # A hypothesis: (score, backpointer); backpointer = (j, sigs, rank, option, s1, s2).
 Hyp = tuple
@@ -39,14 +40,17 @@ class Chart:
     transitions: int
 
 
-def run(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None) -> Chart:
-    """Fill the chart in order of j; ``layers[end][goal_state]`` holds the result.
+def run(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None, minimize: bool = True) -> Chart:
+    """Fill the chart in order of j; ``layers[end][goal]`` holds the result.
 
+    Any LM order (:func:`fstdecode.search.ngram.state_space`); ``minimize``
+    switches KenLM-style state minimisation for orders above 2.
     Raises SearchLimitError once more than ``max_states`` states exist.
     """
     end = problem.end
+    start, _, expand = state_space(problem, minimize)
     layers: list[dict[Sigs, list[Hyp]]] = [{} for _ in range(end + 1)]
-    layers[0][start_state(problem)] = [(0.0, None)]
+    layers[0][start] = [(0.0, None)]
     states = 1
     transitions = 0
     for j in range(end):
@@ -83,10 +87,10 @@ def backtrack(layers: list[dict[Sigs, list[Hyp]]], j: int, sigs: Sigs, rank: int
     return steps
 
 
-def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None) -> SearchResult:
+def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None, minimize: bool = True) -> SearchResult:
     """The k best derivations under the distortion limit, exactly (``optimal`` is True)."""
-    chart = run(problem, nbest=nbest, max_states=max_states)
-    goal = goal_state(problem)
+    chart = run(problem, nbest=nbest, max_states=max_states, minimize=minimize)
+    _, goal, _ = state_space(problem)
     hyps = chart.layers[problem.end].get(goal)
     if not hyps:
         raise SearchError(f"no derivation satisfies the distortion limit d={problem.d}")

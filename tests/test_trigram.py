@@ -1,0 +1,84 @@
+"""LMs of order 3 in every exact search: signature DP (with and without state
+minimisation) = coverage DP = exhaustive oracle (scored by the scorer) = FST cascade."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from fstdecode.decoder import Decoder
+from fstdecode.fst.cascade import Cascade
+from fstdecode.model.scorer import score as score_derivation
+from fstdecode.search import coverage_dp, exhaustive, signature_dp
+from fstdecode.search.ngram import expand_ngram, start_state, goal_state
+
+from randmodels import random_case
+
+SETTINGS = dict(
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(random_case(max_n=5, order=3))
+def test_trigram_solvers_agree(case):
+    model, sentence = case
+    assert model.lm.order == 3
+    problem = Decoder(model).problem(sentence)
+    oracle = exhaustive.search(problem).hypotheses[0][0]
+    dp = signature_dp.search(problem)
+    assert dp.hypotheses[0][0] == pytest.approx(oracle, abs=1e-9)
+    assert signature_dp.search(problem, minimize=False).hypotheses[0][0] == pytest.approx(oracle, abs=1e-9)
+    assert coverage_dp.search(problem).hypotheses[0][0] == pytest.approx(oracle, abs=1e-9)
+    assert coverage_dp.search(problem, minimize=False).hypotheses[0][0] == pytest.approx(oracle, abs=1e-9)
+    # The derivation the DP returns scores, by the scorer, what the DP said.
+    _, total = score_derivation(len(sentence), dp.hypotheses[0][1], model.lm, model.weights)
+    assert total == pytest.approx(dp.hypotheses[0][0], abs=1e-9)
+
+
+@settings(max_examples=20, **SETTINGS)
+@given(random_case(max_n=4, order=3))
+def test_trigram_nbest_agrees_with_oracle(case):
+    model, sentence = case
+    problem = Decoder(model).problem(sentence)
+    dp = signature_dp.search(problem, nbest=6).hypotheses
+    oracle = exhaustive.search(problem, nbest=6).hypotheses
+    assert [h[0] for h in dp] == pytest.approx([h[0] for h in oracle], abs=1e-9)
+
+
+@settings(max_examples=20, **SETTINGS)
+@given(random_case(max_n=5, order=3))
+def test_trigram_fst_equals_dp(case):
+    model, sentence = case
+    dp = signature_dp.search(Decoder(model).problem(sentence), nbest=2)
+    out = Cascade(model).search(sentence, nbest=2)
+    assert [h[0] for h in out.result.hypotheses] == pytest.approx([h[0] for h in dp.hypotheses], abs=1e-6)
+
+
+@settings(max_examples=20, **SETTINGS)
+@given(random_case(min_n=3, max_n=6, order=3))
+def test_minimisation_never_adds_states(case):
+    # Minimised states are merges of unminimised ones: never more states, same score.
+    model, sentence = case
+    problem = Decoder(model).problem(sentence)
+    a, b = signature_dp.search(problem), signature_dp.search(problem, minimize=False)
+    assert a.states <= b.states
+    assert a.hypotheses[0][0] == pytest.approx(b.hypotheses[0][0], abs=1e-9)
+
+
+@settings(max_examples=20, **SETTINGS)
+@given(random_case(max_n=6, order=2))
+def test_generic_ngram_signatures_reduce_to_figure4_for_bigrams(case):
+    # expand_ngram at order 2 (F/L tuples) must find the bigram DP's best score.
+    model, sentence = case
+    problem = Decoder(model).problem(sentence)
+    layers = [dict() for _ in range(problem.end + 1)]
+    layers[0][start_state(problem)] = 0.0
+    for j in range(problem.end):
+        for sigs, score in layers[j].items():
+            for t, new, delta, *_ in expand_ngram(problem, j, sigs, minimize=False):
+                if score + delta > layers[t].get(new, float("-inf")):
+                    layers[t][new] = score + delta
+    best = layers[problem.end][goal_state(problem)]
+    assert best == pytest.approx(signature_dp.search(problem).hypotheses[0][0], abs=1e-9)
