@@ -62,6 +62,15 @@ def _parser() -> argparse.ArgumentParser:
     dec.add_argument("--nbest", type=int, default=None, metavar="K", help="K best derivations per sentence")
     dec.add_argument("--max-states", type=int, metavar="N", help="give up on a sentence after N states")
     dec.add_argument("--threads", type=int, default=1, metavar="N", help="decode in N worker processes")
+    beams = dec.add_argument_group("beam search (--method beam | stack)")
+    beams.add_argument("--beam-size", type=int, metavar="K", help="histogram pruning: keep K states per step")
+    beams.add_argument("--beam-threshold", type=float, metavar="W", help="threshold pruning: drop states W below the best")
+    beams.add_argument(
+        "--beam-heuristic", dest="heuristic", choices=("bound", "unigram", "none"),
+        help="beam: the future-cost estimate β that ranks states (default bound)",
+    )
+    beams.add_argument("--distortion-estimate", action="store_true", help="stack: Moore & Quirk's distortion estimation")
+    beams.add_argument("--early-pruning", action="store_true", help="stack: Moore & Quirk's early pruning")
     fsts = dec.add_argument_group("WFST cascade (--method fst)")
     fsts.add_argument("--phrase-fst", metavar="FILE", help="P compiled by `fstdecode compile` (instead of the text table)")
     fsts.add_argument("--lattice-dir", metavar="DIR", help="write each sentence's lattice I∘P∘R∘L as DIR/<id>.fst")
@@ -81,6 +90,17 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="decode the example sentence and show the DP at work")
     _model_args(demo)
     demo.add_argument("sentence", nargs="?", default="das muss unsere sorge gleichermaßen sein")
+    tsp = sub.add_parser(
+        "tsp",
+        help="solve a bandwidth-limited travelling-salesman path problem by decoding",
+        description="Cheapest path from vertex 1 to vertex n visiting every vertex once, on a graph of "
+        "bandwidth K, solved by the signature DP on a decoding instance (docs/complexity.md). "
+        "Prints 'cost C' and 'tour 1 ... n'; exit status 1 when no such path exists.",
+    )
+    tsp.add_argument("file", metavar="FILE", help="edge list: one 'i j weight' per line, vertices 1..n, '#' comments")
+    tsp.add_argument("--bandwidth", "-k", type=int, metavar="K", help="bandwidth k (default: the graph's, max |i - j|)")
+    tsp.add_argument("--vertices", type=int, metavar="N", help="n, if larger than the largest vertex named in FILE")
+    tsp.add_argument("--max-states", type=int, metavar="N", help="give up after N DP states")
     return p
 
 
@@ -155,6 +175,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     _check_min("--nbest", args.nbest, 1)
     _check_min("--max-states", args.max_states, 1)
     _check_min("--threads", args.threads, 1)
+    _check_min("--beam-size", args.beam_size, 1)
     phrase_fst = None
     if args.phrase_fst:
         from fstdecode.fst.phrase_fst import read_phrase_fst
@@ -173,6 +194,11 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         lattice_dir=args.lattice_dir,
         lattice_prune=args.lattice_prune,
         unique=args.nbest_unique,
+        beam_size=args.beam_size,
+        beam_threshold=args.beam_threshold,
+        heuristic=args.heuristic,
+        distortion_estimate=args.distortion_estimate,
+        early_pruning=args.early_pruning,
     )
     out = sys.stdout
     for result in decode_lines(decoder, _utf8_lines(sys.stdin), args.threads):
@@ -287,7 +313,25 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"decode": _cmd_decode, "demo": _cmd_demo, "compile": _cmd_compile, "inspect": _cmd_inspect}
+def _cmd_tsp(args: argparse.Namespace) -> int:
+    from fstdecode.complexity.tsp import read_graph, solve_tsp
+
+    _check_min("--bandwidth", args.bandwidth, 0)
+    _check_min("--vertices", args.vertices, 1)
+    _check_min("--max-states", args.max_states, 1)
+    graph = read_graph(args.file, vertices=args.vertices, bandwidth=args.bandwidth)
+    k = graph.bandwidth if args.bandwidth is None else args.bandwidth
+    best = solve_tsp(graph, k, max_states=args.max_states)
+    print(f"n={graph.n} bandwidth={k} d={best.d}: {best.states} states, {best.transitions} transitions", file=sys.stderr)
+    if best.cost is None:
+        print(f"no tour: no path from 1 to {graph.n} visits every vertex once")
+        return 1
+    print(f"cost {best.cost:.12g}")
+    print("tour " + " ".join(map(str, best.tour)))
+    return 0
+
+
+COMMANDS = {"decode": _cmd_decode, "demo": _cmd_demo, "compile": _cmd_compile, "inspect": _cmd_inspect, "tsp": _cmd_tsp}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,7 +23,7 @@ from fstdecode.errors import FstdecodeError
 from fstdecode.model.features import Features
 from fstdecode.model.model import Model
 from fstdecode.model.scorer import score as score_derivation
-from fstdecode.search import coverage_dp, exhaustive, signature_dp
+from fstdecode.search import coverage_dp, exhaustive, signature_beam, signature_dp
 from fstdecode.search.problem import SearchProblem, SearchResult
 from fstdecode.sentence import Phrase, Sentence, build_sentence
 
@@ -35,11 +35,25 @@ class DecodeError(FstdecodeError):
 Searcher = Callable[..., SearchResult]
 
 #: ``--method`` name -> search function (each proves optimality).
+def _stack(problem, **kwargs):
+    from fstdecode.search import stack
+
+    return stack.search(problem, **kwargs)
+
+
 METHODS: dict[str, Searcher | None] = {
     "dp": signature_dp.search,
     "fst": None,  # the WFST cascade, served by fstdecode.fst.cascade.Cascade
+    "beam": signature_beam.search,
+    "stack": _stack,
     "coverage": coverage_dp.search,
     "exhaustive": exhaustive.search,
+}
+
+#: The search options each method takes beyond nbest and max_states (CLI flag names).
+OPTIONS: dict[str, tuple[str, ...]] = {
+    "beam": ("beam_size", "beam_threshold", "heuristic"),
+    "stack": ("beam_size", "beam_threshold", "distortion_estimate", "early_pruning"),
 }
 
 
@@ -99,6 +113,12 @@ class Decoder:
     ``max_states`` caps the states a search may create, after which the
     line's result carries an error instead of derivations.
 
+    ``options`` are the method's own search options (:data:`OPTIONS`): the
+    beam methods take ``beam_size`` and ``beam_threshold``; ``beam`` also
+    ``heuristic``; ``stack`` also ``distortion_estimate`` and
+    ``early_pruning`` (Moore & Quirk 2007). Options left at None keep the
+    method's defaults.
+
     The ``fst`` method also takes ``phrase_fst`` (a compiled P, see
     :mod:`fstdecode.fst.phrase_fst`), ``lattice_dir`` (write each
     sentence's lattice there as ``<id>.fst``), ``lattice_prune`` (prune it
@@ -117,6 +137,7 @@ class Decoder:
         lattice_dir: str | None = None,
         lattice_prune: float | None = None,
         unique: bool = False,
+        **options,
     ) -> None:
         if method not in METHODS:
             raise DecodeError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
@@ -130,6 +151,13 @@ class Decoder:
         self.lattice_dir = lattice_dir
         self.lattice_prune = lattice_prune
         self.unique = unique
+        self.options = {k: v for k, v in options.items() if v is not None and v is not False}
+        allowed = OPTIONS.get(method, ())
+        for name in self.options:
+            if name not in allowed:
+                users = [m for m, names in OPTIONS.items() if name in names]
+                flag = "--" + name.replace("_", "-")
+                raise DecodeError(f"{flag} needs --method {' or '.join(users) or '?'}, not {method}")
         self.cascade = None
         if method == "fst":
             from fstdecode.fst.cascade import Cascade
@@ -164,7 +192,7 @@ class Decoder:
 
     def _search(self, words: tuple[str, ...], id: int) -> SearchResult:
         if self.cascade is None:
-            return METHODS[self.method](self.problem(words), nbest=self.nbest, max_states=self.max_states)
+            return METHODS[self.method](self.problem(words), nbest=self.nbest, max_states=self.max_states, **self.options)
         out = self.cascade.search(
             words, nbest=self.nbest, unique=self.unique, max_states=self.max_states, prune=self.lattice_prune
         )

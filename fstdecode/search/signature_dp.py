@@ -9,6 +9,7 @@ returns the k best derivations, all distinct (a derivation is one path).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from fstdecode.search.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
 from fstdecode.search.ngram import state_space
@@ -40,11 +41,22 @@ class Chart:
     transitions: int
 
 
-def run(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None, minimize: bool = True) -> Chart:
+def run(
+    problem: SearchProblem,
+    *,
+    nbest: int = 1,
+    max_states: int | None = None,
+    minimize: bool = True,
+    beam: Callable[[int, dict[Sigs, list[Hyp]]], dict[Sigs, list[Hyp]]] | None = None,
+) -> Chart:
     """Fill the chart in order of j; ``layers[end][goal]`` holds the result.
 
     Any LM order (:func:`fstdecode.search.ngram.state_space`); ``minimize``
-    switches KenLM-style state minimisation for orders above 2.
+    switches KenLM-style state minimisation for orders above 2. ``beam``,
+    if given, is Section 5.1's beam(T_j): it selects the states of layer j
+    to expand, once all of them are complete (every transition into layer j
+    comes from an earlier layer). ``Chart.states`` then counts the states
+    kept, ``Chart.transitions`` the transitions evaluated.
     Raises SearchLimitError once more than ``max_states`` states exist.
     """
     end = problem.end
@@ -53,7 +65,11 @@ def run(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None
     layers[0][start] = [(0.0, None)]
     states = 1
     transitions = 0
+    kept = 0
     for j in range(end):
+        if beam is not None:
+            layers[j] = beam(j, layers[j])
+            kept += len(layers[j])
         for sigs, hyps in layers[j].items():
             for t, new, delta, opt, s1, s2 in expand(problem, j, sigs):
                 transitions += 1
@@ -71,7 +87,7 @@ def run(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None
                 else:
                     for rank, hyp in enumerate(hyps):
                         _insert(entry, (hyp[0] + delta, (j, sigs, rank, opt, s1, s2)), nbest)
-    return Chart(layers, states, transitions)
+    return Chart(layers, states if beam is None else kept + len(layers[end]), transitions)
 
 
 def backtrack(layers: list[dict[Sigs, list[Hyp]]], j: int, sigs: Sigs, rank: int) -> list[Step]:
@@ -87,15 +103,20 @@ def backtrack(layers: list[dict[Sigs, list[Hyp]]], j: int, sigs: Sigs, rank: int
     return steps
 
 
-def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None, minimize: bool = True) -> SearchResult:
-    """The k best derivations under the distortion limit, exactly (``optimal`` is True)."""
-    chart = run(problem, nbest=nbest, max_states=max_states, minimize=minimize)
+def result(problem: SearchProblem, chart: Chart, *, optimal: bool, empty: str) -> SearchResult:
+    """The goal state's hypotheses as derivations; SearchError(``empty``) if it was never reached."""
     _, goal, _ = state_space(problem)
     hyps = chart.layers[problem.end].get(goal)
     if not hyps:
-        raise SearchError(f"no derivation satisfies the distortion limit d={problem.d}")
+        raise SearchError(empty)
     out = tuple(
         (score, phrases_of(problem, backtrack(chart.layers, problem.end, goal, rank)))
         for rank, (score, _) in enumerate(hyps)
     )
-    return SearchResult(out, optimal=True, states=chart.states, transitions=chart.transitions)
+    return SearchResult(out, optimal=optimal, states=chart.states, transitions=chart.transitions)
+
+
+def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None, minimize: bool = True) -> SearchResult:
+    """The k best derivations under the distortion limit, exactly (``optimal`` is True)."""
+    chart = run(problem, nbest=nbest, max_states=max_states, minimize=minimize)
+    return result(problem, chart, optimal=True, empty=f"no derivation satisfies the distortion limit d={problem.d}")

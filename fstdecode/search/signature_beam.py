@@ -1,0 +1,144 @@
+"""Beam search over signature states: Figure 2 with beam(T_j) (Chang & Collins, Section 5.1).
+
+Before the states of position j are expanded, only the best ``beam_size``
+by γ(T) = α(T) + β(T) are kept, and (``beam_threshold``) those within that
+many score units of the best. All states of T_j translate the same prefix
+x_1..x_j, so the cost of what remains to translate is the same for all of
+them and cancels in the ranking; β only has to say how far each state's
+open tapes are from being joined:
+
+* ``"unigram"`` — the paper's proposal: the unigram LM score of every
+  tape-start word (the words whose left context is still unknown);
+* ``"bound"`` — what joining the tapes must still cost at best: each start
+  word's best LM score after any word that can precede it, plus a lower
+  bound on the distortion still to come (a tape that ends at t < j must be
+  left by a jump of at least j − t; a tape that starts at s > 0 must be
+  entered by a jump of at least j + 2 − s);
+* ``"none"`` — β = 0.
+
+``docs/search.md`` compares them (search errors against the exact DP, and
+time).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import replace
+
+from fstdecode.search.problem import SearchError, SearchProblem, SearchResult
+from fstdecode.search import signature_dp
+
+HEURISTICS = ("bound", "unigram", "none")
+DEFAULT_BEAM_SIZE = 1000
+#: A beam that finishes no derivation is retried this many times wider, up to MAX_BEAM states per j.
+WIDEN = 4
+MAX_BEAM = 1_000_000
+
+
+def _start_words(problem: SearchProblem, sig: tuple) -> tuple[int, ...]:
+    """The words of a tape whose LM scores still wait for a left context."""
+    if sig[0] == 0:
+        return ()
+    return sig[1] if problem.order > 2 else (sig[1],)
+
+
+class Heuristic:
+    """β(T) for one problem; values per word are cached."""
+
+    def __init__(self, problem: SearchProblem, kind: str) -> None:
+        if kind not in HEURISTICS:
+            raise SearchError(f"unknown beam heuristic {kind!r}; choose from {', '.join(HEURISTICS)}")
+        self.problem = problem
+        self.kind = kind
+        self._best_into: dict[int, float] = {}
+        self._preceders = sorted({problem.bos} | {o.last for opts in problem.by_start for o in opts})
+
+    def start_word(self, w: int) -> float:
+        """Unigram (paper) or the best score of ``w`` after any word that can precede it (bound)."""
+        got = self._best_into.get(w)
+        if got is None:
+            if self.kind == "unigram":
+                got = self.problem.ngram((), w)
+            else:
+                got = max(self.problem.ngram((a,), w) for a in self._preceders)
+            self._best_into[w] = got
+        return got
+
+    def __call__(self, j: int, sigs: tuple) -> float:
+        if self.kind == "none":
+            return 0.0
+        beta = 0.0
+        for sig in sigs:
+            words = _start_words(self.problem, sig)
+            if words:
+                beta += self.start_word(words[0])
+                # Later deferred words: scored with the context inside the tape.
+                for k in range(1, len(words)):
+                    beta += self.problem.ngram(words[max(0, k - self.problem.order + 1) : k], words[k])
+            if self.kind == "bound":
+                if sig[2] < j:
+                    beta -= self.problem.eta * (j - sig[2])
+                if sig[0] != 0:
+                    beta -= self.problem.eta * (j + 2 - sig[0])
+        return beta
+
+
+def make_beam(heuristic: Heuristic, beam_size: int | None, beam_threshold: float | None):
+    """beam(T_j): the best ``beam_size`` states by α + β, within ``beam_threshold`` of the best.
+
+    States that cannot finish are dropped first: each remaining phrase joins
+    at most two tapes into one, so r tapes need r − 1 more phrases, at most
+    one per untranslated word.
+    """
+    n = heuristic.problem.n
+
+    def beam(j: int, layer: dict) -> dict:
+        if not layer:
+            return layer
+        scored = [(hyps[0][0] + heuristic(j, sigs), sigs) for sigs, hyps in layer.items() if len(sigs) - 1 <= n - j]
+        if beam_threshold is not None:
+            top = max(g for g, _ in scored)
+            scored = [x for x in scored if x[0] >= top - beam_threshold]
+        if beam_size is not None and len(scored) > beam_size:
+            scored = heapq.nlargest(beam_size, scored, key=lambda x: x[0])
+        return {sigs: layer[sigs] for _, sigs in scored}
+
+    return beam
+
+
+def search(
+    problem: SearchProblem,
+    *,
+    nbest: int = 1,
+    max_states: int | None = None,
+    beam_size: int | None = DEFAULT_BEAM_SIZE,
+    beam_threshold: float | None = None,
+    heuristic: str = "bound",
+    minimize: bool = True,
+) -> SearchResult:
+    """The best derivations the beam keeps (``optimal`` False: the beam may prune the best).
+
+    A beam can keep only states that later turn out to be dead ends (their
+    open tapes expire before they can be joined). Then the search runs
+    again with a beam ``WIDEN`` times as wide, up to ``MAX_BEAM``; the stats
+    count every run.
+    """
+    h = Heuristic(problem, heuristic)
+    states = transitions = 0
+    size = beam_size
+    while True:
+        beam = make_beam(h, size, beam_threshold)
+        chart = signature_dp.run(problem, nbest=nbest, max_states=max_states, minimize=minimize, beam=beam)
+        states += chart.states
+        transitions += chart.transitions
+        try:
+            found = signature_dp.result(problem, chart, optimal=False, empty="no complete derivation in the beam")
+        except SearchError:
+            if size is None or size >= MAX_BEAM:
+                raise SearchError(
+                    f"the beam kept no complete derivation even at --beam-size {size}; "
+                    "raise --beam-threshold or use --method dp"
+                ) from None
+            size *= WIDEN
+            continue
+        return replace(found, states=states, transitions=transitions)
