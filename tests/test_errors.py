@@ -350,7 +350,7 @@ def test_out_of_range_numeric_flags(flag, value):
 
 def test_argparse_errors_exit_2_without_traceback():
     """Type errors caught by argparse: status 2, usage message, no traceback."""
-    for args in (["decode", "-d", "abc"], ["decode", "--method", "beam"], ["decode", "--format", "xml"], []):
+    for args in (["decode", "-d", "abc"], ["decode", "--method", "nosuch"], ["decode", "--format", "xml"], []):
         proc = run_cli(args)
         assert proc.returncode == 2, args
         assert "Traceback" not in proc.stderr
