@@ -23,7 +23,7 @@ from fstdecode.errors import FstdecodeError
 from fstdecode.model.features import Features
 from fstdecode.model.model import Model
 from fstdecode.model.scorer import score as score_derivation
-from fstdecode.search import coverage_dp, exhaustive, signature_beam, signature_dp
+from fstdecode.search import bounded, coverage_dp, exhaustive, signature_beam, signature_dp
 from fstdecode.search.problem import SearchProblem, SearchResult
 from fstdecode.sentence import Phrase, Sentence, build_sentence
 
@@ -44,6 +44,7 @@ def _stack(problem, **kwargs):
 METHODS: dict[str, Searcher | None] = {
     "dp": signature_dp.search,
     "fst": None,  # the WFST cascade, served by fstdecode.fst.cascade.Cascade
+    "bounded": bounded.search,
     "beam": signature_beam.search,
     "stack": _stack,
     "coverage": coverage_dp.search,

@@ -70,3 +70,17 @@ def test_threshold_prunes_states():
     wide = signature_beam.search(problem, beam_size=None, beam_threshold=None)
     narrow = signature_beam.search(problem, beam_size=None, beam_threshold=2.0)
     assert narrow.states < wide.states
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(random_case(max_n=7))
+def test_bounded_search_is_exact(case):
+    # The bound filter must never drop a state of an optimal derivation.
+    from fstdecode.search import bounded
+
+    model, sentence = case
+    problem = Decoder(model).problem(sentence)
+    exact = signature_dp.search(problem)
+    out = bounded.search(problem)
+    assert out.hypotheses[0][0] == pytest.approx(exact.hypotheses[0][0], abs=1e-9)
+    assert out.optimal is True

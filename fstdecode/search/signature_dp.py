@@ -48,6 +48,7 @@ def run(
     max_states: int | None = None,
     minimize: bool = True,
     beam: Callable[[int, dict[Sigs, list[Hyp]]], dict[Sigs, list[Hyp]]] | None = None,
+    admit: Callable[[int, Sigs, float], bool] | None = None,
 ) -> Chart:
     """Fill the chart in order of j; ``layers[end][goal]`` holds the result.
 
@@ -56,7 +57,9 @@ def run(
     if given, is Section 5.1's beam(T_j): it selects the states of layer j
     to expand, once all of them are complete (every transition into layer j
     comes from an earlier layer). ``Chart.states`` then counts the states
-    kept, ``Chart.transitions`` the transitions evaluated.
+    kept, ``Chart.transitions`` the transitions evaluated. ``admit(t, sigs,
+    score)``, if given, must be True for a transition's result to enter the
+    chart (a bound test; a state refused at one score may enter at a better one).
     Raises SearchLimitError once more than ``max_states`` states exist.
     """
     end = problem.end
@@ -73,6 +76,8 @@ def run(
         for sigs, hyps in layers[j].items():
             for t, new, delta, opt, s1, s2 in expand(problem, j, sigs):
                 transitions += 1
+                if admit is not None and not admit(t, new, hyps[0][0] + delta):
+                    continue
                 target = layers[t]
                 entry = target.get(new)
                 if entry is None:

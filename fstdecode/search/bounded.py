@@ -1,0 +1,76 @@
+"""Exact search with bounds: the signature DP that skips states which cannot win.
+
+A beam run first gives a real derivation and its score LB. Then Figure 2
+runs, and a transition's result enters the chart only if an upper bound on
+the best completion through it reaches LB:
+
+    UB(T) = α(T) + β(T) + future(j) + max_a λ(</s> | a)
+
+* β(T): the ``bound`` heuristic of :mod:`.signature_beam` — each open
+  tape's start word at its best LM score after any word that can precede
+  it, and the least distortion its open ends still cost;
+* future(j): the best segmentation of x_{j+1}..x_n into phrases, each
+  counted with ŵ(p) and its first word's best LM score after any word.
+
+Every LM junction of a completion is counted once (into a tape start in β,
+into a future phrase in future(j), into </s> last) at an upper bound, and
+the distortion still to come is at least β's, so no state on an optimal
+path is dropped: the result is exact. The bounds need a bigram LM and a
+distortion weight >= 0; otherwise this is the plain DP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fstdecode.search import signature_beam, signature_dp
+from fstdecode.search.problem import SearchProblem, SearchResult
+
+#: The beam that provides the lower bound LB.
+LOWER_BOUND_BEAM = 100
+
+
+def future_bounds(problem: SearchProblem, h: signature_beam.Heuristic) -> list[float]:
+    """``future[j]``: an upper bound on the score of translating positions j+1..n."""
+    n = problem.n
+    neg = float("-inf")
+    best_span: dict[tuple[int, int], float] = {}
+    for s in range(1, n + 1):
+        for opt in problem.by_start[s]:
+            v = opt.score + h.start_word(opt.first)
+            if v > best_span.get((s, opt.t), neg):
+                best_span[(s, opt.t)] = v
+    future = [neg] * (n + 1)
+    future[n] = 0.0
+    for j in range(n - 1, -1, -1):
+        future[j] = max(
+            (v + future[t] for (s, t), v in best_span.items() if s == j + 1 and future[t] > neg),
+            default=neg,
+        )
+    return future
+
+
+def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None, minimize: bool = True) -> SearchResult:
+    """The best derivation, exactly; ``states`` counts the states admitted (plus the beam's)."""
+    if problem.order != 2 or problem.eta < 0 or nbest != 1:
+        return signature_dp.search(problem, nbest=nbest, max_states=max_states, minimize=minimize)
+    h = signature_beam.Heuristic(problem, "bound")
+    lower = signature_beam.search(problem, beam_size=LOWER_BOUND_BEAM, max_states=max_states)
+    lb = lower.hypotheses[0][0] - 1e-9
+    future = future_bounds(problem, h)
+    close = max(problem.ngram((a,), problem.eos) for a in h._preceders)
+
+    end = problem.end
+
+    def admit(t: int, sigs, score: float) -> bool:
+        if t == end:  # complete: its score is exact
+            return score >= lb
+        return score + h(t, sigs) + future[t] + close >= lb
+
+    chart = signature_dp.run(problem, max_states=max_states, minimize=minimize, admit=admit)
+    found = signature_dp.result(problem, chart, optimal=True, empty="bound search lost the lower bound (a bug)")
+    return replace(
+        found,
+        states=found.states + lower.states,
+        transitions=found.transitions + lower.transitions,
+    )
