@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Moses parity on its own regression-test model, and what state minimisation saves.
+
+Model: ../shared/data/moses-early-distortion-de-en/moses.ini (trigram LM,
+d = 6, table-limit 20, early distortion cost). For each of the 5 sentences,
+in one run, every search method with and without KenLM-style LM state
+minimisation: its best score against Moses' SCORE_i, its translation
+against Moses', its time and its states (signature states for dp and beam,
+coverage states for coverage, hypotheses kept for stack). Exact methods
+run under ``--max-states`` and a time budget; what does not finish is
+reported as such. Replaces the ``bench_parity`` section of docs/benchmarks.md.
+
+    python scripts/bench_parity.py [--budget SEC] [--max-states N] [--out docs/benchmarks.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import re
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_fst import timed  # noqa: E402
+from benchlib import code_version, machine, write_section  # noqa: E402
+
+from fstdecode.decoder import METHODS, Decoder  # noqa: E402
+from fstdecode.model.model import load_model  # noqa: E402
+from fstdecode.search.problem import SearchLimitError  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "moses-early-distortion-de-en"
+EXACT = ("dp", "coverage")
+BEAMS = ("beam", "stack")
+
+
+def moses_truth() -> tuple[dict[int, float], dict[int, str]]:
+    text = (DATA / "truth" / "results.txt").read_text(encoding="utf-8")
+    scores = {int(i): float(v) for i, v in re.findall(r"^SCORE_(\d+) = (\S+)$", text, re.M)}
+    best = {int(i): t.strip() for i, t in re.findall(r"^TRANSLATION_(\d+)=(.*)$", text, re.M)}
+    return scores, best
+
+
+def run_one(search, problem, budget: float, max_states: int, minimize: bool, **opts):
+    try:
+        out, secs = timed(lambda: search(problem, max_states=max_states, minimize=minimize, **opts), budget)
+    except SearchLimitError:
+        return {"status": f"> {max_states:,} states"}
+    if out is None:
+        return {"status": f"> {budget:.0f} s"}
+    return {"status": "ok", "score": out.hypotheses[0][0], "phrases": out.hypotheses[0][1], "states": out.states, "s": secs}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--budget", type=float, default=120.0)
+    ap.add_argument("--max-states", type=int, default=3_000_000)
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md")
+    args = ap.parse_args(argv)
+    if not DATA.exists():
+        print(f"{DATA} is absent: this benchmark needs ../shared/data", file=sys.stderr)
+        return 2
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    t0 = time.perf_counter()
+    model = load_model(DATA / "moses.ini")
+    decoder = Decoder(model)
+    scores, best = moses_truth()
+    lines = (DATA / "to-translate.txt").read_text(encoding="utf-8").splitlines()
+    methods = [m for m in (*EXACT, *BEAMS) if m in METHODS]
+    rows = []
+    for i, line in enumerate(lines):
+        words = line.split()
+        problem = decoder.problem(words)
+        for method in methods:
+            for minimize in (True, False):
+                res = run_one(METHODS[method], problem, args.budget, args.max_states, minimize)
+                res.update(id=i, n=len(words), method=method, minimize=minimize)
+                if res["status"] == "ok":
+                    res["translation"] = " ".join(w for p in res["phrases"] for w in p.target)
+                rows.append(res)
+                print(i, method, minimize, {k: v for k, v in res.items() if k != "phrases"}, file=sys.stderr, flush=True)
+    out = [
+        "<!-- bench_parity:start -->",
+        "## Moses parity: the de-en regression-test model (trigram LM, d = 6, table-limit 20)",
+        "",
+        f"- command: `python scripts/bench_parity.py{''.join(' ' + a for a in (argv if argv is not None else sys.argv[1:]))}`",
+        f"- machine: {machine()}",
+        f"- code: {code_version()}",
+        f"- date: {started}; whole run {time.perf_counter() - t0:.0f} s; exact methods capped at "
+        f"{args.max_states:,} states and {args.budget:.0f} s per sentence",
+        "- methods: dp = signature DP (exact), coverage = coverage-vector DP (exact), beam = signature "
+        "beam, stack = stack decoder, at their default settings; min = KenLM-style right-state "
+        "minimisation on/off",
+        "",
+        "| sent | n | method | min | states | seconds | score | Moses SCORE | ≥ Moses − 1e-3 | same translation |",
+        "|---:|---:|---|:---:|---:|---:|---:|---:|:---:|:---:|",
+    ]
+    for r in rows:
+        i = r["id"]
+        if r["status"] != "ok":
+            out.append(f"| {i} | {r['n']} | {r['method']} | {'on' if r['minimize'] else 'off'} | {r['status']} | | | {scores[i]} | | |")
+            continue
+        out.append(
+            f"| {i} | {r['n']} | {r['method']} | {'on' if r['minimize'] else 'off'} | {r['states']:,} | {r['s']:.2f} | "
+            f"{r['score']:.4f} | {scores[i]} | {'yes' if r['score'] >= scores[i] - 1e-3 else 'NO'} | "
+            f"{'yes' if r['translation'] == best[i] else 'no'} |"
+        )
+    saved = [
+        (a["states"], b["states"])
+        for a in rows
+        for b in rows
+        if a["status"] == b["status"] == "ok" and a["id"] == b["id"] and a["method"] == b["method"] and a["minimize"] and not b["minimize"]
+    ]
+    if saved:
+        ratio = sum(b for _, b in saved) / max(1, sum(a for a, _ in saved))
+        out += ["", f"State minimisation: {sum(b for _, b in saved):,} states without it against {sum(a for a, _ in saved):,} with it over the {len(saved)} runs that finished both ways ({ratio:.2f}x)."]
+    out.append("<!-- bench_parity:end -->")
+    write_section(args.out, "bench_parity", "\n".join(out) + "\n")
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
