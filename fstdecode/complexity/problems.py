@@ -53,12 +53,24 @@ class EdgeLM:
 
     scores: Mapping[tuple[str, str], float] = field(default_factory=dict)
     missing: float = -math.inf
+    #: The LM interface :class:`SearchProblem` reads besides ``logprob``: a bigram model
+    #: named ``path`` in messages, without backoff weights.
+    order: int = 2
+    path: str = "<edge LM>"
 
     def logprob(self, context: Sequence[str], word: str) -> float:
         """ln p(word | context[-1]) as given by the table."""
         if not context:
             raise ProblemError("EdgeLM is a bigram LM: it needs a one-word context")
         return self.scores.get((context[-1], word), self.missing)
+
+    def backoff(self, context: Sequence[str]) -> float:
+        """0: there is no backoff; every bigram is given (or impossible)."""
+        return 0.0
+
+    def extends(self, context: Sequence[str]) -> bool:
+        """True: every one-word context matters, so state minimisation never drops it."""
+        return True
 
 
 @dataclass(frozen=True)

@@ -112,19 +112,29 @@ class SearchProblem:
         """``lam[a][b]`` = :meth:`bigram` (a, b) for every junction the signature DP can form.
 
         A junction joins the last word of a tape or phrase (``<s>`` included)
-        to the first word of a phrase or tape (``</s>`` included); other
-        entries are NaN. Lists indexed by word id are cheaper than a dict in
+        to the first word of a phrase or tape (``</s>`` included) within the
+        distortion limit; other entries are NaN. Lists indexed by word id are cheaper than a dict in
         the hot loop. Built on first use.
         """
         if self._lam is None:
-            lasts = {self.bos} | {o.last for opts in self.by_start for o in opts}
-            firsts = {self.eos} | {o.first for opts in self.by_start for o in opts}
             size = len(self.vocab)
             lam = [[math.nan] * size for _ in range(size)]
-            for a in lasts:
-                row = lam[a]
-                for b in firsts:
-                    row[b] = self.bigram(a, b)
+            # A junction a -> b needs a jump |t(a) + 1 − s(b)| <= d, so only nearby pairs are filled:
+            # O(n d h^2) LM lookups, not |V|^2.
+            ends: dict[int, set[int]] = {0: {self.bos}}
+            starts: dict[int, set[int]] = {self.end: {self.eos}}
+            for opts in self.by_start:
+                for o in opts:
+                    ends.setdefault(o.t, set()).add(o.last)
+                    starts.setdefault(o.s, set()).add(o.first)
+            for t, lasts in ends.items():
+                firsts = set()
+                for s in range(max(1, t + 1 - self.d), min(self.end, t + 1 + self.d) + 1):
+                    firsts |= starts.get(s, set())
+                for a in lasts:
+                    row = lam[a]
+                    for b in firsts:
+                        row[b] = self.bigram(a, b)
             self._lam = lam
         return self._lam
 
