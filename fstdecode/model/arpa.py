@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Sequence
 
-from fstdecode.errors import FstdecodeError
+from fstdecode.errors import FstdecodeError, read_bytes
 
 __all__ = [
     "ArpaError",
@@ -79,13 +79,7 @@ def _is_blank(line: str) -> bool:
 
 def _read_text(path: str) -> str:
     """Return the file's text: gunzipped if gzip (magic bytes or ``.gz`` suffix), UTF-8."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise ArpaError(f"{path}: no such file") from None
-    except OSError as e:
-        raise ArpaError(f"{path}: cannot read: {e.strerror or e}") from None
+    data = read_bytes(path, ArpaError)
     if data[:2] == b"\x1f\x8b" or path.endswith(".gz"):
         try:
             data = gzip.decompress(data)

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from fstdecode.errors import FstdecodeError
+from fstdecode.errors import FstdecodeError, read_bytes
 
 __all__ = [
     "DEFAULT_TABLE_LIMIT",
@@ -176,13 +176,7 @@ class MosesConfig:
 
 def _read_lines(path: str) -> list[tuple[int, str]]:
     """Non-empty lines with comments removed, as ``(lineno, text)`` (1-based)."""
-    try:
-        with open(path, "rb") as stream:
-            data = stream.read()
-    except FileNotFoundError:
-        raise MosesIniError(f"{path}: no such file") from None
-    except OSError as err:
-        raise MosesIniError(f"{path}: cannot read ({err.strerror})") from None
+    data = read_bytes(path, MosesIniError)
     lines = []
     for lineno, raw in enumerate(data.split(b"\n"), start=1):
         try:
