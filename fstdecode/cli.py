@@ -71,6 +71,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     beams.add_argument("--distortion-estimate", action="store_true", help="stack: Moore & Quirk's distortion estimation")
     beams.add_argument("--early-pruning", action="store_true", help="stack: Moore & Quirk's early pruning")
+    beams.add_argument(
+        "--early-threshold", type=float, metavar="W",
+        help="stack: early pruning's threshold (default: --beam-threshold, else ln 1e5)",
+    )
     fsts = dec.add_argument_group("WFST cascade (--method fst)")
     fsts.add_argument("--phrase-fst", metavar="FILE", help="P compiled by `fstdecode compile` (instead of the text table)")
     fsts.add_argument("--lattice-dir", metavar="DIR", help="write each sentence's lattice I∘P∘R∘L as DIR/<id>.fst")
@@ -199,6 +203,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         heuristic=args.heuristic,
         distortion_estimate=args.distortion_estimate,
         early_pruning=args.early_pruning,
+        early_threshold=args.early_threshold,
     )
     out = sys.stdout
     for result in decode_lines(decoder, _utf8_lines(sys.stdin), args.threads):

@@ -23,7 +23,7 @@ from fstdecode.errors import FstdecodeError
 from fstdecode.model.features import Features
 from fstdecode.model.model import Model
 from fstdecode.model.scorer import score as score_derivation
-from fstdecode.search import bounded, coverage_dp, exhaustive, signature_beam, signature_dp
+from fstdecode.search import bounded, coverage_dp, exhaustive, signature_beam, signature_dp, stack
 from fstdecode.search.problem import SearchProblem, SearchResult
 from fstdecode.sentence import Phrase, Sentence, build_sentence
 
@@ -35,18 +35,12 @@ class DecodeError(FstdecodeError):
 Searcher = Callable[..., SearchResult]
 
 #: ``--method`` name -> search function (each proves optimality).
-def _stack(problem, **kwargs):
-    from fstdecode.search import stack
-
-    return stack.search(problem, **kwargs)
-
-
 METHODS: dict[str, Searcher | None] = {
     "dp": signature_dp.search,
     "fst": None,  # the WFST cascade, served by fstdecode.fst.cascade.Cascade
     "bounded": bounded.search,
     "beam": signature_beam.search,
-    "stack": _stack,
+    "stack": stack.search,
     "coverage": coverage_dp.search,
     "exhaustive": exhaustive.search,
 }
@@ -54,7 +48,7 @@ METHODS: dict[str, Searcher | None] = {
 #: The search options each method takes beyond nbest and max_states (CLI flag names).
 OPTIONS: dict[str, tuple[str, ...]] = {
     "beam": ("beam_size", "beam_threshold", "heuristic"),
-    "stack": ("beam_size", "beam_threshold", "distortion_estimate", "early_pruning"),
+    "stack": ("beam_size", "beam_threshold", "distortion_estimate", "early_pruning", "early_threshold"),
 }
 
 

@@ -1,0 +1,314 @@
+"""The stack decoder (fstdecode.search.stack) against the exact solvers and its own invariants.
+
+References: the coverage DP (the same states, exact) and the exhaustive
+oracle (every derivation, scored by the scorer from strings).
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fstdecode.decoder import Decoder
+from fstdecode.model.features import UNKNOWN_WORD_VALUE
+from fstdecode.model.model import load_model
+from fstdecode.model.scorer import jumps
+from fstdecode.model.scorer import score as score_derivation
+from fstdecode.search import coverage_dp, exhaustive, stack
+from fstdecode.search.problem import SearchError, SearchLimitError
+
+from randmodels import random_case
+
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+HUGE = 10**6
+
+#: The switch combinations of M&Q's evaluation (Section 6), each with a beam that keeps everything.
+SWITCHES = [
+    # Pharaoh as Koehn (2003) describes it.
+    dict(),
+    # + M&Q Section 4: the distortion estimate changes the running scores, not the totals.
+    dict(distortion_estimate=True),
+    # + M&Q Section 5: early pruning ignores the LM adjustment, which can raise a score, so
+    # it is exact only with an infinite threshold; this runs its scans without pruning.
+    dict(distortion_estimate=True, early_pruning=True, early_threshold=math.inf),
+]
+
+
+def problem_of(case):
+    model, sentence = case
+    return Decoder(model).problem(sentence)
+
+
+def scorer_total(problem, phrases) -> float:
+    return score_derivation(problem.n, phrases, problem.lm, problem.weights)[1]
+
+
+def assert_scored_derivations(problem, result) -> None:
+    """Every returned derivation is complete, within the limit, and scored as the scorer scores it."""
+    for score, phrases in result.hypotheses:
+        assert abs(scorer_total(problem, phrases) - score) < 1e-9  # also checks the coverage
+        assert max(jumps(problem.n, phrases)) <= problem.d
+
+
+# --- exactness with a huge beam ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("order", [2, 3])  # bigram signatures and (s, F, t, L) n-gram contexts
+@settings(max_examples=25, **SETTINGS)
+@given(data=st.data())
+def test_huge_beam_equals_exact_best(order, data):
+    problem = problem_of(data.draw(random_case(max_n=6, order=order)))
+    best = coverage_dp.search(problem).hypotheses[0][0]
+    for switches in SWITCHES:
+        result = stack.search(problem, beam_size=HUGE, **switches)
+        assert abs(result.hypotheses[0][0] - best) < 1e-9, switches
+        assert_scored_derivations(problem, result)
+        assert not result.optimal
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(random_case(max_n=4, order=3))
+def test_recombination_never_changes_the_best(case):
+    # Without recombination every derivation prefix is its own hypothesis (a tree search).
+    problem = problem_of(case)
+    for switches in SWITCHES[:2]:
+        config = stack.Settings(beam_size=HUGE, **switches)
+        merged = stack._run(problem, config)
+        tree = stack._run(problem, config, recombine=False)
+        assert abs(merged.hypotheses[0][0] - tree.hypotheses[0][0]) < 1e-9
+        assert merged.states <= tree.states
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(random_case(max_n=4))
+def test_huge_beam_nbest_equals_exhaustive_nbest(case):
+    problem = problem_of(case)
+    k = 5
+    oracle = exhaustive.search(problem, nbest=k).hypotheses
+    for switches in SWITCHES[:2]:
+        result = stack.search(problem, nbest=k, beam_size=HUGE, **switches)
+        assert len(result.hypotheses) == len(oracle)
+        for (a, _), (b, _) in zip(result.hypotheses, oracle):
+            assert abs(a - b) < 1e-9
+        assert len({phrases for _, phrases in result.hypotheses}) == len(result.hypotheses)
+        assert_scored_derivations(problem, result)
+
+
+# --- Moore & Quirk's distortion estimate ------------------------------------------------
+
+
+@st.composite
+def derivation_spans(draw, max_n: int = 8):
+    """(n, spans in target order): a random segmentation of 1..n in a random order.
+
+    Every such order is a derivation within the distortion limit d = its largest jump.
+    """
+    n = draw(st.integers(1, max_n))
+    cuts = draw(st.lists(st.booleans(), min_size=n - 1, max_size=n - 1))
+    spans, s = [], 1
+    for p in range(1, n + 1):
+        if p == n or cuts[p - 1]:
+            spans.append((s, p))
+            s = p + 1
+    return n, draw(st.permutations(spans))
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(derivation_spans())
+def test_mq_delta_sums_to_the_plain_jumps(case):
+    n, spans = case
+    plain = jumps(n, [SimpleNamespace(start=s - 1, end=t - 1) for s, t in spans])  # incl. the final jump
+    d = max(plain)
+    cov, last_t, total = 0, 0, 0
+    assert stack.remaining_distortion(cov, last_t) == 0
+    for s, t in spans:
+        delta = stack.mq_delta(cov, last_t, s, t)
+        new_cov = cov | ((1 << (t - s + 1)) - 1) << (s - 1)
+        # The four cases of Section 4 are the plain jump plus the change in Φ.
+        phi = stack.remaining_distortion(new_cov, t) - stack.remaining_distortion(cov, last_t)
+        assert delta == stack.plain_delta(last_t, s) + phi
+        assert not stack.is_dead(new_cov, t, n, d)  # the dead test removes no valid derivation
+        cov, last_t, total = new_cov, t, total + delta
+    total += stack.final_delta(last_t, n + 1, distortion_estimate=True)
+    assert total == sum(plain)
+    assert stack.final_delta(last_t, n + 1, distortion_estimate=False) == plain[-1]
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(random_case(max_n=6, order=3), st.integers(1, 20), st.booleans())
+def test_mq_reported_score_is_the_model_score(case, beam_size, early):
+    # The front-loaded running score must end as the true score of the derivation.
+    problem = problem_of(case)
+    result = stack.search(problem, nbest=3, beam_size=beam_size, distortion_estimate=True, early_pruning=early)
+    assert_scored_derivations(problem, result)
+
+
+# --- small beams ------------------------------------------------------------------------
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(
+    random_case(max_n=8, order=2),
+    st.integers(1, 4),
+    st.one_of(st.none(), st.floats(0, 3)),
+    # Every switch combination, including early pruning on the plain Δd, which can leave a
+    # stack's best hypothesis no extension (M&Q footnote 6): the anchor must still finish.
+    st.sampled_from([(False, False), (True, False), (True, True), (False, True)]),
+)
+def test_small_beams_return_scored_derivations(case, beam_size, threshold, switches):
+    problem = problem_of(case)
+    estimate, early = switches
+    result = stack.search(
+        problem, beam_size=beam_size, beam_threshold=threshold, distortion_estimate=estimate, early_pruning=early
+    )
+    assert_scored_derivations(problem, result)
+    assert result.hypotheses[0][0] <= coverage_dp.search(problem).hypotheses[0][0] + 1e-9
+    assert result.states <= (beam_size + 1) * problem.n + 1  # + the anchor per stack, + the final stack
+
+
+# --- the pieces: estimates, future table, early pruning -----------------------------------
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(random_case(max_n=5, order=3))
+def test_option_estimate_uses_the_isolated_phrase_lm_score(case):
+    # ŵ(p) minus its LM part, plus the LM's own phrase estimate (M&Q Section 3).
+    problem = problem_of(case)
+    w = problem.weights
+    for opts in problem.by_start[1 : problem.n + 1]:
+        for opt in opts:
+            pair = opt.phrase.pair
+            tm = sum(wk * v for wk, v in zip(w.tm, pair.scores)) + w.word * -len(pair.target) + w.phrase
+            tm += w.unknown * UNKNOWN_WORD_VALUE * len(pair.source) if pair.unknown else 0.0
+            expected = tm + w.lm * problem.lm.phrase_estimate(pair.target)
+            assert abs(stack.option_estimate(problem, opt) - expected) < 1e-9
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(random_case(max_n=6))
+def test_future_table_is_the_best_segmentation(case):
+    problem = problem_of(case)
+    tabs = stack.tables(problem)
+    n = problem.n
+
+    def best(i: int, j: int) -> float:  # by enumeration of the first phrase
+        if i > j:
+            return 0.0
+        return max(
+            (tabs.options[(i, t)][0][0] + best(t + 1, j) for t in range(i, j + 1) if (i, t) in tabs.options),
+            default=-math.inf,
+        )
+
+    for i in range(1, n + 1):
+        for j in range(i, n + 1):
+            assert tabs.span[i][j] == pytest.approx(best(i, j), abs=1e-9)
+    assert tabs.future_of(0) == pytest.approx(best(1, n), abs=1e-9)
+
+
+def _completable_by_enumeration(problem, coverage: int, last_t: int, memo: dict) -> bool:
+    key = (coverage, last_t)
+    if key not in memo:
+        if coverage == (1 << problem.n) - 1:
+            memo[key] = problem.end - 1 - last_t <= problem.d
+        else:
+            memo[key] = any(
+                _completable_by_enumeration(problem, coverage | span, opt.t, memo)
+                for s in range(1, problem.n + 1)
+                if abs(last_t + 1 - s) <= problem.d
+                for opt in problem.by_start[s]
+                for span in [((1 << (opt.t - s + 1)) - 1) << (s - 1)]
+                if not coverage & span
+            )
+    return memo[key]
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(random_case(max_n=7))
+def test_dead_and_minimal_completion_tests_agree_with_enumeration(case):
+    # is_dead may drop a state only if no completion exists (else a huge beam is not exact);
+    # minimal_completion_fits may vouch for a state only if one does (the anchor's invariant).
+    problem = problem_of(case)
+    n, d = problem.n, problem.d
+    memo: dict = {}
+    for coverage in range(1 << n):
+        for last_t in range(n + 1):
+            if last_t == 0 or coverage >> (last_t - 1) & 1:
+                possible = _completable_by_enumeration(problem, coverage, last_t, memo)
+                if stack.is_dead(coverage, last_t, n, d):
+                    assert not possible
+                if stack.minimal_completion_fits(coverage, last_t, n, d):
+                    assert possible
+
+
+@pytest.mark.parametrize("mq", [False, True])  # the plain jump is not monotone in s; M&Q's Δd is
+@settings(max_examples=30, **SETTINGS)
+@given(data=st.data())
+def test_early_pruning_skips_exactly_the_extensions_below_the_minimum(mq, data):
+    # Along a random partial derivation, the scans that stop early (M&Q Section 5) must yield
+    # exactly the legal extensions whose estimated score reaches the minimum acceptable score.
+    problem = problem_of(data.draw(random_case(max_n=7)))
+    tabs = stack.tables(problem)
+    config = stack.Settings(distortion_estimate=mq)
+    cache = problem.__dict__.setdefault("_joins", {})
+    full = (1 << problem.n) - 1
+    hyp = stack.Hypothesis(0, 0, (problem.bos,), 0.0, tabs.future_of(0))
+    while hyp.coverage != full:
+        every = list(stack._candidates(problem, tabs, hyp, config, None))
+        if not every:
+            break
+        min_ok = hyp.estimate - data.draw(st.floats(0, 4))
+        kept = [
+            c for c in every
+            if hyp.score + c.future - problem.eta * c.delta_d + stack.option_estimate(problem, c.option) >= min_ok
+        ]
+        early = list(stack._candidates(problem, tabs, hyp, config, min_ok))
+        assert [(c.option, c.delta_d) for c in early] == [(c.option, c.delta_d) for c in kept]
+        cand = data.draw(st.sampled_from(every))
+        key, delta = stack._extend(problem, cache, hyp, cand, full, mq)
+        future = 0.0 if cand.coverage == full else cand.future
+        hyp = stack.Hypothesis(key[0], key[1], key[2], hyp.score + delta, future, hyp, cand.option)
+
+
+def test_early_pruning_evaluates_fewer_hypotheses_on_the_example():
+    decoder = Decoder(load_model())
+    problem = decoder.problem("das muss unsere sorge gleichermaßen sein".split())
+    without = stack.search(problem, beam_size=10, distortion_estimate=True)
+    early = stack.search(problem, beam_size=10, distortion_estimate=True, early_pruning=True)
+    assert early.transitions < without.transitions
+    assert early.hypotheses[0][0] == pytest.approx(without.hypotheses[0][0], abs=1e-9)
+
+
+# --- limits and errors ------------------------------------------------------------------
+
+
+def test_empty_input_is_just_the_sentence_markers():
+    # n = 0: no stack is expanded; <s> is closed with </s> at once, as in the coverage DP.
+    problem = Decoder(load_model()).problem(())
+    result = stack.search(problem)
+    assert result.hypotheses[0][1] == ()
+    assert result.hypotheses[0][0] == pytest.approx(coverage_dp.search(problem).hypotheses[0][0], abs=1e-12)
+
+
+def test_max_states_raises_search_limit_error():
+    problem = Decoder(load_model()).problem("das muss unsere sorge gleichermaßen sein".split())
+    with pytest.raises(SearchLimitError, match="more than 5 hypotheses"):
+        stack.search(problem, max_states=5)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(beam_size=0),  # an empty beam keeps nothing
+        dict(nbest=0),  # as the other searches
+        dict(beam_threshold=-1.0),  # a negative threshold would prune the best itself
+        dict(early_pruning=True, early_threshold=math.nan),  # NaN compares false: reject it
+    ],
+)
+def test_bad_settings_raise_search_error(kwargs):
+    problem = Decoder(load_model()).problem("das muss".split())
+    with pytest.raises(SearchError):
+        stack.search(problem, **kwargs)
