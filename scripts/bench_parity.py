@@ -16,6 +16,7 @@ reported as such. Replaces the ``bench_parity`` section of docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
+import inspect
 import datetime
 import re
 import sys
@@ -44,8 +45,10 @@ def moses_truth() -> tuple[dict[int, float], dict[int, str]]:
 
 
 def run_one(search, problem, budget: float, max_states: int, minimize: bool, **opts):
+    if "minimize" in inspect.signature(search).parameters:
+        opts["minimize"] = minimize
     try:
-        out, secs = timed(lambda: search(problem, max_states=max_states, minimize=minimize, **opts), budget)
+        out, secs = timed(lambda: search(problem, max_states=max_states, **opts), budget)
     except SearchLimitError:
         return {"status": f"> {max_states:,} states"}
     if out is None:
@@ -74,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         words = line.split()
         problem = decoder.problem(words)
         for method in methods:
-            for minimize in (True, False):
+            takes_minimize = "minimize" in inspect.signature(METHODS[method]).parameters
+            for minimize in (True, False) if takes_minimize else (True,):
                 res = run_one(METHODS[method], problem, args.budget, args.max_states, minimize)
                 res.update(id=i, n=len(words), method=method, minimize=minimize)
                 if res["status"] == "ok":
@@ -92,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.max_states:,} states and {args.budget:.0f} s per sentence",
         "- methods: dp = signature DP (exact), coverage = coverage-vector DP (exact), beam = signature "
         "beam, stack = stack decoder, at their default settings; min = KenLM-style right-state "
-        "minimisation on/off",
+        "minimisation on/off (the stack decoder always minimises)",
         "",
         "| sent | n | method | min | states | seconds | score | Moses SCORE | ≥ Moses − 1e-3 | same translation |",
         "|---:|---:|---|:---:|---:|---:|---:|---:|:---:|:---:|",
