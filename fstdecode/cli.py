@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from fstdecode import output
 from fstdecode.decoder import METHODS, DecodeResult, Decoder
+from fstdecode.search import signature_beam
 from fstdecode.errors import FstdecodeError
 from fstdecode.model.model import empty_table, load_model
 from fstdecode.model.phrase_table import SCORE_FORMATS
@@ -66,8 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     beams.add_argument("--beam-size", type=int, metavar="K", help="histogram pruning: keep K states per step")
     beams.add_argument("--beam-threshold", type=float, metavar="W", help="threshold pruning: drop states W below the best")
     beams.add_argument(
-        "--beam-heuristic", dest="heuristic", choices=("bound", "unigram", "none"),
-        help="beam: the future-cost estimate β that ranks states (default bound)",
+        "--beam-heuristic", dest="heuristic", choices=signature_beam.HEURISTICS,
+        help=f"beam: the estimate β that ranks states (default {signature_beam.DEFAULT_HEURISTIC})",
     )
     beams.add_argument("--distortion-estimate", action="store_true", help="stack: Moore & Quirk's distortion estimation")
     beams.add_argument("--early-pruning", action="store_true", help="stack: Moore & Quirk's early pruning")
