@@ -7,7 +7,7 @@
 'this must also be our concern'
 
 Every returned :class:`Derivation` carries the features and total computed
-by the scorer (:mod:`fstdecode.model.scorer`) from its strings, never the
+by the scorer (:mod:`fstdecode.problem.scorer`) from its strings, never the
 search's own running sum; ``search_score`` keeps the latter so that tests
 can hold the two together.
 """
@@ -22,10 +22,11 @@ from typing import Callable, Sequence
 from fstdecode.errors import FstdecodeError
 from fstdecode.model.features import Features
 from fstdecode.model.model import Model
-from fstdecode.model.scorer import score as score_derivation
-from fstdecode.search import bounded, coverage_dp, exhaustive, signature_beam, signature_dp, stack
-from fstdecode.search.problem import SearchProblem, SearchResult
-from fstdecode.sentence import Phrase, Sentence, build_sentence
+from fstdecode.problem.scorer import score as score_derivation
+from fstdecode.search import bounded, coverage_dp, signature_beam, signature_dp, stack
+from fstdecode.reference import exhaustive
+from fstdecode.problem.problem import SearchProblem, SearchResult
+from fstdecode.problem.sentence import Phrase, Sentence, build_sentence
 
 
 class DecodeError(FstdecodeError):

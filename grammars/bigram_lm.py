@@ -35,7 +35,7 @@ import math
 import pynini
 from pynini.export import export
 
-from fstdecode.model.arpa import BOS, EOS, ArpaLM
+from fstdecode.io.arpa import BOS, EOS, ArpaLM
 from fstdecode.model.model import example_model
 
 EPS = "<eps>"

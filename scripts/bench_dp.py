@@ -44,8 +44,9 @@ from benchlib import code_version, machine, write_section  # noqa: E402
 
 from fstdecode.decoder import Decoder
 from fstdecode.model.model import load_model
-from fstdecode.search import coverage_dp, figure2, signature_dp
-from fstdecode.search.problem import SearchLimitError, SearchProblem
+from fstdecode.search import coverage_dp, signature_dp
+from fstdecode.reference import figure2
+from fstdecode.problem.problem import SearchLimitError, SearchProblem
 
 START = "<!-- bench_dp:start -->"
 END = "<!-- bench_dp:end -->"

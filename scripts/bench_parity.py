@@ -30,7 +30,7 @@ from benchlib import code_version, machine, write_section  # noqa: E402
 
 from fstdecode.decoder import METHODS, Decoder  # noqa: E402
 from fstdecode.model.model import load_model  # noqa: E402
-from fstdecode.search.problem import SearchLimitError  # noqa: E402
+from fstdecode.problem.problem import SearchLimitError  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "moses-early-distortion-de-en"
 EXACT = ("dp", "coverage")

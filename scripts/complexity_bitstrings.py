@@ -25,7 +25,7 @@ import sys
 
 from complexity_common import ROOT, Run, fmt_int, loglog_slope, plt, prepare, table, timed, write_section
 
-from fstdecode.complexity.bitstrings import (
+from fstdecode.research.bitstrings import (
     count_live_coverages,
     enumerate_coverages,
     paper_lower_bound,
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         *run.header(),
         "",
         "The paper's family: block k of four words with phrases u_k, v_k, w_k, z_k (single words) and y_k "
-        "(the last two words); n = 4m + 2 counts <s> and </s>. Counted (see `fstdecode/complexity/bitstrings.py`):",
+        "(the last two words); n = 4m + 2 counts <s> and </s>. Counted (see `fstdecode/research/bitstrings.py`):",
         "",
         "- *live vectors*: coverage vectors C such that some complete derivation (every jump <= d) has a prefix "
         "covering exactly C — the bit-strings of the paper's argument. Exact, by a subset construction over "

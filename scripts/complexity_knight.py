@@ -2,7 +2,7 @@
 """Knight's (1999) reduction: decoding without a distortion limit solves the TSP; the DP blows up.
 
 1. Agreement: random directed graphs (2..9 vertices): decoding Knight's
-   instance with d = n − 1 (:func:`fstdecode.complexity.knight.solve_circuit`)
+   instance with d = n − 1 (:func:`fstdecode.research.knight.solve_circuit`)
    against Held–Karp on circuits.
 2. Real files: one instance written as a phrase table and an ARPA LM
    (:func:`write_knight_model`) and decoded by the ``fstdecode decode`` CLI.
@@ -26,8 +26,8 @@ import tempfile
 
 from complexity_common import ROOT, Run, fmt_int, growth_factor, loglog_slope, plt, prepare, table, timed, write_section
 
-from fstdecode.complexity.knight import held_karp_circuit, knight_problem, solve_circuit, write_knight_model
-from fstdecode.complexity.tsp import Graph
+from fstdecode.research.knight import held_karp_circuit, knight_problem, solve_circuit, write_knight_model
+from fstdecode.research.tsp import Graph
 from fstdecode.search import coverage_dp, signature_dp
 
 FIXED_D = 3
@@ -81,7 +81,7 @@ def real_files(seed: int) -> list[str]:
         f"Graph (6 vertices, seed {seed}): {edges}.",
         "",
         "```",
-        "python -c 'from fstdecode.complexity.knight import write_knight_model; ...'  # writes DIR/{phrase-table,lm.arpa,input.txt}",
+        "python -c 'from fstdecode.research.knight import write_knight_model; ...'  # writes DIR/{phrase-table,lm.arpa,input.txt}",
         f"fstdecode decode --phrase-table DIR/phrase-table --lm DIR/lm.arpa -d {graph.n - 1} --weight distortion=0 "
         "--format json < DIR/input.txt",
         "```",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The signature DP's states, transitions and time against n and d, next to Theorem 1's bound.
 
-Random instances of fixed shape (:func:`fstdecode.complexity.scaling.random_problem`:
+Random instances of fixed shape (:func:`fstdecode.research.scaling.random_problem`:
 h = 2 target words per token, phrases of 1 or 2 words, so l = 4), n = 10 to
 400 for d = 2, 3, 4 and n = 10 to 160 for d = 5 (d = 5 at n = 400 would take
 about 90 s on its own, extrapolating linearly from n = 100). Log–log slopes of states,
@@ -20,8 +20,8 @@ import sys
 
 from complexity_common import ROOT, Run, fmt_int, loglog_slope, plt, prepare, table, timed, write_section
 
-from fstdecode.complexity.bounds import g, states_per_position_bound, transition_bound
-from fstdecode.complexity.scaling import ModelShape, random_problem
+from fstdecode.research.bounds import g, states_per_position_bound, transition_bound
+from fstdecode.research.scaling import ModelShape, random_problem
 from fstdecode.search import signature_dp
 
 SHAPE = ModelShape(h=2, max_len=2, vocab=20)
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *run.header(),
         "",
-        f"Random instances (`fstdecode.complexity.scaling.random_problem`, seed {args.seed}): every token has "
+        f"Random instances (`fstdecode.research.scaling.random_problem`, seed {args.seed}): every token has "
         f"h = {SHAPE.h} target words, single-word phrases and 2-word phrases (h of each per span), so "
         f"|first(j)| = |last(j)| = |singles(j)| = h = {SHAPE.h} and l = {SHAPE.l} exactly; all bigrams possible, "
         f"random scores. d = 2–4 for n up to {max(NS[4])}, d = 5 up to n = {max(NS[5])} only (time budget). "
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"**Growth in d** at n = {compare}, against the proof of Theorem 1: at most g(d+2)·h^(d+1) states per "
         "position j and (d+2)²·l transitions per state. g is Appendix A's recurrence with g(0) = 1 "
-        "(`fstdecode/complexity/bounds.py` explains both typos of Lemma 4 as printed).",
+        "(`fstdecode/research/bounds.py` explains both typos of Lemma 4 as printed).",
         "",
         *growth_rows(data, compare),
         "",

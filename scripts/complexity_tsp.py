@@ -3,7 +3,7 @@
 
 1. Agreement: random bandwidth-k graphs (n = 2..14, k = 1..4, edge
    densities 0.5 / 0.8 / 1): the signature DP on the decoding instance
-   (:func:`fstdecode.complexity.tsp.solve_tsp`) and Held–Karp must give the
+   (:func:`fstdecode.research.tsp.solve_tsp`) and Held–Karp must give the
    same optimal cost, and agree on infeasibility.
 2. Runtime at fixed k: complete bandwidth-k graphs (every edge with
    |i − j| <= k, integer weights 1..100, so a tour always exists). Held–Karp
@@ -24,7 +24,7 @@ import time
 
 from complexity_common import ROOT, Run, fmt_int, loglog_slope, plt, prepare, table, timed, write_section
 
-from fstdecode.complexity.tsp import Graph, held_karp_path, solve_tsp, tsp_problem
+from fstdecode.research.tsp import Graph, held_karp_path, solve_tsp, tsp_problem
 from fstdecode.search import signature_dp
 
 HK_NS = (8, 10, 12, 14, 16)

@@ -56,11 +56,11 @@ from bench_fst import timed  # noqa: E402
 from benchlib import code_version, machine  # noqa: E402
 
 from fstdecode.decoder import Decoder  # noqa: E402
-from fstdecode.model.arpa import BOS, EOS  # noqa: E402
+from fstdecode.io.arpa import BOS, EOS  # noqa: E402
 from fstdecode.model.model import load_model  # noqa: E402
-from fstdecode.model.scorer import jumps, score as score_derivation  # noqa: E402
+from fstdecode.problem.scorer import jumps, score as score_derivation  # noqa: E402
 from fstdecode.search import signature_beam  # noqa: E402
-from fstdecode.sentence import build_sentence  # noqa: E402
+from fstdecode.problem.sentence import build_sentence  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -170,7 +170,7 @@ def exact_results(model, sentences, ids, cache_path: Path, budget: float, max_st
 
 
 class NltkLM:
-    """fstdecode's bigram :class:`~fstdecode.model.arpa.ArpaLM` behind the interface of
+    """fstdecode's bigram :class:`~fstdecode.io.arpa.ArpaLM` behind the interface of
     ``nltk.translate.StackDecoder`` (NLTK 3.10, nltk/translate/stack_decoder.py):
 
     * ``probability_change(context, phrase)``: ``context`` is the NLTK
@@ -559,7 +559,7 @@ def render(meta: dict, summaries: list[dict], exact: dict[int, dict], ids, words
         f"(NLTK {meta['nltk_version']}) with `stack_size=k`; mapping below.",
         "",
         "Columns: *mean score* = mean model score of the best derivation over all sentences (our scorer, "
-        "`fstdecode.model.scorer`); *errors* = search errors (share of the sentences with an exact result); "
+        "`fstdecode.problem.scorer`); *errors* = search errors (share of the sentences with an exact result); "
         f"*BLEU* = sacrebleu {meta['sacrebleu_version']} corpus BLEU against `ref`; *ms/word* = total decoding "
         "time / source words (for fstdecode `DecodeResult.stats.seconds`: building the sentence's options and "
         "problem, the search, scoring the result; for NLTK the `translate` call); *hyps/word* = hypotheses "

@@ -1,4 +1,4 @@
-"""Tests of fstdecode.model.arpa: ARPA parsing and KenLM back-off scoring.
+"""Tests of fstdecode.io.arpa: ARPA parsing and KenLM back-off scoring.
 
 Expected values are worked out by hand from the ARPA text in each test (log10 sums times
 ln 10), never copied from the module's output.
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fstdecode.errors import FstdecodeError
-from fstdecode.model.arpa import (
+from fstdecode.io.arpa import (
     BOS,
     EOS,
     LN10,

@@ -1,4 +1,4 @@
-"""Tests of fstdecode.complexity: the TSP and Knight mappings, Section 5.2's bit-strings, g(k).
+"""Tests of fstdecode.research: the TSP and Knight mappings, Section 5.2's bit-strings, g(k).
 
 References are independent of the decoder: Held–Karp (exact subset DP),
 brute-force enumeration of permutations, of p-structures (Definition 4)
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstdecode.complexity.bitstrings import (
+from fstdecode.research.bitstrings import (
     BitstringError,
     count_live_coverages,
     enumerate_coverages,
@@ -26,7 +26,7 @@ from fstdecode.complexity.bitstrings import (
     section52_problem,
     section52_spans,
 )
-from fstdecode.complexity.bounds import (
+from fstdecode.research.bounds import (
     BoundError,
     count_p_structures,
     g,
@@ -34,16 +34,16 @@ from fstdecode.complexity.bounds import (
     states_per_position_bound,
     transition_bound,
 )
-from fstdecode.complexity.knight import (
+from fstdecode.research.knight import (
     held_karp_circuit,
     knight_problem,
     solve_circuit,
     unlimited_d,
     write_knight_model,
 )
-from fstdecode.complexity.problems import EdgeLM, ProblemError, word_for_word_problem
-from fstdecode.complexity.scaling import ModelShape, random_problem
-from fstdecode.complexity.tsp import (
+from fstdecode.research.problems import EdgeLM, ProblemError, word_for_word_problem
+from fstdecode.research.scaling import ModelShape, random_problem
+from fstdecode.research.tsp import (
     Graph,
     Tour,
     TspError,

@@ -1,7 +1,7 @@
 """Bad input to the ``fstdecode`` command line: one clear message, exit status 2.
 
 Every case runs ``python -m fstdecode decode`` with one bad file or flag and
-checks the contract of :mod:`fstdecode.cli`: exit code 2, nothing on
+checks the contract of :mod:`fstdecode.cli.main`: exit code 2, nothing on
 stdout, a single stderr line starting ``fstdecode: error:`` that names the
 file and line (or the flag), and no traceback. The good half of each model
 is either a tiny model written here or the built-in example's files.

@@ -16,7 +16,7 @@ from fstdecode.decoder import Decoder
 from fstdecode.fst.cascade import Cascade, exact_path_score, read_paths
 from fstdecode.fst.phrase_fst import UNK_LABEL, build_phrase_fst, read_phrase_fst
 from fstdecode.model.model import load_model
-from fstdecode.model.scorer import score as score_derivation
+from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.search import signature_dp
 
 from randmodels import random_case

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import pytest
 
 from fstdecode.model.model import load_model
-from fstdecode.model.scorer import features
-from fstdecode.sentence import Phrase, unknown_pair
+from fstdecode.problem.scorer import features
+from fstdecode.problem.sentence import Phrase, unknown_pair
 
 from shared import data_path
 

@@ -1,4 +1,4 @@
-"""Tests of fstdecode.model.moses_ini."""
+"""Tests of fstdecode.io.moses_ini."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fstdecode.errors import FstdecodeError
-from fstdecode.model.moses_ini import (
+from fstdecode.io.moses_ini import (
     DEFAULT_TABLE_LIMIT,
     SUPPORTED_KINDS,
     FeatureLine,

@@ -15,7 +15,7 @@ import pytest
 
 from fstdecode.decoder import Decoder
 from fstdecode.model.model import load_model
-from fstdecode.output import nbest_lines
+from fstdecode.cli.output import nbest_lines
 
 from shared import data_path
 

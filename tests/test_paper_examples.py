@@ -14,8 +14,9 @@ import pytest
 
 from fstdecode.decoder import Decoder
 from fstdecode.model.model import load_model, with_distortion_limit
-from fstdecode.search import exhaustive, signature_dp
-from fstdecode.search.signature import PHI, expand, goal_state, replay, valid
+from fstdecode.search import signature_dp
+from fstdecode.reference import exhaustive
+from fstdecode.statespace.signature import PHI, expand, goal_state, replay, valid
 
 FIGURE1 = "wir müssen auch diese kritik ernst nehmen"
 SLIDES = "das muss unsere sorge gleichermaßen sein"

@@ -1,4 +1,4 @@
-"""Tests of fstdecode.model.phrase_table (expected values computed by hand here)."""
+"""Tests of fstdecode.io.phrase_table (expected values computed by hand here)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fstdecode.errors import FstdecodeError
-from fstdecode.model.phrase_table import (
+from fstdecode.io.phrase_table import (
     LOWEST_SCORE,
     PhrasePair,
     PhraseTable,

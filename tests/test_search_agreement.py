@@ -9,7 +9,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 
 from fstdecode.decoder import Decoder
-from fstdecode.search import coverage_dp, exhaustive, figure2, signature_dp
+from fstdecode.search import coverage_dp, signature_dp
+from fstdecode.reference import exhaustive, figure2
 
 from randmodels import random_case
 

@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from fstdecode.decoder import Decoder
 from fstdecode.model.model import load_model
-from fstdecode.model.scorer import score as score_derivation
+from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.search import signature_beam, signature_dp
-from fstdecode.search.problem import SearchError
+from fstdecode.problem.problem import SearchError
 
 from randmodels import random_case
 

@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 from fstdecode.decoder import Decoder
 from fstdecode.model.features import UNKNOWN_WORD_VALUE
 from fstdecode.model.model import load_model
-from fstdecode.model.scorer import jumps
-from fstdecode.model.scorer import score as score_derivation
-from fstdecode.search import coverage_dp, exhaustive, stack
-from fstdecode.search.problem import SearchError, SearchLimitError
+from fstdecode.problem.scorer import jumps
+from fstdecode.problem.scorer import score as score_derivation
+from fstdecode.search import coverage_dp, stack
+from fstdecode.reference import exhaustive
+from fstdecode.problem.problem import SearchError, SearchLimitError
 
 from randmodels import random_case
 

@@ -8,9 +8,10 @@ from hypothesis import HealthCheck, given, settings
 
 from fstdecode.decoder import Decoder
 from fstdecode.fst.cascade import Cascade
-from fstdecode.model.scorer import score as score_derivation
-from fstdecode.search import coverage_dp, exhaustive, signature_dp
-from fstdecode.search.ngram import expand_ngram, start_state, goal_state
+from fstdecode.problem.scorer import score as score_derivation
+from fstdecode.search import coverage_dp, signature_dp
+from fstdecode.reference import exhaustive
+from fstdecode.statespace.ngram import expand_ngram, start_state, goal_state
 
 from randmodels import random_case
 

@@ -28,9 +28,9 @@ from fstdecode.fst.lm_fst import build_lm_fst, events_cost
 from fstdecode.fst.phrase_fst import UNK, UNK_LABEL, PhraseFst, build_phrase_fst, pair_cost
 from fstdecode.fst.reorder import Reordering, build_reordering
 from fstdecode.model.model import Model
-from fstdecode.search.problem import SearchProblem, SearchResult
-from fstdecode.search.signature import phrases_of
-from fstdecode.sentence import Phrase, Sentence, unknown_pair
+from fstdecode.problem.problem import SearchProblem, SearchResult
+from fstdecode.statespace.signature import phrases_of
+from fstdecode.problem.sentence import Phrase, Sentence, unknown_pair
 
 #: Extra shortest paths re-ranked in double precision (see the module docstring).
 EXTRA_PATHS = 8

@@ -14,7 +14,7 @@ from typing import Iterable, Sequence
 
 import pywrapfst as fst
 
-from fstdecode.model.arpa import ArpaLM
+from fstdecode.io.arpa import ArpaLM
 
 
 def event_cost(lm: ArpaLM, weight: float, context: Sequence[str], word: str | None) -> float:

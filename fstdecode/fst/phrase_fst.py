@@ -23,7 +23,7 @@ import pywrapfst as fst
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.model.features import UNKNOWN_WORD_VALUE, Weights
-from fstdecode.model.phrase_table import PhrasePair, PhraseTable
+from fstdecode.io.phrase_table import PhrasePair, PhraseTable
 
 EPS = "<eps>"
 UNK = "<unk>"

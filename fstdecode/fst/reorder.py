@@ -2,18 +2,18 @@
 
 States are the signature states ``(j, sigs)`` of Chang & Collins (Section
 4.2) reachable from the start under this sentence's phrase options, created
-in order of j: the same space the DP walks (:func:`fstdecode.search.signature.expand`,
+in order of j: the same space the DP walks (:func:`fstdecode.statespace.signature.expand`,
 so every state passes ``valid()`` of Figure 5). One arc per transition ψ1 p ψ2:
 
 * input: the phrase-pair label that P writes (ε for the closing ``</s>``);
 * output: an *operation* symbol that spells the operation and the LM
   events it settles, ``op:s-t:s1:t1:s2:label:target|a b|c d…`` —
-  positions as in :mod:`fstdecode.search.problem`, s1/t1 the start and end
+  positions as in :mod:`fstdecode.problem.problem`, s1/t1 the start and end
   of ψ1 and s2 the start of ψ2 (−1 for φ), label P's pair label; then the
   n-grams inside the phrase and those the operation completes at the
   junctions with ψ1 and ψ2, each ``|context word`` (``|bo:context`` for a
   backoff charged by state minimisation, orders above 2; see
-  :mod:`fstdecode.search.ngram`). Moses reserves ``|`` for factors, so
+  :mod:`fstdecode.statespace.ngram`). Moses reserves ``|`` for factors, so
   words never contain it;
 * weight: the distortion feature times its weight, as a cost (eta · jumps).
 
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import pywrapfst as fst
 
 from fstdecode.fst.binary import vector_fst
-from fstdecode.search.problem import Option, SearchLimitError, SearchProblem
-from fstdecode.search.ngram import Event, join, state_space
-from fstdecode.search.signature import PHI, Sigs
+from fstdecode.problem.problem import Option, SearchLimitError, SearchProblem
+from fstdecode.statespace.ngram import Event, join, state_space
+from fstdecode.statespace.signature import PHI, Sigs
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ from fstdecode.fst.cascade import read_paths
 from fstdecode.fst.phrase_fst import build_phrase_fst
 from fstdecode.fst.reorder import parse_op_symbol
 from fstdecode.model.model import Model
-from fstdecode.model.phrase_table import PhrasePair
-from fstdecode.search.problem import Option
-from fstdecode.search.signature import replay
-from fstdecode.sentence import Phrase
+from fstdecode.io.phrase_table import PhrasePair
+from fstdecode.problem.problem import Option
+from fstdecode.statespace.signature import replay
+from fstdecode.problem.sentence import Phrase
 
 
 class ToolError(FstdecodeError):

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Sequence
 
 from fstdecode.errors import FstdecodeError
-from fstdecode.model.arpa import ArpaLM
+from fstdecode.io.arpa import ArpaLM
 from fstdecode.model.features import Weights
-from fstdecode.model.moses_ini import MosesConfig, load_moses_ini
-from fstdecode.model.phrase_table import PhrasePair, PhraseTable, load_phrase_table
+from fstdecode.io.moses_ini import MosesConfig, load_moses_ini
+from fstdecode.io.phrase_table import PhrasePair, PhraseTable, load_phrase_table
 
 
 class ModelError(FstdecodeError):

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fstdecode.search import signature_beam, signature_dp
-from fstdecode.search.problem import SearchProblem, SearchResult
+from fstdecode.problem.problem import SearchProblem, SearchResult
 
 #: The beam that provides the lower bound LB.
 LOWER_BOUND_BEAM = 100

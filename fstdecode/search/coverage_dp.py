@@ -5,17 +5,17 @@ pruning: a state is ``(coverage, last source position, last target word)``
 and a transition appends one phrase to the target string. It is exact and
 takes time exponential in n (Chang & Collins, Section 5.2); fstdecode uses
 it as an independent cross-check of the signature DP and for state counts.
-Positions and scores follow :mod:`fstdecode.search.problem`.
+Positions and scores follow :mod:`fstdecode.problem.problem`.
 """
 
 from __future__ import annotations
 
-from fstdecode.search.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
-from fstdecode.search.ngram import _joined
+from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
+from fstdecode.statespace.ngram import _joined
 from fstdecode.search.signature_dp import _insert
 
 # key: (coverage bits over tokens 1..n (bit p-1 for position p), last end position,
-#       LM context: the last order-1 target words, minimised as in fstdecode.search.ngram)
+#       LM context: the last order-1 target words, minimised as in fstdecode.statespace.ngram)
 Key = tuple[int, int, tuple[int, ...]]
 
 
@@ -23,7 +23,7 @@ def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = N
     """The k best derivations, by exhaustive DP over coverage vectors (any LM order).
 
     The target string is one tape that starts with ``<s>``; each step appends
-    a phrase to it with :func:`fstdecode.search.ngram.join`, which scores the
+    a phrase to it with :func:`fstdecode.statespace.ngram.join`, which scores the
     phrase's first words in the tape's context.
     """
     n, d, end, eta = problem.n, problem.d, problem.end, problem.eta

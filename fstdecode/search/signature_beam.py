@@ -30,7 +30,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import replace
 
-from fstdecode.search.problem import SearchError, SearchProblem, SearchResult
+from fstdecode.problem.problem import SearchError, SearchProblem, SearchResult
 from fstdecode.search import signature_dp
 
 HEURISTICS = ("bound", "unigram+distortion", "unigram", "none")

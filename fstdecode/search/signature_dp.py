@@ -1,7 +1,7 @@
 """The exact signature-state dynamic program of Chang & Collins (2017), Figure 2.
 
 States are processed in order of j; transitions come from
-:func:`fstdecode.search.signature.expand` (already filtered by ``valid()``).
+:func:`fstdecode.statespace.signature.expand` (already filtered by ``valid()``).
 Each state keeps its k best (score, backpointer) entries, so ``nbest=k``
 returns the k best derivations, all distinct (a derivation is one path).
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from fstdecode.search.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
-from fstdecode.search.ngram import state_space
-from fstdecode.search.signature import Sigs, Step, phrases_of
+from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
+from fstdecode.statespace.ngram import state_space
+from fstdecode.statespace.signature import Sigs, Step, phrases_of
 
 # A hypothesis: (score, backpointer); backpointer = (j, sigs, rank, option, s1, s2).
 Hyp = tuple
@@ -52,7 +52,7 @@ def run(
 ) -> Chart:
     """Fill the chart in order of j; ``layers[end][goal]`` holds the result.
 
-    Any LM order (:func:`fstdecode.search.ngram.state_space`); ``minimize``
+    Any LM order (:func:`fstdecode.statespace.ngram.state_space`); ``minimize``
     switches KenLM-style state minimisation for orders above 2. ``beam``,
     if given, is Section 5.1's beam(T_j): it selects the states of layer j
     to expand, once all of them are complete (every transition into layer j

@@ -2,7 +2,7 @@
 
 This is the beam version of :mod:`fstdecode.search.coverage_dp`: the same
 states ``(coverage, last source position, LM context)``, the same jumps
-``|last_t + 1 − s|``, the same LM events (:func:`fstdecode.search.ngram.join`)
+``|last_t + 1 − s|``, the same LM events (:func:`fstdecode.statespace.ngram.join`)
 and the same final jump into ``</s>`` at ``end``, so with a beam large
 enough to keep everything it returns exactly the DP's scores. Pruning makes
 it approximate (``optimal`` is always False).
@@ -50,9 +50,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fstdecode.search.ngram import _joined
-from fstdecode.search.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult
-from fstdecode.sentence import Phrase
+from fstdecode.statespace.ngram import _joined
+from fstdecode.problem.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult
+from fstdecode.problem.sentence import Phrase
 
 #: The early-pruning threshold when neither ``early_threshold`` nor ``beam_threshold``
 #: is given: ln(1e5) = 11.5, Moses' default beam threshold (``-b 0.00001``, a
@@ -62,7 +62,7 @@ from fstdecode.sentence import Phrase
 DEFAULT_EARLY_THRESHOLD = math.log(1e5)
 
 #: Recombination key: (coverage bits, bit p − 1 for position p; end position of
-#: the last phrase; LM context, minimised as in :mod:`fstdecode.search.ngram`).
+#: the last phrase; LM context, minimised as in :mod:`fstdecode.statespace.ngram`).
 Key = tuple[int, int, tuple[int, ...]]
 
 
@@ -311,7 +311,7 @@ class Tables:
     * ``span[i][j]``: Pharaoh's future estimate of positions i..j (−inf if
       no sequence of options covers them exactly), 1 ≤ i ≤ j ≤ n;
     * ``singles``: bit p − 1 set iff position p has a one-word option (every
-      position does for sentences from :func:`fstdecode.sentence.build_sentence`).
+      position does for sentences from :func:`fstdecode.problem.sentence.build_sentence`).
     """
 
     n: int

@@ -3,7 +3,7 @@
 A state is ``(j, sigs)``: every input position ``<= j`` is translated, and
 ``sigs`` holds one signature ``(s, w_s, t, w_t)`` per target-side "tape"
 (maximal phrase sequence π_i of the sub-derivation H_j), sorted by ``s``.
-Positions and words are integers as in :mod:`fstdecode.search.problem`.
+Positions and words are integers as in :mod:`fstdecode.problem.problem`.
 
 :func:`expand` yields the transitions ψ1 p ψ2 of Section 4.2.1 (new tape,
 append, prepend, join) with their Figure 4 scores, keeping exactly those
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from fstdecode.search.problem import Option, SearchError, SearchProblem
-from fstdecode.sentence import Phrase
+from fstdecode.problem.problem import Option, SearchError, SearchProblem
+from fstdecode.problem.sentence import Phrase
 
 Sig = tuple[int, int, int, int]
 Sigs = tuple[Sig, ...]

@@ -18,15 +18,15 @@ With K = N − 1, a signature is ``(s, F, t, L)``:
 settles: each deferred word whose context becomes complete, each word of p
 before its N-th (the later ones are in ŵ(p)), and the backoffs charged by
 minimisation. For N = 2 this is Figure 4 exactly; the tests hold
-:func:`expand_ngram` to the bigram :func:`fstdecode.search.signature.expand`.
+:func:`expand_ngram` to the bigram :func:`fstdecode.statespace.signature.expand`.
 """
 
 from __future__ import annotations
 
 from typing import Iterator
 
-from fstdecode.search.problem import Option, SearchProblem
-from fstdecode.search.signature import PHI, tape_roles
+from fstdecode.problem.problem import Option, SearchProblem
+from fstdecode.statespace.signature import PHI, tape_roles
 
 NSig = tuple[int, tuple[int, ...], int, tuple[int, ...]]
 NSigs = tuple[NSig, ...]
@@ -143,7 +143,7 @@ def _joined(problem, cache, a, opt, c, minimize):
 def state_space(problem: SearchProblem, minimize: bool = True):
     """``(start, goal, expand)`` for the problem's LM order: the bigram signatures of
     :mod:`.signature` (Figure 4 verbatim, fastest) for order 2, ``(s, F, t, L)`` otherwise."""
-    from fstdecode.search import signature
+    from fstdecode.statespace import signature
 
     if problem.order == 2:
         return signature.start_state(problem), signature.goal_state(problem), signature.expand

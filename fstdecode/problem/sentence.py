@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fstdecode.model.phrase_table import PhrasePair, PhraseTable
+from fstdecode.io.phrase_table import PhrasePair, PhraseTable
 
 
 @dataclass(frozen=True)

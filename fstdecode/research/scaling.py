@@ -26,11 +26,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from fstdecode.complexity.problems import EdgeLM, PhraseSpec, build_problem
+from fstdecode.research.problems import EdgeLM, PhraseSpec, build_problem
 from fstdecode.errors import FstdecodeError
-from fstdecode.model.arpa import BOS, EOS
+from fstdecode.io.arpa import BOS, EOS
 from fstdecode.model.features import Weights
-from fstdecode.search.problem import SearchProblem
+from fstdecode.problem.problem import SearchProblem
 
 __all__ = ["ScalingError", "ModelShape", "random_problem", "SCALING_WEIGHTS"]
 

@@ -3,7 +3,7 @@
 The complexity experiments need decoding problems whose bigram scores are
 exactly given numbers (TSP edge weights, Knight's source model), including
 *impossible* bigrams. :class:`EdgeLM` is the smallest object that
-:class:`~fstdecode.search.problem.SearchProblem` accepts as a language
+:class:`~fstdecode.problem.problem.SearchProblem` accepts as a language
 model: it answers ``logprob((a,), b)`` from a table and gives ``-inf`` to
 every bigram not in it.
 
@@ -26,9 +26,9 @@ from typing import Iterable, Mapping, Sequence
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.model.features import Weights
-from fstdecode.model.phrase_table import PhrasePair
-from fstdecode.search.problem import SearchProblem
-from fstdecode.sentence import Phrase, Sentence
+from fstdecode.io.phrase_table import PhrasePair
+from fstdecode.problem.problem import SearchProblem
+from fstdecode.problem.sentence import Phrase, Sentence
 
 __all__ = ["ProblemError", "EdgeLM", "PhraseSpec", "LM_ONLY", "build_problem", "word_for_word_problem"]
 

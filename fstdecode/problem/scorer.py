@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from fstdecode.errors import FstdecodeError
-from fstdecode.model.arpa import ArpaLM
+from fstdecode.io.arpa import ArpaLM
 from fstdecode.model.features import UNKNOWN_WORD_VALUE, Features, Weights
-from fstdecode.sentence import Phrase
+from fstdecode.problem.sentence import Phrase
 
 
 class ScorerError(FstdecodeError):

@@ -1,15 +1,15 @@
 """The exhaustive oracle: every derivation, in target order, scored by the scorer.
 
 It shares nothing with the DPs but the phrase options: each complete
-derivation is scored by :func:`fstdecode.model.scorer.score` from its
+derivation is scored by :func:`fstdecode.problem.scorer.score` from its
 strings. Exponential; for small inputs and tests only.
 """
 
 from __future__ import annotations
 
-from fstdecode.search.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
-from fstdecode.model.scorer import score as score_derivation
-from fstdecode.sentence import Phrase
+from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
+from fstdecode.problem.scorer import score as score_derivation
+from fstdecode.problem.sentence import Phrase
 
 
 def derivations(problem: SearchProblem, *, limit: int | None = None):

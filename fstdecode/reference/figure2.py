@@ -9,8 +9,8 @@ more independent solver. Best score only (no derivation).
 
 from __future__ import annotations
 
-from fstdecode.search.problem import SearchError, SearchProblem
-from fstdecode.search.signature import valid
+from fstdecode.problem.problem import SearchError, SearchProblem
+from fstdecode.statespace.signature import valid
 
 PHI = None
 

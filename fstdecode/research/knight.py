@@ -1,7 +1,7 @@
 """Knight's (1999) reduction, Section 4.1: a Hamilton circuit (or TSP) instance as a decoding instance.
 
 Knight's graph has vertices 0..n; vertex 0 is the sentence boundary e0.
-Here graphs are :class:`~fstdecode.complexity.tsp.Graph` objects on 1..n
+Here graphs are :class:`~fstdecode.research.tsp.Graph` objects on 1..n
 (the edge-list format of ``fstdecode tsp``), so **vertex 1 plays Knight's
 vertex 0** and vertices 2..n play his 1..n−1. The construction:
 
@@ -29,12 +29,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from fstdecode.complexity.problems import EdgeLM, word_for_word_problem
-from fstdecode.complexity.tsp import Graph, Tour, held_karp_path
+from fstdecode.research.problems import EdgeLM, word_for_word_problem
+from fstdecode.research.tsp import Graph, Tour, held_karp_path
 from fstdecode.errors import FstdecodeError
-from fstdecode.model.arpa import BOS, EOS, LN10
+from fstdecode.io.arpa import BOS, EOS, LN10
 from fstdecode.search import signature_dp
-from fstdecode.search.problem import SearchProblem
+from fstdecode.problem.problem import SearchProblem
 
 __all__ = [
     "KnightError",

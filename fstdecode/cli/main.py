@@ -17,12 +17,12 @@ import sys
 from typing import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from fstdecode import output
+from fstdecode.cli import output
 from fstdecode.decoder import METHODS, DecodeResult, Decoder
 from fstdecode.search import signature_beam
 from fstdecode.errors import FstdecodeError
 from fstdecode.model.model import empty_table, load_model
-from fstdecode.model.phrase_table import SCORE_FORMATS
+from fstdecode.io.phrase_table import SCORE_FORMATS
 
 if TYPE_CHECKING:  # only for annotations: pynini loads when --source-grammar is used
     import pynini
@@ -289,7 +289,7 @@ def with_source_grammar(spec: str, model: Model, phrase_fst: PhraseFst | None = 
 def model_nbest(args: argparse.Namespace) -> int:
     """The n-best size of ``--format nbest`` without ``--nbest``: the ini's [n-best-list], else 1."""
     if args.config:
-        from fstdecode.model.moses_ini import load_moses_ini
+        from fstdecode.io.moses_ini import load_moses_ini
 
         size = load_moses_ini(args.config).nbest_size
         if size:
@@ -298,7 +298,7 @@ def model_nbest(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from fstdecode.demo import run_demo
+    from fstdecode.research.demo import run_demo
 
     run_demo(_load(args), args.sentence, sys.stdout)
     return 0
@@ -320,7 +320,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_tsp(args: argparse.Namespace) -> int:
-    from fstdecode.complexity.tsp import read_graph, solve_tsp
+    from fstdecode.research.tsp import read_graph, solve_tsp
 
     _check_min("--bandwidth", args.bandwidth, 0)
     _check_min("--vertices", args.vertices, 1)

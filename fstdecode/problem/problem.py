@@ -3,7 +3,7 @@
 Positions follow Chang & Collins (Section 4.1), shifted to start at 0:
 ``<s>`` is position 0, input token ``k`` is position ``k + 1`` and ``</s>``
 is position ``end = n + 1``. Words are integer ids; strings stay at the
-edges (the :class:`~fstdecode.sentence.Phrase` an option carries).
+edges (the :class:`~fstdecode.problem.sentence.Phrase` an option carries).
 
 Scores are model scores to *maximise* (the weighted sum of features):
 
@@ -21,9 +21,9 @@ import math
 from dataclasses import dataclass
 
 from fstdecode.errors import FstdecodeError
-from fstdecode.model.arpa import BOS, EOS, ArpaLM
+from fstdecode.io.arpa import BOS, EOS, ArpaLM
 from fstdecode.model.features import UNKNOWN_WORD_VALUE, Weights
-from fstdecode.sentence import Phrase, Sentence
+from fstdecode.problem.sentence import Phrase, Sentence
 
 
 class SearchError(FstdecodeError):

@@ -7,9 +7,9 @@ from typing import TextIO
 from fstdecode.decoder import Decoder
 from fstdecode.model.model import Model
 from fstdecode.search import signature_dp
-from fstdecode.search.problem import Option
-from fstdecode.search.ngram import state_space
-from fstdecode.search.signature import replay
+from fstdecode.problem.problem import Option
+from fstdecode.statespace.ngram import state_space
+from fstdecode.statespace.signature import replay
 
 
 def _tape(opts: list[Option], vocab: list[str]) -> str:

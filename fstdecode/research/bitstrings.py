@@ -4,8 +4,8 @@
 ``</s>`` and (n − 2)/4 = m blocks; block k (0 <= k < m) holds the words
 x_{4k+2} .. x_{4k+5} with the phrases (4k+2, 4k+2, u_k), (4k+3, 4k+3, v_k),
 (4k+4, 4k+4, w_k), (4k+5, 4k+5, z_k) and (4k+4, 4k+5, y_k). Paper
-position p is position p − 1 of :mod:`fstdecode.search.problem` (``<s>``
-= 0) and token index p − 2 of the :class:`~fstdecode.sentence.Sentence`,
+position p is position p − 1 of :mod:`fstdecode.problem.problem` (``<s>``
+= 0) and token index p − 2 of the :class:`~fstdecode.problem.sentence.Sentence`,
 so :func:`section52_spans` lists, per block, the spans (4k+1..4k+1),
 (4k+2..4k+2), (4k+3..4k+3), (4k+4..4k+4), (4k+3..4k+4) in positions.
 The paper claims >= 2^m bit-strings for d >= 5.
@@ -47,9 +47,9 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 from typing import Iterable
 
-from fstdecode.complexity.problems import EdgeLM, PhraseSpec, build_problem
+from fstdecode.research.problems import EdgeLM, PhraseSpec, build_problem
 from fstdecode.errors import FstdecodeError
-from fstdecode.search.problem import SearchProblem
+from fstdecode.problem.problem import SearchProblem
 
 __all__ = [
     "BitstringError",

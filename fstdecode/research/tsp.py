@@ -8,7 +8,7 @@ analogue of the Lawler et al. algorithm for it; this module runs the
 reduction the other way and solves a TSPP *with the decoder*.
 
 The mapping (:func:`tsp_problem`); positions as in
-:mod:`fstdecode.search.problem`:
+:mod:`fstdecode.problem.problem`:
 
 * vertex v sits at decoding position v − 1: vertex 1 is ``<s>``
   (position 0), vertex n is ``</s>`` (position n − 1 = end), and the
@@ -18,7 +18,7 @@ The mapping (:func:`tsp_problem`); positions as in
   target word ``v<v>`` with score 0 (so a derivation is an order of the
   vertices, from 1 to n);
 * the bigram score of (u, v) is −w(u, v) for every edge; every other
-  bigram is impossible (−inf, see :mod:`fstdecode.complexity.problems`).
+  bigram is impossible (−inf, see :mod:`fstdecode.research.problems`).
   Edges into vertex 1 or out of vertex n cannot lie on a 1-n path and
   are dropped. All other weights are 0, so score = −(path cost);
 * the distortion limit is d = k + 1.
@@ -45,11 +45,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from fstdecode.complexity.problems import EdgeLM, word_for_word_problem
+from fstdecode.research.problems import EdgeLM, word_for_word_problem
 from fstdecode.errors import FstdecodeError
-from fstdecode.model.arpa import BOS, EOS
+from fstdecode.io.arpa import BOS, EOS
 from fstdecode.search import signature_dp
-from fstdecode.search.problem import SearchError, SearchProblem
+from fstdecode.problem.problem import SearchError, SearchProblem
 
 __all__ = [
     "TspError",
