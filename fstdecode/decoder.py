@@ -14,43 +14,32 @@ can hold the two together.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Sequence
 
+# Importing the method modules registers them (fstdecode.search.base.METHODS).
+import fstdecode.fst.searcher  # noqa: F401
+import fstdecode.reference.exhaustive  # noqa: F401
 from fstdecode.errors import FstdecodeError
 from fstdecode.model.features import Features
 from fstdecode.model.model import Model
+from fstdecode.problem.problem import SearchLimitError, SearchProblem, SearchResult
 from fstdecode.problem.scorer import score as score_derivation
-from fstdecode.search import bounded, coverage_dp, signature_beam, signature_dp, stack
-from fstdecode.reference import exhaustive
-from fstdecode.problem.problem import SearchProblem, SearchResult
 from fstdecode.problem.sentence import Phrase, Sentence, build_sentence
+from fstdecode.search import bounded, coverage_dp, signature_beam, signature_dp, stack  # noqa: F401
+from fstdecode.search.base import METHODS, SearchOptions, Searcher
+
+#: The method of ``fstdecode decode`` and ``Decoder`` when none is named.
+DEFAULT_METHOD = "dp"
+
+#: Tokens an input line may not hold: the LM's sentence markers (Moses' KenLM would score them as
+#: markers in mid-sentence) and Moses' field separator, which would break the n-best format.
+RESERVED_TOKENS = ("<s>", "</s>", "|||")
 
 
 class DecodeError(FstdecodeError):
-    """A decoding request that cannot be served (e.g. an unknown method)."""
-
-
-Searcher = Callable[..., SearchResult]
-
-#: ``--method`` name -> search function (each proves optimality).
-METHODS: dict[str, Searcher | None] = {
-    "dp": signature_dp.search,
-    "fst": None,  # the WFST cascade, served by fstdecode.fst.cascade.Cascade
-    "bounded": bounded.search,
-    "beam": signature_beam.search,
-    "stack": stack.search,
-    "coverage": coverage_dp.search,
-    "exhaustive": exhaustive.search,
-}
-
-#: The search options each method takes beyond nbest and max_states (CLI flag names).
-OPTIONS: dict[str, tuple[str, ...]] = {
-    "beam": ("beam_size", "beam_threshold", "heuristic"),
-    "stack": ("beam_size", "beam_threshold", "distortion_estimate", "early_pruning", "early_threshold"),
-}
+    """A decoding request that cannot be served (e.g. an unknown method, or input that is not text)."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +77,15 @@ class Stats:
 
 @dataclass(frozen=True)
 class DecodeResult:
-    """The outcome for one input line; ``error`` is set (and ``derivations`` empty) on failure."""
+    """The outcome for one input line.
+
+    * Proven best: ``derivations`` set, ``optimal`` True.
+    * Over budget (``--max-states``): the best derivations found (by the
+      method, else by the default stack decoder), ``optimal`` False and
+      ``reason`` saying so; no derivations only if none was found at all.
+    * Failed (bad input, no derivation within the distortion limit):
+      ``error`` set and ``derivations`` empty.
+    """
 
     id: int
     source: tuple[str, ...]
@@ -96,6 +93,7 @@ class DecodeResult:
     optimal: bool = False
     stats: Stats = field(default_factory=lambda: Stats(0, 0, 0.0))
     error: str | None = None
+    reason: str | None = None
 
     @property
     def best(self) -> Derivation | None:
@@ -105,103 +103,109 @@ class DecodeResult:
 class Decoder:
     """Decodes sentences with one model and one search method.
 
-    ``nbest`` derivations are returned per sentence (best first);
-    ``max_states`` caps the states a search may create, after which the
-    line's result carries an error instead of derivations.
+    ``method`` is a registered method name (:data:`METHODS`); its options
+    come either as one ``options`` object of the method's dataclass
+    (e.g. :class:`~fstdecode.search.stack.StackOptions`) or as keyword
+    arguments naming its fields (``beam_size=10``), which are validated
+    there, for the API as for the CLI. ``nbest`` and ``max_states`` are
+    options of every method.
 
-    ``options`` are the method's own search options (:data:`OPTIONS`): the
-    beam methods take ``beam_size`` and ``beam_threshold``; ``beam`` also
-    ``heuristic``; ``stack`` also ``distortion_estimate`` and
-    ``early_pruning`` (Moore & Quirk 2007). Options left at None keep the
-    method's defaults.
-
-    The ``fst`` method also takes ``phrase_fst`` (a compiled P, see
-    :mod:`fstdecode.fst.phrase_fst`), ``lattice_dir`` (write each
-    sentence's lattice there as ``<id>.fst``), ``lattice_prune`` (prune it
-    to paths within that cost of the best first) and ``unique`` (n-best
-    with distinct translations).
+    Every line gets a result (:meth:`decode` never raises on a search
+    failure); see :class:`DecodeResult` for the rule on budgets.
     """
 
-    def __init__(
-        self,
-        model: Model,
-        method: str = "dp",
-        *,
-        nbest: int = 1,
-        max_states: int | None = None,
-        phrase_fst=None,
-        lattice_dir: str | None = None,
-        lattice_prune: float | None = None,
-        unique: bool = False,
-        **options,
-    ) -> None:
-        if method not in METHODS:
+    def __init__(self, model: Model, method: str = DEFAULT_METHOD, options: SearchOptions | None = None, **values: Any) -> None:
+        entry = METHODS.get(method)
+        if entry is None:
             raise DecodeError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
-        if nbest < 1:
-            raise DecodeError(f"--nbest must be >= 1, got {nbest}")
+        if options is None:
+            options = entry.options.build(method, values)
+        elif values:
+            raise DecodeError("give the search options either as an options object or as keywords, not both")
+        elif type(options) is not entry.options:
+            raise DecodeError(f"--method {method} takes {entry.options.__name__}, not {type(options).__name__}")
         self.model = model
         self.method = method
-        self.nbest = nbest
-        self.max_states = max_states
+        self.options = options
         self.lm = model.search_lm()
-        self.lattice_dir = lattice_dir
-        self.lattice_prune = lattice_prune
-        self.unique = unique
-        self.options = {k: v for k, v in options.items() if v is not None and v is not False}
-        allowed = OPTIONS.get(method, ())
-        for name in self.options:
-            if name not in allowed:
-                users = [m for m, names in OPTIONS.items() if name in names]
-                flag = "--" + name.replace("_", "-")
-                raise DecodeError(f"{flag} needs --method {' or '.join(users) or '?'}, not {method}")
-        self.cascade = None
-        if method == "fst":
-            from fstdecode.fst.cascade import Cascade
+        self.searcher: Searcher = entry.searcher(model, options)
+        self._fallback: Searcher | None = None
 
-            self.cascade = Cascade(model, phrase_fst)
-        elif phrase_fst is not None or lattice_dir is not None or unique:
-            raise DecodeError("--phrase-fst, --lattice-dir and --nbest-unique need --method fst")
+    @property
+    def nbest(self) -> int:
+        return self.options.nbest
 
-    def problem(self, words: Sequence[str]) -> SearchProblem:
+    def problem(self, words: Sequence[str], id: int = 0) -> SearchProblem:
         """The integer search problem of one tokenized sentence."""
         sentence: Sentence = build_sentence(self.model.table, tuple(words))
-        return SearchProblem(sentence, self.lm, self.model.weights, self.model.distortion_limit)
+        return SearchProblem(sentence, self.lm, self.model.weights, self.model.distortion_limit, id=id)
 
     def decode(self, line: str | Sequence[str], id: int = 0) -> DecodeResult:
         """Decode one sentence (a string is whitespace-tokenized).
 
-        Never raises on a search failure: an empty line gives an empty
-        translation, a search that hits its limits gives ``error``.
+        Raises DecodeError only when ``line`` is not text (bytes, None, a
+        non-string token). Otherwise never raises: an empty line gives an
+        empty translation; reserved tokens, or a search that finds no
+        derivation, give ``error``; a search over budget gives its best
+        derivation found, not marked optimal.
         """
-        words = tuple(line.split()) if isinstance(line, str) else tuple(line)
+        words = tokens(line)
         start = time.perf_counter()
         if not words:
             empty = self._derivation(words, (), 0.0)
             return DecodeResult(id, words, (empty,), True, Stats(0, 0, 0.0))
+        reserved = sorted({w for w in words if w in RESERVED_TOKENS})
+        if reserved:
+            why = f"the input holds the reserved token(s) {' '.join(reserved)} (LM sentence markers and Moses' field separator)"
+            return DecodeResult(id, words, (), False, Stats(0, 0, 0.0), why)
+        reason = None
         try:
-            result = self._search(words, id)
+            problem = self.problem(words, id)
+            try:
+                result = self.searcher.search(problem)
+            except SearchLimitError as e:
+                result, reason = self._over_budget(problem, e)
         except FstdecodeError as e:
             return DecodeResult(id, words, (), False, Stats(0, 0, time.perf_counter() - start), str(e))
         derivations = tuple(self._derivation(words, phrases, s) for s, phrases in result.hypotheses)
         stats = Stats(result.states, result.transitions, time.perf_counter() - start)
-        return DecodeResult(id, words, derivations, result.optimal, stats)
+        return DecodeResult(id, words, derivations, result.optimal and reason is None, stats, reason=reason)
 
-    def _search(self, words: tuple[str, ...], id: int) -> SearchResult:
-        if self.cascade is None:
-            return METHODS[self.method](self.problem(words), nbest=self.nbest, max_states=self.max_states, **self.options)
-        out = self.cascade.search(
-            words, nbest=self.nbest, unique=self.unique, max_states=self.max_states, prune=self.lattice_prune
-        )
-        if self.lattice_dir is not None:
-            os.makedirs(self.lattice_dir, exist_ok=True)
-            out.lattice.write(os.path.join(self.lattice_dir, f"{id}.fst"))
-        return out.result
+    def _over_budget(self, problem: SearchProblem, e: SearchLimitError) -> tuple[SearchResult, str]:
+        """The one rule for a search over budget: its best derivations, else the stack decoder's.
+
+        Raises SearchLimitError (the line then fails) only if neither found any.
+        """
+        if e.best is not None:
+            return e.best, f"over budget: {e}; the best derivation found is not proven optimal"
+        if self.method == "stack":
+            raise e
+        if self._fallback is None:
+            self._fallback = METHODS["stack"].searcher(self.model, stack.StackOptions(nbest=self.options.nbest))
+        found = self._fallback.search(problem)
+        return found, f"over budget: {e}; the derivation is the stack decoder's (default settings), not proven optimal"
 
     def _derivation(self, words: tuple[str, ...], phrases: tuple[Phrase, ...], search_score: float) -> Derivation:
         feats, total = score_derivation(len(words), phrases, self.lm, self.model.weights)
         return Derivation(words, phrases, feats, total, search_score)
 
 
-def decode(model: Model, sentence: str, method: str = "dp", **kwargs) -> DecodeResult:
+def tokens(line: str | Sequence[str]) -> tuple[str, ...]:
+    """The tokens of ``line``: a string is split on whitespace, a sequence must hold strings.
+
+    Raises DecodeError for anything else (bytes, None, numbers), so that
+    bytes are never decoded as a sequence of byte values.
+    """
+    if isinstance(line, str):
+        return tuple(line.split())
+    if isinstance(line, (bytes, bytearray)) or not isinstance(line, Sequence):
+        raise DecodeError(f"decode() takes a str or a sequence of str, got {type(line).__name__}; decode bytes first")
+    bad = next((w for w in line if not isinstance(w, str)), None)
+    if bad is not None:
+        raise DecodeError(f"decode() takes a str or a sequence of str; a token is {type(bad).__name__}")
+    return tuple(line)
+
+
+def decode(model: Model, sentence: str, method: str = DEFAULT_METHOD, **options: Any) -> DecodeResult:
     """Decode one sentence: the functional form of :class:`Decoder`."""
-    return Decoder(model, method, **kwargs).decode(sentence)
+    return Decoder(model, method, **options).decode(sentence)

@@ -31,7 +31,25 @@ class SearchError(FstdecodeError):
 
 
 class SearchLimitError(SearchError):
-    """The search hit a limit such as ``--max-states`` before finishing."""
+    """The search hit its budget (``--max-states``) before it could prove a result.
+
+    ``best``, if not None, holds the best complete derivations it had found
+    (never marked optimal); the decoder reports those for the line.
+    """
+
+    def __init__(self, message: str, best: SearchResult | None = None) -> None:
+        super().__init__(message)
+        self.best = best
+
+
+class JoinCache(dict):
+    """``(id(option), ψ1, ψ2, minimize)`` -> (new tape signature, weighted LM score of the join).
+
+    Owned by one :class:`SearchProblem`, shared by every search run on it
+    (the beam's widening reruns, bounded search's lower bound, the stack
+    decoder), so a join is scored once per sentence. Keys use ``id(option)``:
+    the options live as long as the problem.
+    """
 
 
 @dataclass(frozen=True)
@@ -63,12 +81,12 @@ class SearchProblem:
     (1 <= p <= n), and ``by_start[end]`` holds only the ``</s>`` option.
     """
 
-    def __init__(self, sentence: Sentence, lm: ArpaLM, weights: Weights, d: int) -> None:
-        if d < 0:
-            raise SearchError(f"distortion limit must be >= 0, got {d}")
+    def __init__(self, sentence: Sentence, lm: ArpaLM, weights: Weights, d: int, id: int = 0) -> None:
         if lm.order < 2:
             raise SearchError(f"{lm.path}: the search needs an LM of order >= 2, got order {lm.order}")
         self.order = lm.order
+        #: The input line's number (0-based), for what a search writes per sentence (lattices).
+        self.id = id
         self.sentence = sentence
         self.lm = lm
         self.weights = weights
@@ -83,6 +101,8 @@ class SearchProblem:
         self._bigram: dict[tuple[int, int], float] = {}
         self._lam: list[list[float]] | None = None
         self._ngram: dict[tuple[tuple[int, ...], int], float] = {}
+        #: The joins scored so far (:func:`fstdecode.statespace.ngram.joined`).
+        self.joins = JoinCache()
         self.bos_option = Option(0, 0, self.bos, self.bos, 0.0, None, (self.bos,))
         self.eos_option = Option(self.end, self.end, self.eos, self.eos, 0.0, None, (self.eos,))
         self.by_start: list[list[Option]] = [[] for _ in range(self.end + 1)]

@@ -7,9 +7,25 @@ strings. Exponential; for small inputs and tests only.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
 from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.problem.sentence import Phrase
+from fstdecode.search.base import SearchOptions, option, register
+
+#: Partial derivations the oracle may visit by default: a few seconds of Python.
+DEFAULT_EXHAUSTIVE_STATES = 1_000_000
+
+
+@dataclass(frozen=True)
+class ExhaustiveOptions(SearchOptions):
+    """``--method exhaustive``: ``max_states`` counts partial derivations visited."""
+
+    max_states: int = field(
+        default=DEFAULT_EXHAUSTIVE_STATES,
+        metadata=option("partial derivations to visit per sentence; beyond it the line is marked not optimal", minimum=1),
+    )
 
 
 def derivations(problem: SearchProblem, *, limit: int | None = None):
@@ -52,15 +68,29 @@ def derivations(problem: SearchProblem, *, limit: int | None = None):
     yield from rec(-1, n)
 
 
-def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None) -> SearchResult:
-    """The k best derivations by enumeration (``max_states`` caps partial derivations)."""
-    scored = []
-    count = 0
-    for phrases in derivations(problem, limit=max_states):
-        count += 1
-        _, total = score_derivation(problem.n, phrases, problem.lm, problem.weights)
-        scored.append((total, phrases))
+def search(problem: SearchProblem, options: ExhaustiveOptions = ExhaustiveOptions()) -> SearchResult:
+    """The k best derivations by enumeration (``max_states`` caps partial derivations).
+
+    Over budget, SearchLimitError carries the best derivations scored so far.
+    """
+    scored: list[tuple[float, tuple[Phrase, ...]]] = []
+    try:
+        for phrases in derivations(problem, limit=options.max_states):
+            _, total = score_derivation(problem.n, phrases, problem.lm, problem.weights)
+            scored.append((total, phrases))
+    except SearchLimitError as e:
+        raise SearchLimitError(str(e), best=_best(scored, options.nbest, False, options.max_states)) from None
     if not scored:
         raise SearchError(f"no derivation satisfies the distortion limit d={problem.d}")
+    return _best(scored, options.nbest, True, len(scored))
+
+
+def _best(scored: list, nbest: int, optimal: bool, visited: int) -> SearchResult | None:
+    """The ``nbest`` best of ``scored`` (None if empty)."""
+    if not scored:
+        return None
     scored.sort(key=lambda x: -x[0])
-    return SearchResult(tuple(scored[:nbest]), optimal=True, states=count, transitions=count)
+    return SearchResult(tuple(scored[:nbest]), optimal=optimal, states=visited, transitions=visited)
+
+
+register("exhaustive", ExhaustiveOptions, function=search, exact=True, summary="enumeration of every derivation (for tiny inputs)")

@@ -21,13 +21,19 @@ distortion weight >= 0; otherwise this is the plain DP.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
+from fstdecode.problem.problem import SearchLimitError, SearchProblem, SearchResult
 from fstdecode.search import signature_beam, signature_dp
-from fstdecode.problem.problem import SearchProblem, SearchResult
+from fstdecode.search.base import SearchOptions, register
+from fstdecode.search.signature_dp import DpOptions, minimize_field
 
-#: The beam that provides the lower bound LB.
-LOWER_BOUND_BEAM = 100
+
+@dataclass(frozen=True)
+class BoundedOptions(SearchOptions):
+    """``--method bounded``: the DP's options; the lower bound comes from a default beam."""
+
+    minimize: bool = minimize_field()
 
 
 def future_bounds(problem: SearchProblem, h: signature_beam.Heuristic) -> list[float]:
@@ -50,15 +56,19 @@ def future_bounds(problem: SearchProblem, h: signature_beam.Heuristic) -> list[f
     return future
 
 
-def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None, minimize: bool = True) -> SearchResult:
-    """The best derivation, exactly; ``states`` counts the states admitted (plus the beam's)."""
+def search(problem: SearchProblem, options: BoundedOptions = BoundedOptions()) -> SearchResult:
+    """The best derivation, exactly; ``states`` counts the states admitted (plus the beam's).
+
+    Over budget, SearchLimitError carries the beam's derivation (not optimal).
+    """
+    nbest, max_states, minimize = options.nbest, options.max_states, options.minimize
     if problem.order != 2 or problem.eta < 0 or nbest != 1:
-        return signature_dp.search(problem, nbest=nbest, max_states=max_states, minimize=minimize)
+        return signature_dp.search(problem, DpOptions(nbest=nbest, max_states=max_states, minimize=minimize))
     h = signature_beam.Heuristic(problem, "bound")
-    lower = signature_beam.search(problem, beam_size=LOWER_BOUND_BEAM, max_states=max_states)
+    lower = signature_beam.search(problem, signature_beam.BeamOptions(max_states=max_states))
     lb = lower.hypotheses[0][0] - 1e-9
     future = future_bounds(problem, h)
-    close = max(problem.ngram((a,), problem.eos) for a in h._preceders)
+    close = max(problem.ngram((a,), problem.eos) for a in h.preceders)
 
     end = problem.end
 
@@ -67,10 +77,16 @@ def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = N
             return score >= lb
         return score + h(t, sigs) + future[t] + close >= lb
 
-    chart = signature_dp.run(problem, max_states=max_states, minimize=minimize, admit=admit)
+    try:
+        chart = signature_dp.run(problem, max_states=max_states, minimize=minimize, admit=admit)
+    except SearchLimitError as e:
+        raise SearchLimitError(str(e), best=lower) from None
     found = signature_dp.result(problem, chart, optimal=True, empty="bound search lost the lower bound (a bug)")
     return replace(
         found,
         states=found.states + lower.states,
         transitions=found.transitions + lower.transitions,
     )
+
+
+register("bounded", BoundedOptions, function=search, exact=True, summary="the signature DP pruned by upper bounds (exact; bigram LMs)")

@@ -10,16 +10,27 @@ Positions and scores follow :mod:`fstdecode.problem.problem`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
-from fstdecode.statespace.ngram import _joined
-from fstdecode.search.signature_dp import _insert
+from fstdecode.search.base import SearchOptions, register
+from fstdecode.search.kbest import first, insert_best
+from fstdecode.search.signature_dp import minimize_field
+from fstdecode.statespace.ngram import joined
 
 # key: (coverage bits over tokens 1..n (bit p-1 for position p), last end position,
 #       LM context: the last order-1 target words, minimised as in fstdecode.statespace.ngram)
 Key = tuple[int, int, tuple[int, ...]]
 
 
-def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None, minimize: bool = True) -> SearchResult:
+@dataclass(frozen=True)
+class CoverageOptions(SearchOptions):
+    """``--method coverage``: the n-best size, the state budget and state minimisation."""
+
+    minimize: bool = minimize_field()
+
+
+def search(problem: SearchProblem, options: CoverageOptions = CoverageOptions()) -> SearchResult:
     """The k best derivations, by exhaustive DP over coverage vectors (any LM order).
 
     The target string is one tape that starts with ``<s>``; each step appends
@@ -27,8 +38,8 @@ def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = N
     phrase's first words in the tape's context.
     """
     n, d, end, eta = problem.n, problem.d, problem.end, problem.eta
+    nbest, max_states, minimize = options.nbest, options.max_states, options.minimize
     full = (1 << n) - 1
-    cache = problem.__dict__.setdefault("_joins", {})
     # layers[c]: states covering c tokens; a hypothesis is (score, (prev key, rank, option)).
     layers: list[dict[Key, list]] = [{} for _ in range(n + 1)]
     layers[0][(0, 0, (problem.bos,))] = [(0.0, None)]
@@ -52,7 +63,7 @@ def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = N
                     if new_cov == full and end - opt.t - 1 > d:
                         continue
                     transitions += 1
-                    new, lm = _joined(problem, cache, tape, opt, None, minimize)
+                    new, lm = joined(problem, tape, opt, None, minimize)
                     delta = opt.score + lm - eta * jump
                     new_key = (new_cov, opt.t, new[3])
                     layer = layers[c + opt.t - opt.s + 1]
@@ -63,16 +74,16 @@ def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = N
                             raise SearchLimitError(f"more than {max_states} states (--max-states)")
                         entry = layer[new_key] = []
                     for rank, hyp in enumerate(hyps):
-                        _insert(entry, (hyp[0] + delta, (key, rank, opt)), nbest)
+                        insert_best(entry, (hyp[0] + delta, (key, rank, opt)), nbest, first)
     finals: list = []
     for key, hyps in layers[n].items():
         _, last_t, context = key
         if end - last_t - 1 > d:
             continue
-        _, lm = _joined(problem, cache, (0, (), last_t, context), problem.eos_option, None, minimize)
+        _, lm = joined(problem, (0, (), last_t, context), problem.eos_option, None, minimize)
         close = lm - eta * (end - last_t - 1)
         for rank, hyp in enumerate(hyps):
-            _insert(finals, (hyp[0] + close, (key, rank)), nbest)
+            insert_best(finals, (hyp[0] + close, (key, rank)), nbest, first)
     if not finals:
         raise SearchError(f"no derivation satisfies the distortion limit d={d}")
     out = []
@@ -86,3 +97,6 @@ def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = N
             phrases.append(opt.phrase)
         out.append((score, tuple(reversed(phrases))))
     return SearchResult(tuple(out), optimal=True, states=states, transitions=transitions)
+
+
+register("coverage", CoverageOptions, function=search, exact=True, summary="the bit-vector DP over coverage vectors (exact, exponential)")

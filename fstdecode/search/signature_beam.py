@@ -28,15 +28,43 @@ against the exact result, and time).
 from __future__ import annotations
 
 import heapq
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from fstdecode.problem.problem import SearchError, SearchProblem, SearchResult
 from fstdecode.search import signature_dp
+from fstdecode.search.base import DEFAULT_BEAM_MAX_STATES, DEFAULT_BEAM_SIZE, SearchOptions, option, register
+from fstdecode.search.signature_dp import minimize_field
 
 HEURISTICS = ("bound", "unigram+distortion", "unigram", "none")
-DEFAULT_BEAM_SIZE = 100
 #: The default β: fewest search errors for the time on both real models (docs/search.md).
 DEFAULT_HEURISTIC = "unigram+distortion"
+
+
+@dataclass(frozen=True)
+class BeamPruning(SearchOptions):
+    """Histogram and threshold pruning, shared by ``--method beam`` and ``--method stack``."""
+
+    max_states: int = field(
+        default=DEFAULT_BEAM_MAX_STATES,
+        metadata=option("state budget per sentence; beyond it the line is marked as over budget", minimum=1),
+    )
+    beam_size: int = field(
+        default=DEFAULT_BEAM_SIZE, metadata=option("histogram pruning: keep K states per step", minimum=1)
+    )
+    beam_threshold: float | None = field(
+        default=None, metadata=option("threshold pruning: drop states W below the best (default: off)", minimum=0)
+    )
+
+
+@dataclass(frozen=True)
+class BeamOptions(BeamPruning):
+    """``--method beam``: Section 5.1's beam(T_j), ranked by α + β."""
+
+    heuristic: str = field(
+        default=DEFAULT_HEURISTIC,
+        metadata=option("beam: the estimate β that ranks states", flag="--beam-heuristic", choices=HEURISTICS),
+    )
+    minimize: bool = minimize_field()
 #: A beam that finishes no derivation is retried this many times wider, up to MAX_BEAM states per j.
 WIDEN = 4
 MAX_BEAM = 1_000_000
@@ -58,7 +86,7 @@ class Heuristic:
         self.problem = problem
         self.kind = kind
         self._best_into: dict[int, float] = {}
-        self._preceders = sorted({problem.bos} | {o.last for opts in problem.by_start for o in opts})
+        self.preceders = sorted({problem.bos} | {o.last for opts in problem.by_start for o in opts})
 
     def start_word(self, w: int) -> float:
         """Unigram (paper) or the best score of ``w`` after any word that can precede it (bound)."""
@@ -67,7 +95,7 @@ class Heuristic:
             if self.kind.startswith("unigram"):
                 got = self.problem.ngram((), w)
             else:
-                got = max(self.problem.ngram((a,), w) for a in self._preceders)
+                got = max(self.problem.ngram((a,), w) for a in self.preceders)
             self._best_into[w] = got
         return got
 
@@ -113,16 +141,7 @@ def make_beam(heuristic: Heuristic, beam_size: int | None, beam_threshold: float
     return beam
 
 
-def search(
-    problem: SearchProblem,
-    *,
-    nbest: int = 1,
-    max_states: int | None = None,
-    beam_size: int | None = DEFAULT_BEAM_SIZE,
-    beam_threshold: float | None = None,
-    heuristic: str = DEFAULT_HEURISTIC,
-    minimize: bool = True,
-) -> SearchResult:
+def search(problem: SearchProblem, options: BeamOptions = BeamOptions()) -> SearchResult:
     """The best derivations the beam keeps (``optimal`` False: the beam may prune the best).
 
     A beam can keep only states that later turn out to be dead ends (their
@@ -130,18 +149,20 @@ def search(
     again with a beam ``WIDEN`` times as wide, up to ``MAX_BEAM``; the stats
     count every run.
     """
-    h = Heuristic(problem, heuristic)
+    h = Heuristic(problem, options.heuristic)
     states = transitions = 0
-    size = beam_size
+    size = options.beam_size
     while True:
-        beam = make_beam(h, size, beam_threshold)
-        chart = signature_dp.run(problem, nbest=nbest, max_states=max_states, minimize=minimize, beam=beam)
+        beam = make_beam(h, size, options.beam_threshold)
+        chart = signature_dp.run(
+            problem, nbest=options.nbest, max_states=options.max_states, minimize=options.minimize, beam=beam
+        )
         states += chart.states
         transitions += chart.transitions
         try:
             found = signature_dp.result(problem, chart, optimal=False, empty="no complete derivation in the beam")
         except SearchError:
-            if size is None or size >= MAX_BEAM:
+            if size >= MAX_BEAM:
                 raise SearchError(
                     f"the beam kept no complete derivation even at --beam-size {size}; "
                     "raise --beam-threshold or use --method dp"
@@ -149,3 +170,6 @@ def search(
             size *= WIDEN
             continue
         return replace(found, states=states, transitions=transitions)
+
+
+register("beam", BeamOptions, function=search, exact=False, summary="the signature DP with beam(T_j) of Section 5.1")

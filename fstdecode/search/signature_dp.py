@@ -8,10 +8,12 @@ returns the k best derivations, all distinct (a derivation is one path).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
+from fstdecode.search.base import SearchOptions, option, register
+from fstdecode.search.kbest import first, insert_best
 from fstdecode.statespace.ngram import state_space
 from fstdecode.statespace.signature import Sigs, Step, phrases_of
 
@@ -19,17 +21,19 @@ from fstdecode.statespace.signature import Sigs, Step, phrases_of
 Hyp = tuple
 
 
-def _insert(entry: list[Hyp], hyp: Hyp, k: int) -> None:
-    """Insert ``hyp`` into ``entry`` (sorted by score, best first), keeping at most k."""
-    score = hyp[0]
-    if len(entry) >= k and score <= entry[-1][0]:
-        return
-    i = len(entry)
-    while i > 0 and entry[i - 1][0] < score:
-        i -= 1
-    entry.insert(i, hyp)
-    if len(entry) > k:
-        entry.pop()
+def minimize_field() -> bool:
+    """The ``minimize`` option of every method that walks LM states (a fresh dataclass field)."""
+    return field(
+        default=True,
+        metadata=option("KenLM-style LM state minimisation (orders > 2); off only for experiments", cli=False),
+    )
+
+
+@dataclass(frozen=True)
+class DpOptions(SearchOptions):
+    """``--method dp``: the n-best size, the state budget and state minimisation."""
+
+    minimize: bool = minimize_field()
 
 
 @dataclass
@@ -91,7 +95,7 @@ def run(
                         entry[:] = [(score, (j, sigs, 0, opt, s1, s2))]
                 else:
                     for rank, hyp in enumerate(hyps):
-                        _insert(entry, (hyp[0] + delta, (j, sigs, rank, opt, s1, s2)), nbest)
+                        insert_best(entry, (hyp[0] + delta, (j, sigs, rank, opt, s1, s2)), nbest, first)
     return Chart(layers, states if beam is None else kept + len(layers[end]), transitions)
 
 
@@ -121,7 +125,10 @@ def result(problem: SearchProblem, chart: Chart, *, optimal: bool, empty: str) -
     return SearchResult(out, optimal=optimal, states=chart.states, transitions=chart.transitions)
 
 
-def search(problem: SearchProblem, *, nbest: int = 1, max_states: int | None = None, minimize: bool = True) -> SearchResult:
+def search(problem: SearchProblem, options: DpOptions = DpOptions()) -> SearchResult:
     """The k best derivations under the distortion limit, exactly (``optimal`` is True)."""
-    chart = run(problem, nbest=nbest, max_states=max_states, minimize=minimize)
+    chart = run(problem, nbest=options.nbest, max_states=options.max_states, minimize=options.minimize)
     return result(problem, chart, optimal=True, empty=f"no derivation satisfies the distortion limit d={problem.d}")
+
+
+register("dp", DpOptions, function=search, exact=True, summary="the signature-state DP of Chang & Collins (exact)")

@@ -38,7 +38,7 @@ Example (the built-in model)::
     >>> from fstdecode import load_model, Decoder
     >>> from fstdecode.search import stack
     >>> problem = Decoder(load_model()).problem("das muss unsere sorge gleichermaßen sein".split())
-    >>> result = stack.search(problem, beam_size=10, distortion_estimate=True, early_pruning=True)
+    >>> result = stack.search(problem, stack.StackOptions(beam_size=10))
     >>> " ".join(w for p in result.hypotheses[0][1] for w in p.target)
     'this must also be our concern'
 """
@@ -50,9 +50,12 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fstdecode.statespace.ngram import _joined
 from fstdecode.problem.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult
 from fstdecode.problem.sentence import Phrase
+from fstdecode.search.base import option, register
+from fstdecode.search.kbest import insert_best
+from fstdecode.search.signature_beam import BeamPruning
+from fstdecode.statespace.ngram import joined
 
 #: The early-pruning threshold when neither ``early_threshold`` nor ``beam_threshold``
 #: is given: ln(1e5) = 11.5, Moses' default beam threshold (``-b 0.00001``, a
@@ -116,31 +119,24 @@ class Hypothesis:
 
 
 @dataclass(frozen=True)
-class Settings:
-    """The search parameters of :func:`search`, checked on construction.
+class StackOptions(BeamPruning):
+    """``--method stack``: the beam, Moore & Quirk's two improvements and early pruning's threshold.
 
-    ``threshold`` is the early-pruning threshold actually used (M&Q
-    Section 5): ``early_threshold``, else ``beam_threshold``, else
+    Both improvements are on by default: docs/search.md found this setting
+    the fastest with no search error on both real models. ``threshold`` is
+    the early-pruning threshold actually used (M&Q Section 5):
+    ``early_threshold``, else ``beam_threshold``, else
     :data:`DEFAULT_EARLY_THRESHOLD`.
     """
 
-    nbest: int = 1
-    max_states: int | None = None
-    beam_size: int = 100
-    beam_threshold: float | None = None
-    distortion_estimate: bool = False
-    early_pruning: bool = False
-    early_threshold: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.nbest < 1:
-            raise SearchError(f"nbest must be >= 1, got {self.nbest}")
-        if self.beam_size < 1:
-            raise SearchError(f"beam size must be >= 1, got {self.beam_size}")
-        for name in ("beam_threshold", "early_threshold"):
-            value = getattr(self, name)
-            if value is not None and not value >= 0:
-                raise SearchError(f"{name.replace('_', ' ')} must be >= 0, got {value}")
+    distortion_estimate: bool = field(
+        default=True, metadata=option("stack: Moore & Quirk's distortion estimation")
+    )
+    early_pruning: bool = field(default=True, metadata=option("stack: Moore & Quirk's early pruning"))
+    early_threshold: float | None = field(
+        default=None,
+        metadata=option("stack: early pruning's threshold (default: --beam-threshold, else ln 1e5)", minimum=0),
+    )
 
     @property
     def threshold(self) -> float:
@@ -382,7 +378,7 @@ class Candidate:
     future: float
 
 
-def _candidates(problem: SearchProblem, tabs: Tables, hyp: Hypothesis, settings: Settings, min_ok: float | None):
+def _candidates(problem: SearchProblem, tabs: Tables, hyp: Hypothesis, settings: StackOptions, min_ok: float | None):
     """Yield every extension of ``hyp`` that obeys the distortion limit, is not
     provably dead (:func:`is_dead`) and, if ``min_ok`` is not None, passes
     M&Q's early pruning; in order of start, end, then estimate.
@@ -438,29 +434,18 @@ def _candidates(problem: SearchProblem, tabs: Tables, hyp: Hypothesis, settings:
                 yield Candidate(opt, delta_d, new_cov, future)
 
 
-def _extend(problem: SearchProblem, cache: dict, hyp: Hypothesis, cand: Candidate, full: int, mq: bool) -> tuple[Key, float]:
+def _extend(problem: SearchProblem, hyp: Hypothesis, cand: Candidate, full: int, mq: bool) -> tuple[Key, float]:
     """The key of ``hyp`` extended by ``cand`` and the score it adds (same for every
     hypothesis of ``hyp``'s key). A completed coverage is closed at once with ``</s>``.
     """
     opt, eta = cand.option, problem.eta
-    new, lm = _joined(problem, cache, (0, (), hyp.last_t, hyp.context), opt, None, True)
+    new, lm = joined(problem, (0, (), hyp.last_t, hyp.context), opt, None, True)
     delta = opt.score + lm - eta * cand.delta_d
     if cand.coverage != full:
         return (cand.coverage, opt.t, new[3]), delta
-    _, close = _joined(problem, cache, (0, (), opt.t, new[3]), problem.eos_option, None, True)
+    _, close = joined(problem, (0, (), opt.t, new[3]), problem.eos_option, None, True)
     delta += close - eta * final_delta(opt.t, problem.end, mq)
     return (full, problem.end, (problem.eos,)), delta
-
-
-def _insert(entries: list[Hypothesis], hyp: Hypothesis, k: int) -> None:
-    """Insert ``hyp`` into ``entries`` (best score first), keeping at most k."""
-    if len(entries) >= k and hyp.score <= entries[-1].score:
-        return
-    i = len(entries)
-    while i > 0 and entries[i - 1].score < hyp.score:
-        i -= 1
-    entries.insert(i, hyp)
-    del entries[k:]
 
 
 def _prune(
@@ -501,24 +486,13 @@ def _first_step(problem: SearchProblem, tabs: Tables, hyp: Hypothesis, mq: bool)
 # The search
 
 
-def search(
-    problem: SearchProblem,
-    *,
-    nbest: int = 1,
-    max_states: int | None = None,
-    beam_size: int = 100,
-    beam_threshold: float | None = None,
-    distortion_estimate: bool = False,
-    early_pruning: bool = False,
-    early_threshold: float | None = None,
-) -> SearchResult:
+def search(problem: SearchProblem, options: StackOptions = StackOptions()) -> SearchResult:
     """The stack decoder: up to ``nbest`` complete derivations, best first.
 
     ``beam_size`` hypotheses (recombination keys) are kept per stack, and
     with ``beam_threshold`` only those within that many score units of the
     stack's best estimate. ``distortion_estimate`` and ``early_pruning``
-    switch on M&Q's Sections 4 and 5; ``early_threshold`` defaults to
-    ``beam_threshold``, else :data:`DEFAULT_EARLY_THRESHOLD`.
+    switch on M&Q's Sections 4 and 5 (see :class:`StackOptions`).
 
     Reported scores are the model scores of the derivations (with either
     distortion accounting). ``states`` counts the hypotheses (keys) kept
@@ -529,15 +503,13 @@ def search(
     SearchError if no complete hypothesis survives (possible only when
     some word has no one-word option, so that no anchor exists).
     """
-    settings = Settings(nbest, max_states, beam_size, beam_threshold, distortion_estimate, early_pruning, early_threshold)
-    return _run(problem, settings)
+    return _run(problem, options)
 
 
-def _run(problem: SearchProblem, settings: Settings, recombine: bool = True) -> SearchResult:
+def _run(problem: SearchProblem, settings: StackOptions, recombine: bool = True) -> SearchResult:
     """:func:`search` proper; ``recombine=False`` (tests only) gives each hypothesis its own key."""
     n, d = problem.n, problem.d
     full = (1 << n) - 1
-    cache = problem.__dict__.setdefault("_joins", {})
     tabs = tables(problem)
     fresh = itertools.count()
     stacks: list[dict] = [{} for _ in range(n + 1)]
@@ -553,11 +525,11 @@ def _run(problem: SearchProblem, settings: Settings, recombine: bool = True) -> 
             if settings.max_states is not None and created > settings.max_states:
                 raise SearchLimitError(f"more than {settings.max_states} hypotheses (--max-states)")
             entries = stacks[c][key] = []
-        _insert(entries, hyp, settings.nbest)
+        insert_best(entries, hyp, settings.nbest, _score)
 
     start = Hypothesis(0, 0, (problem.bos,), 0.0, tabs.future_of(0))
     if n == 0:  # nothing to translate: close <s> with </s> at once
-        _, close = _joined(problem, cache, (0, (), 0, start.context), problem.eos_option, None, True)
+        _, close = joined(problem, (0, (), 0, start.context), problem.eos_option, None, True)
         start = Hypothesis(0, problem.end, (problem.eos,), close, 0.0)
     push(0, start.key, start)
 
@@ -583,7 +555,7 @@ def _run(problem: SearchProblem, settings: Settings, recombine: bool = True) -> 
                     cands.append(_first_step(problem, tabs, head, settings.distortion_estimate))
             for cand in cands:
                 transitions += 1
-                key, delta = _extend(problem, cache, head, cand, full, settings.distortion_estimate)
+                key, delta = _extend(problem, head, cand, full, settings.distortion_estimate)
                 future = 0.0 if cand.coverage == full else cand.future
                 target = c + cand.option.t - cand.option.s + 1
                 for hyp in entries:
@@ -599,3 +571,16 @@ def _run(problem: SearchProblem, settings: Settings, recombine: bool = True) -> 
     finals.sort(key=lambda h: -h.score)
     best = tuple((h.score, h.phrases()) for h in finals[: settings.nbest])
     return SearchResult(best, optimal=False, states=states, transitions=transitions)
+
+
+def _score(hyp: Hypothesis) -> float:
+    return hyp.score
+
+
+register(
+    "stack",
+    StackOptions,
+    function=search,
+    exact=False,
+    summary="the stack decoder of Pharaoh/Moses, with Moore & Quirk's improvements",
+)

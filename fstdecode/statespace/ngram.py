@@ -26,7 +26,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from fstdecode.problem.problem import Option, SearchProblem
-from fstdecode.statespace.signature import PHI, tape_roles
+from fstdecode.statespace import signature
+from fstdecode.statespace.signature import PHI, role_choices
 
 NSig = tuple[int, tuple[int, ...], int, tuple[int, ...]]
 NSigs = tuple[NSig, ...]
@@ -97,54 +98,45 @@ def event_score(problem: SearchProblem, events: tuple[Event, ...]) -> float:
 def expand_ngram(problem: SearchProblem, j: int, sigs: NSigs, minimize: bool = True) -> Iterator[tuple]:
     """Every valid transition from ``(j, sigs)``; the same contract as ``signature.expand``."""
     d, end, eta = problem.d, problem.end, problem.eta
-    cache = problem.__dict__.setdefault("_joins", {})
     r = len(sigs)
     for t, opts in problem.grouped[j + 1]:
         if t == end:
             if r == 1 and end - sigs[0][2] - 1 <= d:
                 a = sigs[0]
                 for opt in opts:
-                    new, score = _joined(problem, cache, a, opt, None, minimize)
+                    new, score = joined(problem, a, opt, None, minimize)
                     yield t, (new,), opt.score + score - eta * (end - a[2] - 1), opt, a[0], PHI
             continue
-        roles = tape_roles(sigs, j, t, d)
-        if roles is None:
-            continue
-        cands1, cands2 = roles
-        for k1 in cands1:
+        for k1, k2 in role_choices(sigs, j, t, d):
             a = sigs[k1] if k1 != PHI else None
-            for k2 in cands2:
-                if k1 == k2 and k1 != PHI:
-                    continue
-                c = sigs[k2] if k2 != PHI else None
-                rest = [sg for k, sg in enumerate(sigs) if k != k1 and k != k2]
-                jumps = (j - a[2] if a else 0) + (t + 1 - c[0] if c else 0)
-                for opt in opts:
-                    new, score = _joined(problem, cache, a, opt, c, minimize)
-                    yield (
-                        t,
-                        tuple(sorted(rest + [new])),
-                        opt.score + score - eta * jumps,
-                        opt,
-                        a[0] if a else PHI,
-                        c[0] if c else PHI,
-                    )
+            c = sigs[k2] if k2 != PHI else None
+            rest = [sg for k, sg in enumerate(sigs) if k != k1 and k != k2]
+            jumps = (j - a[2] if a else 0) + (t + 1 - c[0] if c else 0)
+            for opt in opts:
+                new, score = joined(problem, a, opt, c, minimize)
+                yield (
+                    t,
+                    tuple(sorted(rest + [new])),
+                    opt.score + score - eta * jumps,
+                    opt,
+                    a[0] if a else PHI,
+                    c[0] if c else PHI,
+                )
 
 
-def _joined(problem, cache, a, opt, c, minimize):
+def joined(problem: SearchProblem, a: NSig | None, opt: Option, c: NSig | None, minimize: bool = True) -> tuple[NSig, float]:
+    """:func:`join` with its events scored, cached in the problem's ``joins`` (a JoinCache)."""
     key = (id(opt), a, c, minimize)
-    got = cache.get(key)
+    got = problem.joins.get(key)
     if got is None:
         new, events = join(problem, a, opt, c, minimize)
-        got = cache[key] = (new, event_score(problem, events))
+        got = problem.joins[key] = (new, event_score(problem, events))
     return got
 
 
 def state_space(problem: SearchProblem, minimize: bool = True):
     """``(start, goal, expand)`` for the problem's LM order: the bigram signatures of
     :mod:`.signature` (Figure 4 verbatim, fastest) for order 2, ``(s, F, t, L)`` otherwise."""
-    from fstdecode.statespace import signature
-
     if problem.order == 2:
         return signature.start_state(problem), signature.goal_state(problem), signature.expand
     return (

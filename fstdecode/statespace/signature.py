@@ -93,6 +93,18 @@ def tape_roles(sigs: Sigs, j: int, t: int, d: int) -> tuple[tuple[int, ...], tup
     return cands1, (PHI,) + tuple(k for k in range(r) if sigs[k][0] != 0 and t + 1 - sigs[k][0] <= d)
 
 
+def role_choices(sigs: Sigs, j: int, t: int, d: int) -> Iterator[tuple[int, int]]:
+    """Every pair (ψ1, ψ2) of :func:`tape_roles` candidates, a tape never playing both roles."""
+    roles = tape_roles(sigs, j, t, d)
+    if roles is None:
+        return
+    cands1, cands2 = roles
+    for k1 in cands1:
+        for k2 in cands2:
+            if k1 != k2 or k1 == PHI:
+                yield k1, k2
+
+
 def expand(problem: SearchProblem, j: int, sigs: Sigs) -> Iterator[Transition]:
     """Every valid transition from state ``(j, sigs)``.
 
@@ -120,11 +132,7 @@ def expand(problem: SearchProblem, j: int, sigs: Sigs) -> Iterator[Transition]:
                     for opt in opts:
                         yield t, ((s0, ws0, end, opt.last),), opt.score + row[opt.first] - eta * jump, opt, s0, PHI
             continue
-        roles = tape_roles(sigs, j, t, d)
-        if roles is None:
-            continue
-        cands1, cands2 = roles
-        for k1 in cands1:
+        for k1, k2 in role_choices(sigs, j, t, d):
             if k1 != PHI:
                 a = sigs[k1]
                 s1, ns, nws = a[0], a[0], a[1]
@@ -132,29 +140,26 @@ def expand(problem: SearchProblem, j: int, sigs: Sigs) -> Iterator[Transition]:
                 pen1 = eta * (j - a[2])  # |t(ψ1) + 1 − s(p)| with s(p) = j + 1 and t(ψ1) <= j
             else:
                 s1, ns = PHI, j + 1
-            for k2 in cands2:
-                if k1 == k2 and k1 != PHI:
-                    continue
-                # The other tapes, split around the new tape's start (sigs stay sorted by s).
-                before = tuple(sg for k, sg in enumerate(sigs) if k != k1 and k != k2 and sg[0] < ns)
-                after = tuple(sg for k, sg in enumerate(sigs) if k != k1 and k != k2 and sg[0] > ns)
-                if k2 != PHI:
-                    b = sigs[k2]
-                    s2, nt, nwt, bws = b[0], b[2], b[3], b[1]
-                    pen2 = eta * (t + 1 - b[0])
+            # The other tapes, split around the new tape's start (sigs stay sorted by s).
+            before = tuple(sg for k, sg in enumerate(sigs) if k != k1 and k != k2 and sg[0] < ns)
+            after = tuple(sg for k, sg in enumerate(sigs) if k != k1 and k != k2 and sg[0] > ns)
+            if k2 != PHI:
+                b = sigs[k2]
+                s2, nt, nwt, bws = b[0], b[2], b[3], b[1]
+                pen2 = eta * (t + 1 - b[0])
+            else:
+                s2 = PHI
+            for opt in opts:
+                score = opt.score
+                if k1 != PHI:
+                    score += row1[opt.first] - pen1
                 else:
-                    s2 = PHI
-                for opt in opts:
-                    score = opt.score
-                    if k1 != PHI:
-                        score += row1[opt.first] - pen1
-                    else:
-                        nws = opt.first
-                    if k2 != PHI:
-                        score += lam[opt.last][bws] - pen2
-                        yield t, before + ((ns, nws, nt, nwt),) + after, score, opt, s1, s2
-                    else:
-                        yield t, before + ((ns, nws, t, opt.last),) + after, score, opt, s1, s2
+                    nws = opt.first
+                if k2 != PHI:
+                    score += lam[opt.last][bws] - pen2
+                    yield t, before + ((ns, nws, nt, nwt),) + after, score, opt, s1, s2
+                else:
+                    yield t, before + ((ns, nws, t, opt.last),) + after, score, opt, s1, s2
 
 
 Step = tuple[Option, int, int]

@@ -1,0 +1,77 @@
+"""``--method fst``: the WFST cascade as a registered search method.
+
+The options name files, not objects, so that the CLI and the API build the
+same searcher; pywrapfst is imported only when the method is used, so
+registering it costs nothing at start-up.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+
+from fstdecode.io.phrase_table import PhraseTable
+from fstdecode.model.model import Model
+from fstdecode.problem.problem import SearchProblem, SearchResult
+from fstdecode.search.base import SearchOptions, option, register
+
+
+@dataclass(frozen=True)
+class FstOptions(SearchOptions):
+    """``--method fst``: a compiled P, a source grammar, and what to do with each lattice."""
+
+    phrase_fst: str | None = field(
+        default=None, metadata=option("P compiled by `fstdecode compile` (instead of the text table)")
+    )
+    source_grammar: str | None = field(
+        default=None,
+        metadata=option("add the phrase pairs of a string transducer in a FAR (FILE.far[:NAME], NAME: its first FST) to P"),
+    )
+    lattice_dir: str | None = field(
+        default=None, metadata=option("write each sentence's lattice I∘P∘R∘L as DIR/<id>.fst (ids from 0)")
+    )
+    lattice_prune: float | None = field(
+        default=None, metadata=option("prune lattices to paths within cost W of the best", minimum=0)
+    )
+    unique: bool = field(default=False, metadata=option("n-best with distinct translations", flag="--nbest-unique"))
+
+
+@functools.lru_cache(maxsize=4)
+def read_compiled(path: str):
+    """The compiled P at ``path`` (read once per process; see :func:`fstdecode.fst.phrase_fst.read_phrase_fst`)."""
+    from fstdecode.fst.phrase_fst import read_phrase_fst
+
+    return read_phrase_fst(path)
+
+
+def compiled_table(path: str) -> PhraseTable:
+    """The model's phrase table when P comes compiled: no pairs, P's number of score columns."""
+    return PhraseTable(str(path), read_compiled(path).num_scores, {})
+
+
+class FstSearcher:
+    """Searches with ``ShortestPath(I ∘ P ∘ R ∘ L)``; P is built (or read) once per searcher."""
+
+    def __init__(self, model: Model, options: FstOptions) -> None:
+        from fstdecode.fst.cascade import Cascade
+        from fstdecode.fst.grammar import with_source_grammar
+
+        p = read_compiled(options.phrase_fst) if options.phrase_fst else None
+        if options.source_grammar:
+            p = with_source_grammar(options.source_grammar, model, p)
+        self.options = options
+        self.cascade = Cascade(model, p)
+
+    def search(self, problem: SearchProblem) -> SearchResult:
+        o = self.options
+        out = self.cascade.search(
+            problem.sentence.words, nbest=o.nbest, unique=o.unique, max_states=o.max_states, prune=o.lattice_prune
+        )
+        if o.lattice_dir is not None:
+            os.makedirs(o.lattice_dir, exist_ok=True)
+            out.lattice.write(os.path.join(o.lattice_dir, f"{problem.id}.fst"))
+        return out.result
+
+
+register("fst", FstOptions, factory=FstSearcher, exact=True, summary="the same search as a WFST cascade in OpenFst (exact)")
