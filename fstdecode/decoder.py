@@ -18,16 +18,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-# Importing the method modules registers them (fstdecode.search.base.METHODS).
-import fstdecode.fst.searcher  # noqa: F401
-import fstdecode.reference.exhaustive  # noqa: F401
 from fstdecode.errors import FstdecodeError
 from fstdecode.model.features import Features
 from fstdecode.model.model import Model
 from fstdecode.problem.problem import SearchLimitError, SearchProblem, SearchResult
 from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.problem.sentence import Phrase, Sentence, build_sentence
-from fstdecode.search import bounded, coverage_dp, signature_beam, signature_dp, stack  # noqa: F401
+# Importing the method modules registers them, in this order (fstdecode.search.base.METHODS).
+from fstdecode.search import signature_dp, bounded, signature_beam, stack, coverage_dp  # noqa: F401, I001
+import fstdecode.fst.searcher  # noqa: F401, E402
+import fstdecode.reference.exhaustive  # noqa: F401, E402
 from fstdecode.search.base import METHODS, SearchOptions, Searcher
 
 #: The method of ``fstdecode decode`` and ``Decoder`` when none is named.

@@ -1,91 +1,87 @@
-"""The command line: a thin layer over :mod:`fstdecode.decoder` and friends.
+"""``fstdecode``: the command line, a thin layer over the Python API.
 
     fstdecode decode [-f moses.ini] [--phrase-table F] [--lm F] ... < input > output
     fstdecode demo
 
 Errors in files or flags print one ``fstdecode: error: ...`` line naming
-the file and line, and exit with status 2.
+the file and line, and exit with status 2; warnings print as
+``fstdecode: warning: ...``. Ctrl-C exits with status 130, quietly, after
+writing the lines already decoded.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import multiprocessing
+import logging
 import os
 import sys
-from typing import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import Sequence
 
+from fstdecode import __version__
 from fstdecode.cli import output
-from fstdecode.decoder import METHODS, DecodeResult, Decoder
-from fstdecode.search import signature_beam
+from fstdecode.cli.options import add_search_flags, search_options
+from fstdecode.decoder import DEFAULT_METHOD, DecodeResult, Decoder
 from fstdecode.errors import FstdecodeError
-from fstdecode.model.model import empty_table, load_model
 from fstdecode.io.phrase_table import SCORE_FORMATS
+from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, load_model
+from fstdecode.run import decode_lines, input_lines, runner_for
+from fstdecode.search.base import METHODS
 
-if TYPE_CHECKING:  # only for annotations: pynini loads when --source-grammar is used
-    import pynini
-
-    from fstdecode.fst.phrase_fst import PhraseFst
-    from fstdecode.model.model import Model
+DESCRIPTION = (
+    "Exact phrase-based machine translation decoding under a hard distortion limit "
+    "(Chang & Collins 2017), with Moses models and OpenFst cascades."
+)
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("model (flags override moses.ini; no model flags = built-in example)")
+    g = p.add_argument_group("model (flags override moses.ini; no model flags = the built-in example)")
     g.add_argument("-f", "--config", metavar="moses.ini", help="Moses configuration file")
     g.add_argument("--phrase-table", metavar="FILE", help="Moses phrase table (plain or .gz)")
     g.add_argument("--lm", metavar="FILE", help="ARPA language model")
-    g.add_argument("--lm-order", type=int, metavar="N", help="read the LM up to order N")
-    g.add_argument("--distortion-limit", "-d", type=int, metavar="D", help="hard distortion limit d >= 0")
+    g.add_argument("--lm-order", type=int, metavar="N", help="read the LM up to order N (default: moses.ini's, else the file's)")
     g.add_argument(
-        "--weight",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="feature weight, repeatable: lm, tm (comma list), distortion, word, phrase, unknown",
+        "--distortion-limit", "-d", type=int, metavar="D",
+        help=f"hard distortion limit; -1: no limit, as in Moses (default: moses.ini's, else {DEFAULT_DISTORTION_LIMIT})",
     )
     g.add_argument(
-        "--tm-score-format",
-        choices=SCORE_FORMATS,
-        help="phrase-table scores are probabilities (default, as Moses), natural logs or log10",
+        "--weight", action="append", default=[], metavar="NAME=VALUE",
+        help="feature weight, repeatable: lm, tm (comma list, one per table column), distortion, word, phrase, "
+        "unknown (default: moses.ini's, else lm=1 tm=1 distortion=1 word=0 phrase=0 unknown=1)",
     )
-    g.add_argument("--table-limit", type=int, metavar="K", help="keep the K best translations per source phrase")
+    g.add_argument(
+        "--tm-score-format", choices=SCORE_FORMATS,
+        help="phrase-table scores are probabilities, natural logs or log10 (default: prob, as in Moses)",
+    )
+    g.add_argument(
+        "--table-limit", type=int, metavar="K",
+        help="keep the K best translations per source phrase (default: moses.ini's, else 0 = all)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fstdecode", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
-    dec = sub.add_parser("decode", help="translate sentences from stdin, one per line")
+    p = argparse.ArgumentParser(prog="fstdecode", description=DESCRIPTION)
+    p.add_argument("--version", action="version", version=f"fstdecode {__version__}")
+    p.add_argument("-v", "--verbose", action="store_true", help="log what is loaded and per-sentence outcomes")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    dec = sub.add_parser(
+        "decode",
+        help="translate sentences from stdin, one per line",
+        description="Translate the sentences on standard input, one whitespace-tokenized sentence per line, "
+        "to standard output: exactly one output line (text, json) or entry group (nbest) per input line, "
+        "in input order. A line over its search budget gets the best derivation found, marked not optimal "
+        "(json: \"optimal\": false and a \"reason\"), with a warning on stderr.",
+    )
     _model_args(dec)
-    dec.add_argument("--method", choices=list(METHODS), default="dp", help="search method (default: dp)")
+    dec.add_argument(
+        "--method", choices=list(METHODS), default=DEFAULT_METHOD,
+        help=f"search method (default: {DEFAULT_METHOD}); " + "; ".join(f"{m.name}: {m.summary}" for m in METHODS.values()),
+    )
     dec.add_argument("--format", choices=output.FORMATS, default="text", help="output format (default: text)")
-    dec.add_argument("--nbest", type=int, default=None, metavar="K", help="K best derivations per sentence")
-    dec.add_argument("--max-states", type=int, metavar="N", help="give up on a sentence after N states")
-    dec.add_argument("--threads", type=int, default=1, metavar="N", help="decode in N worker processes")
-    beams = dec.add_argument_group("beam search (--method beam | stack)")
-    beams.add_argument("--beam-size", type=int, metavar="K", help="histogram pruning: keep K states per step")
-    beams.add_argument("--beam-threshold", type=float, metavar="W", help="threshold pruning: drop states W below the best")
-    beams.add_argument(
-        "--beam-heuristic", dest="heuristic", choices=signature_beam.HEURISTICS,
-        help=f"beam: the estimate β that ranks states (default {signature_beam.DEFAULT_HEURISTIC})",
+    dec.add_argument(
+        "--workers", "--threads", dest="workers", type=int, default=1, metavar="N",
+        help="decode in N worker processes (default: 1, this process); --threads is an alias",
     )
-    beams.add_argument("--distortion-estimate", action="store_true", help="stack: Moore & Quirk's distortion estimation")
-    beams.add_argument("--early-pruning", action="store_true", help="stack: Moore & Quirk's early pruning")
-    beams.add_argument(
-        "--early-threshold", type=float, metavar="W",
-        help="stack: early pruning's threshold (default: --beam-threshold, else ln 1e5)",
-    )
-    fsts = dec.add_argument_group("WFST cascade (--method fst)")
-    fsts.add_argument("--phrase-fst", metavar="FILE", help="P compiled by `fstdecode compile` (instead of the text table)")
-    fsts.add_argument("--lattice-dir", metavar="DIR", help="write each sentence's lattice I∘P∘R∘L as DIR/<id>.fst")
-    fsts.add_argument("--lattice-prune", type=float, metavar="W", help="prune lattices to paths within cost W of the best")
-    fsts.add_argument("--nbest-unique", action="store_true", help="n-best with distinct translations")
-    fsts.add_argument(
-        "--source-grammar",
-        metavar="FILE.far[:NAME]",
-        help="add the phrase pairs of a string transducer in a FAR (NAME: its first FST) to P",
-    )
+    add_search_flags(dec)
     comp = sub.add_parser("compile", help="compile the phrase-table transducer P to an OpenFst file")
     _model_args(comp)
     comp.add_argument("-o", "--output", required=True, metavar="P.fst", help="where to write P (symbol tables inside)")
@@ -115,13 +111,12 @@ def _check_min(flag: str, value: int | None, minimum: int) -> None:
         raise FstdecodeError(f"{flag} must be >= {minimum}, got {value}")
 
 
-def _load(args: argparse.Namespace, phrase_fst=None):
-    _check_min("--distortion-limit", args.distortion_limit, 0)
+def _load(args: argparse.Namespace, table=None):
     _check_min("--lm-order", args.lm_order, 1)
     _check_min("--table-limit", args.table_limit, 0)
     return load_model(
         args.config,
-        table=empty_table(args.phrase_fst, phrase_fst.num_scores) if phrase_fst else None,
+        table=table,
         phrase_table=args.phrase_table,
         lm=args.lm,
         distortion_limit=args.distortion_limit,
@@ -132,169 +127,31 @@ def _load(args: argparse.Namespace, phrase_fst=None):
     )
 
 
-_WORKER: Decoder | None = None
-
-
-def _init_worker(decoder: Decoder) -> None:
-    global _WORKER
-    _WORKER = decoder
-
-
-def _decode_in_worker(item: tuple[int, str]) -> DecodeResult:
-    assert _WORKER is not None  # set by _init_worker (internal invariant, not user input)
-    return _WORKER.decode(item[1], id=item[0])
-
-
-def decode_lines(decoder: Decoder, lines: Iterable[str], threads: int = 1) -> Iterator[DecodeResult]:
-    """Decode ``lines`` in order, one result per line, in ``threads`` worker processes."""
-    items = enumerate(line.rstrip("\n") for line in lines)
-    if threads <= 1:
-        for i, line in items:
-            yield decoder.decode(line, id=i)
-        return
-    ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(threads, initializer=_init_worker, initargs=(decoder,)) as pool:
-        yield from pool.imap(_decode_in_worker, items, chunksize=1)
-
-
-def _utf8_lines(stream) -> Iterator[str]:
-    """The lines of ``stream`` decoded as UTF-8 (as the model files are), whatever the locale.
-
-    Raises FstdecodeError naming the line on invalid UTF-8 (instead of a traceback,
-    or of silently misread words under a non-UTF-8 locale).
-    """
-    raw = getattr(stream, "buffer", None)
-    if raw is None:  # an in-memory text stream (tests, embedding)
-        yield from stream
-        return
-    for no, line in enumerate(raw, 1):
-        try:
-            yield line.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise FstdecodeError(
-                f"<stdin>:{no}: invalid UTF-8 at byte {e.start + 1} of the line; the input must be UTF-8"
-            ) from None
-
-
 def _cmd_decode(args: argparse.Namespace) -> int:
-    _check_min("--nbest", args.nbest, 1)
-    _check_min("--max-states", args.max_states, 1)
-    _check_min("--threads", args.threads, 1)
-    _check_min("--beam-size", args.beam_size, 1)
-    phrase_fst = None
-    if args.phrase_fst:
-        from fstdecode.fst.phrase_fst import read_phrase_fst
+    runner = runner_for(args.workers)
+    table = None
+    if getattr(args, "phrase_fst", None):
+        from fstdecode.fst.searcher import compiled_table
 
-        phrase_fst = read_phrase_fst(args.phrase_fst)
-    model = _load(args, phrase_fst)
-    if args.source_grammar:
-        phrase_fst = with_source_grammar(args.source_grammar, model, phrase_fst, args.method)
-    nbest = args.nbest if args.nbest is not None else (model_nbest(args) if args.format == "nbest" else 1)
-    decoder = Decoder(
-        model,
-        args.method,
-        nbest=nbest,
-        max_states=args.max_states,
-        phrase_fst=phrase_fst,
-        lattice_dir=args.lattice_dir,
-        lattice_prune=args.lattice_prune,
-        unique=args.nbest_unique,
-        beam_size=args.beam_size,
-        beam_threshold=args.beam_threshold,
-        heuristic=args.heuristic,
-        distortion_estimate=args.distortion_estimate,
-        early_pruning=args.early_pruning,
-        early_threshold=args.early_threshold,
-    )
-    out = sys.stdout
-    for result in decode_lines(decoder, _utf8_lines(sys.stdin), args.threads):
-        if args.format == "text":
-            out.write(output.text(result) + "\n")
-        elif args.format == "json":
-            out.write(output.json_line(result) + "\n")
-        else:
-            out.write("".join(line + "\n" for line in output.nbest_lines(result, model.weights)))
-        out.flush()
+        table = compiled_table(args.phrase_fst)
+    model = _load(args, table)
+    nbest = (getattr(model, "nbest_size", None) or 1) if args.format == "nbest" else 1
+    decoder = Decoder(model, args.method, search_options(args.method, args, nbest=nbest))
+    write = output.writer(args.format, model.weights)
+    for result in decode_lines(decoder, input_lines(sys.stdin), runner):
+        _report(result)
+        sys.stdout.write(write(result))
+        sys.stdout.flush()
     return 0
 
 
-def _split_grammar_spec(spec: str) -> tuple[str, str | None]:
-    """``FILE.far[:NAME]`` -> (file, name or None); a path that exists is taken whole."""
-    if ":" in spec and not os.path.exists(spec):
-        path, name = spec.rsplit(":", 1)
-        return path, name or None
-    return spec, None
-
-
-@contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """Silence file descriptor 2 (OpenFst's C++ ``ERROR:`` log) so the user sees one error line."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
-def read_source_grammar(spec: str) -> tuple[str, str, pynini.Fst]:
-    """(file, name, FST): the FST ``NAME`` (default: the first) of the FAR in ``FILE.far[:NAME]``.
-
-    Raises FstdecodeError naming the file when it is missing, is not a FAR,
-    is empty or has no FST of that name.
-    """
-    import pynini
-
-    path, name = _split_grammar_spec(spec)
-    if not os.path.isfile(path):
-        raise FstdecodeError(f"{path}: no such file (--source-grammar FILE.far[:NAME])")
-    try:
-        with _quiet_stderr():
-            far = pynini.Far(path, mode="r")
-    except Exception:  # pywrapfst's FstIOError and friends say only "Read failed"
-        raise FstdecodeError(f"{path}: not a FAR archive that OpenFst can read") from None
-    with far:
-        keys = [key for key, _ in far]
-        if not keys:
-            raise FstdecodeError(f"{path}: the archive holds no FSTs")
-        if name is None:
-            name = keys[0]
-        if name not in keys:
-            raise FstdecodeError(f"{path}: no FST named {name!r} in the archive (it holds {', '.join(keys)})")
-        return path, name, far[name]
-
-
-def with_source_grammar(spec: str, model: Model, phrase_fst: PhraseFst | None = None, method: str = "fst") -> PhraseFst:
-    """P (``phrase_fst``, else built from ``model``) with the pairs of the grammar ``FILE.far[:NAME]``.
-
-    The grammar is an acyclic string transducer, source phrase -> target
-    phrase; each pair scores as probability 1 (see ``grammar_pairs``) and
-    costs what ``model.weights`` give it. Only ``--method fst`` uses P.
-    """
-    from fstdecode.fst.phrase_fst import build_phrase_fst, grammar_pairs
-
-    if method != "fst":
-        raise FstdecodeError("--source-grammar needs --method fst")
-    path, name, grammar = read_source_grammar(spec)
-    p = phrase_fst or build_phrase_fst(model.table, model.weights)
-    try:
-        return p.with_pairs(grammar_pairs(grammar, p.num_scores), model.weights)
-    except FstdecodeError as e:
-        raise FstdecodeError(f"{path}:{name}: {e}") from None
-
-
-def model_nbest(args: argparse.Namespace) -> int:
-    """The n-best size of ``--format nbest`` without ``--nbest``: the ini's [n-best-list], else 1."""
-    if args.config:
-        from fstdecode.io.moses_ini import load_moses_ini
-
-        size = load_moses_ini(args.config).nbest_size
-        if size:
-            return size
-    return 1
+def _report(result: DecodeResult) -> None:
+    """Say on stderr what the output line alone does not: a failed line, or one over budget."""
+    log = logging.getLogger("fstdecode")
+    if result.error is not None:
+        log.warning("line %d: %s; %s", result.id + 1, result.error, output.FAILED_LINE)
+    elif result.reason is not None:
+        log.warning("line %d: %s", result.id + 1, result.reason)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -340,8 +197,20 @@ def _cmd_tsp(args: argparse.Namespace) -> int:
 COMMANDS = {"decode": _cmd_decode, "demo": _cmd_demo, "compile": _cmd_compile, "inspect": _cmd_inspect, "tsp": _cmd_tsp}
 
 
+def _setup_logging(verbose: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("fstdecode: %(levelname)s: %(message)s"))
+    log = logging.getLogger("fstdecode")
+    log.handlers[:] = [handler]
+    log.setLevel(logging.INFO if verbose else logging.WARNING)
+    log.propagate = False
+    logging.addLevelName(logging.WARNING, "warning")
+    logging.addLevelName(logging.INFO, "info")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    _setup_logging(args.verbose)
     if hasattr(sys.stdout, "reconfigure"):  # write UTF-8, as the input and model files are
         sys.stdout.reconfigure(encoding="utf-8")
     try:
@@ -349,8 +218,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FstdecodeError as e:
         print(f"fstdecode: error: {e}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
+    except BrokenPipeError:  # `| head`: stop quietly, and keep Python from complaining at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

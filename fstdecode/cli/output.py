@@ -2,18 +2,24 @@
 
 Every format writes something for every input line, in input order: a
 failed line passes its source through (text), carries an ``error`` field
-(JSON) or writes one pass-through entry with score ``-inf`` (n-best).
+(JSON) or writes one pass-through entry with score ``-inf`` (n-best). A
+line over its search budget is written like any other, from the best
+derivation found; JSON marks it ``"optimal": false`` with a ``reason``.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from typing import Callable
 
 from fstdecode.decoder import DecodeResult, Derivation
 from fstdecode.model.features import Weights
 
 FORMATS = ("text", "json", "nbest")
+
+#: What the output holds for a line that failed (said on stderr beside the error).
+FAILED_LINE = "its source is passed through"
 
 
 def text(result: DecodeResult) -> str:
@@ -40,10 +46,12 @@ def json_line(result: DecodeResult) -> str:
     obj: dict = {"id": result.id, "source": " ".join(result.source)}
     best = result.best
     if best is None:
-        obj.update(translation=" ".join(result.source), error=result.error)
+        obj.update(translation=" ".join(result.source), error=result.error or result.reason)
     else:
         obj.update(_derivation_json(best))
         obj["optimal"] = result.optimal
+        if result.reason is not None:
+            obj["reason"] = result.reason
         if len(result.derivations) > 1:
             obj["nbest"] = [_derivation_json(d) for d in result.derivations]
     obj["stats"] = {
@@ -51,7 +59,18 @@ def json_line(result: DecodeResult) -> str:
         "transitions": result.stats.transitions,
         "seconds": round(result.stats.seconds, 6),
     }
-    return json.dumps(obj, ensure_ascii=False)
+    return json.dumps(_finite(obj), ensure_ascii=False, allow_nan=False)
+
+
+def _finite(value):
+    """``value`` with every non-finite float (an impossible LM event's −inf) written as null: valid JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _g(x: float) -> str:
@@ -72,8 +91,22 @@ def moses_features(d: Derivation, weights: Weights) -> str:
 def nbest_lines(result: DecodeResult, weights: Weights) -> list[str]:
     """Moses n-best entries: ``id ||| translation ||| features ||| score ||| segmentation |||``."""
     if not result.derivations:
-        return [f"{result.id} ||| {' '.join(result.source)} ||| ||| {-math.inf} ||| |||"]
+        return [f"{result.id} ||| {escape_bars(' '.join(result.source))} ||| ||| {-math.inf} ||| |||"]
     return [
         f"{result.id} ||| {d.translation} ||| {moses_features(d, weights)} ||| {_g(d.score)} ||| {d.segmentation()} |||"
         for d in result.derivations
     ]
+
+
+def escape_bars(text: str) -> str:
+    """``|`` as ``&#124;``, Moses' escape (escape-special-chars.perl), so no field separator appears."""
+    return text.replace("|", "&#124;")
+
+
+def writer(fmt: str, weights: Weights) -> Callable[[DecodeResult], str]:
+    """The function that writes one result in format ``fmt``, end of line included."""
+    if fmt == "text":
+        return lambda result: text(result) + "\n"
+    if fmt == "json":
+        return lambda result: json_line(result) + "\n"
+    return lambda result: "".join(line + "\n" for line in nbest_lines(result, weights))

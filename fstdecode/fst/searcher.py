@@ -22,14 +22,16 @@ class FstOptions(SearchOptions):
     """``--method fst``: a compiled P, a source grammar, and what to do with each lattice."""
 
     phrase_fst: str | None = field(
-        default=None, metadata=option("P compiled by `fstdecode compile` (instead of the text table)")
+        default=None, metadata=option("P compiled by `fstdecode compile` (instead of the text table)", metavar="P.fst")
     )
     source_grammar: str | None = field(
         default=None,
-        metadata=option("add the phrase pairs of a string transducer in a FAR (FILE.far[:NAME], NAME: its first FST) to P"),
+        metadata=option(
+            "add the phrase pairs of a string transducer in a FAR (NAME: its first FST) to P", metavar="FILE.far[:NAME]"
+        ),
     )
     lattice_dir: str | None = field(
-        default=None, metadata=option("write each sentence's lattice I∘P∘R∘L as DIR/<id>.fst (ids from 0)")
+        default=None, metadata=option("write each sentence's lattice I∘P∘R∘L as DIR/<id>.fst (ids from 0)", metavar="DIR")
     )
     lattice_prune: float | None = field(
         default=None, metadata=option("prune lattices to paths within cost W of the best", minimum=0)

@@ -50,14 +50,16 @@ def option(
     flag: str | None = None,
     minimum: float | None = None,
     choices: tuple[str, ...] | None = None,
+    metavar: str | None = None,
     cli: bool = True,
 ) -> dict[str, Any]:
     """The ``metadata`` of an options field: its help, CLI flag (default ``--field-name``) and range.
 
     ``minimum`` bounds numbers from below (inclusive); floats must also be
-    finite. ``cli=False`` keeps a field out of the command line.
+    finite. ``cli=False`` keeps a field out of the command line. A help
+    that does not say its default gets it appended by the CLI.
     """
-    return {"help": help, "flag": flag, "minimum": minimum, "choices": choices, "cli": cli}
+    return {"help": help, "flag": flag, "minimum": minimum, "choices": choices, "metavar": metavar, "cli": cli}
 
 
 def flag_of(f: dataclasses.Field) -> str:
