@@ -58,7 +58,7 @@ from fstdecode.research.tsp import (
 from fstdecode.model.features import Weights
 from fstdecode.search import signature_dp
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -20,7 +20,7 @@ from fstdecode.io.phrase_table import (
     load_phrase_table,
 )
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 LN10 = math.log(10.0)
 
 

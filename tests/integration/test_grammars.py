@@ -20,7 +20,7 @@ import pynini
 import pytest
 import pywrapfst as fst
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # grammars/ is not installed with fstdecode
 
 from fstdecode import Decoder, load_model  # noqa: E402

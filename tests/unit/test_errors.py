@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "fstdecode" / "data"
 EXAMPLE_PT = DATA / "phrase-table"
 EXAMPLE_LM = DATA / "lm.arpa"

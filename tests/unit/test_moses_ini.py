@@ -17,7 +17,7 @@ from fstdecode.io.moses_ini import (
     load_moses_ini,
 )
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
 def need(path: Path) -> Path:

@@ -27,7 +27,7 @@ from fstdecode.io.arpa import (
     ArpaLM,
 )
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 # A hand-made trigram model. It mixes tabs and spaces, has a padded IRSTLM-style header,
 # <s> at -99, a positive backoff (b, c a), n-grams without a backoff field, -inf and
