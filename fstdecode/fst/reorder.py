@@ -61,12 +61,26 @@ class Reordering:
     transitions: int
 
 
+def _token(p: int) -> str:
+    """A search position as a 0-based token position (``<s>`` = −1, ``</s>`` = n); φ as ``_``."""
+    return "_" if p == PHI else str(p - 1)
+
+
+def _position(text: str) -> int:
+    """The inverse of :func:`_token`."""
+    return PHI if text == "_" else int(text) + 1
+
+
 def parse_op_symbol(symbol: str) -> tuple[int, int, int, int, int, int, str, list[str]]:
-    """``(s, t, s1, t1, s2, label, target, events)`` of an operation symbol (events as spelled)."""
+    """``(s, t, s1, t1, s2, label, target, events)`` of an operation symbol, in search positions.
+
+    The symbol spells positions as 0-based tokens (``op:S-T:S1:T1:S2:…``, φ as
+    ``_``); the tuple gives them back as the search counts them (``<s>`` = 0).
+    """
     head, *events = symbol.split("|")
     _, span, s1, t1, s2, label, target = head.split(":", 6)
     s, t = span.split("-")
-    return int(s), int(t), int(s1), int(t1), int(s2), int(label), target, events
+    return _position(s), _position(t), _position(s1), _position(t1), _position(s2), int(label), target, events
 
 
 def event_text(event: Event, vocab: list[str]) -> str:
@@ -132,7 +146,8 @@ class _Builder:
         jumps = (j - a[2] if a else 0) + (opt.t + 1 - c[0] if c else 0)
         v = self.problem.vocab
         target = " ".join(opt.phrase.target) if opt.phrase else "</s>"
-        head = f"op:{opt.s}-{opt.t}:{s1}:{t1}:{s2}:{self.input_label(opt)}:{target}"
+        span = f"{_token(opt.s)}-{_token(opt.t)}:{_token(s1)}:{_token(t1)}:{_token(s2)}"
+        head = f"op:{span}:{self.input_label(opt)}:{target}"
         label = self.cache[key] = self._short[short] = self.syms.add_symbol(
             head + "".join("|" + event_text(e, v) for e in events)
         )

@@ -34,7 +34,7 @@ class FstOptions(SearchOptions):
         default=None, metadata=option("write each sentence's lattice I∘P∘R∘L as DIR/<id>.fst (ids from 0)", metavar="DIR")
     )
     lattice_prune: float | None = field(
-        default=None, metadata=option("prune lattices to paths within cost W of the best", minimum=0)
+        default=None, metadata=option("prune lattices to paths within cost W of the best", minimum=0, infinite=True)
     )
     unique: bool = field(default=False, metadata=option("n-best with distinct translations", flag="--nbest-unique"))
 

@@ -26,6 +26,8 @@ jumps stay within d, in time linear in n.
 
 from __future__ import annotations
 
+import sys
+
 import math
 from pathlib import Path
 
@@ -106,7 +108,7 @@ def solve_circuit(graph: Graph, d: int | None = None, max_states: int | None = N
     circuit (with jumps <= d) exists.
     """
     problem = knight_problem(graph, d)
-    result = signature_dp.search(problem, max_states=max_states)
+    result = signature_dp.search(problem, signature_dp.DpOptions(max_states=max_states or sys.maxsize))
     score, phrases = result.hypotheses[0]
     if score == -math.inf:
         return Tour(None, (), result.states, result.transitions, problem.d)

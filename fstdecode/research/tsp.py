@@ -40,6 +40,8 @@ Held–Karp (:func:`held_karp_path`) is the exact exponential reference.
 
 from __future__ import annotations
 
+import sys
+
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -226,7 +228,7 @@ def solve_tsp(graph: Graph, bandwidth: int | None = None, max_states: int | None
         return Tour(0.0, (1,))
     problem = tsp_problem(graph, bandwidth)
     try:
-        result = signature_dp.search(problem, max_states=max_states)
+        result = signature_dp.search(problem, signature_dp.DpOptions(max_states=max_states or sys.maxsize))
     except SearchError as e:  # no derivation at all (cannot happen with d >= 1, kept for safety)
         raise TspError(str(e)) from None
     score, phrases = result.hypotheses[0]

@@ -66,7 +66,7 @@ class ProcessRunner:
 
     def __init__(self, workers: int) -> None:
         if workers < 1:
-            raise RunError(f"--workers must be >= 1, got {workers}")
+            raise RunError(f"--workers (--threads) must be >= 1, got {workers}")
         self.workers = workers
 
     def map(self, decoder: Decoder, lines: Iterable[Line]) -> Iterator[DecodeResult]:

@@ -51,15 +51,20 @@ def option(
     minimum: float | None = None,
     choices: tuple[str, ...] | None = None,
     metavar: str | None = None,
+    infinite: bool = False,
     cli: bool = True,
 ) -> dict[str, Any]:
     """The ``metadata`` of an options field: its help, CLI flag (default ``--field-name``) and range.
 
     ``minimum`` bounds numbers from below (inclusive); floats must also be
-    finite. ``cli=False`` keeps a field out of the command line. A help
+    finite unless ``infinite`` (a threshold of +inf prunes nothing), and
+    never NaN. ``cli=False`` keeps a field out of the command line. A help
     that does not say its default gets it appended by the CLI.
     """
-    return {"help": help, "flag": flag, "minimum": minimum, "choices": choices, "metavar": metavar, "cli": cli}
+    return {
+        "help": help, "flag": flag, "minimum": minimum, "choices": choices,
+        "metavar": metavar, "infinite": infinite, "cli": cli,
+    }
 
 
 def flag_of(f: dataclasses.Field) -> str:
@@ -82,7 +87,8 @@ def _check_field(f: dataclasses.Field, value: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, int):
             raise OptionsError(f"{name} must be an integer, got {value!r}")
     elif kind == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        number = not isinstance(value, bool) and isinstance(value, (int, float)) and not math.isnan(value)
+        if not number or (math.isinf(value) and not f.metadata.get("infinite")):
             raise OptionsError(f"{name} must be a finite number, got {value!r}")
     elif kind == "str" and not isinstance(value, str):
         raise OptionsError(f"{name} must be a string, got {value!r}")

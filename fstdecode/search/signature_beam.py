@@ -52,7 +52,7 @@ class BeamPruning(SearchOptions):
         default=DEFAULT_BEAM_SIZE, metadata=option("histogram pruning: keep K states per step", minimum=1)
     )
     beam_threshold: float | None = field(
-        default=None, metadata=option("threshold pruning: drop states W below the best (default: off)", minimum=0)
+        default=None, metadata=option("threshold pruning: drop states W below the best (default: off)", minimum=0, infinite=True)
     )
 
 

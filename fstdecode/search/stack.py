@@ -135,7 +135,7 @@ class StackOptions(BeamPruning):
     early_pruning: bool = field(default=True, metadata=option("stack: Moore & Quirk's early pruning"))
     early_threshold: float | None = field(
         default=None,
-        metadata=option("stack: early pruning's threshold (default: --beam-threshold, else ln 1e5)", minimum=0),
+        metadata=option("stack: early pruning's threshold (default: --beam-threshold, else ln 1e5)", minimum=0, infinite=True),
     )
 
     @property

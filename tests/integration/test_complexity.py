@@ -177,7 +177,7 @@ def test_finite_derivations_are_exactly_the_tours(case):
     # The mapping is a bijection: the distinct derivations with a finite score are the 1-n paths.
     graph, k = case
     problem = tsp_problem(graph, k)
-    result = signature_dp.search(problem, nbest=10_000)
+    result = signature_dp.search(problem, signature_dp.DpOptions(nbest=10_000))
     found = {tour_of(problem, ph): -score for score, ph in result.hypotheses if score > -math.inf}
     expected = dict(hamiltonian_paths(graph))
     assert found.keys() == expected.keys()

@@ -66,7 +66,7 @@ def test_scorer_total_equals_path_weight(model, cascade, sentence):
 @given(random_case(max_n=6))
 def test_fst_equals_dp_on_random_models(case):
     model, sentence = case
-    dp = signature_dp.search(Decoder(model).problem(sentence), nbest=3)
+    dp = signature_dp.search(Decoder(model).problem(sentence), signature_dp.DpOptions(nbest=3))
     out = Cascade(model).search(sentence, nbest=3)
     assert len(out.result.hypotheses) == len(dp.hypotheses)
     for (a, phrases), (b, _) in zip(out.result.hypotheses, dp.hypotheses):
@@ -77,7 +77,7 @@ def test_fst_equals_dp_on_random_models(case):
 
 def test_nbest_distinct_derivations_and_unique_translations(model, cascade):
     words = tuple(EXAMPLES[0].split())
-    dp = signature_dp.search(Decoder(model).problem(words), nbest=10)
+    dp = signature_dp.search(Decoder(model).problem(words), signature_dp.DpOptions(nbest=10))
     out = cascade.search(words, nbest=10)
     assert [h[0] for h in out.result.hypotheses] == pytest.approx([h[0] for h in dp.hypotheses], abs=1e-6)
     assert len({h[1] for h in out.result.hypotheses}) == 10

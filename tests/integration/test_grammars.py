@@ -221,26 +221,19 @@ def test_numbers_tsv_errors_name_file_and_line(tmp_path, line, message):
 # ----------------------------------------------------------------------------- decoding with NUMBERS
 
 
-@pytest.fixture(scope="module")
-def with_numbers(fars, model):
-    """P of the example model plus the NUMBERS pairs (as ``--source-grammar`` builds it)."""
-    p = build_phrase_fst(model.table, model.weights)
-    return p.with_pairs(grammar_pairs(read(fars["numbers_de_en"], "NUMBERS"), p.num_scores), model.weights)
-
-
-def test_external_grammar_changes_the_translation(model, with_numbers):
+def test_external_grammar_changes_the_translation(model, fars):
     without = Decoder(model, "fst").decode(NUMBER_SRC).best
     assert "zwei" in without.translation.split()  # an unknown word, copied through
     assert without.features.unknown == -100.0
-    best = Decoder(model, "fst", phrase_fst=with_numbers).decode(NUMBER_SRC).best
+    best = Decoder(model, "fst", source_grammar=f"{fars['numbers_de_en']}:NUMBERS").decode(NUMBER_SRC).best
     assert "two" in best.translation.split() and "zwei" not in best.translation.split()
     assert best.features.unknown == 0.0
 
 
-def test_digit_token_is_a_pair_with_the_grammar(model, with_numbers):
+def test_digit_token_is_a_pair_with_the_grammar(model, fars):
     without = Decoder(model, "fst").decode("das muss 1984 sein").best
     assert "1984" in without.translation.split() and without.features.unknown == -100.0
-    best = Decoder(model, "fst", phrase_fst=with_numbers).decode("das muss 1984 sein").best
+    best = Decoder(model, "fst", source_grammar=f"{fars['numbers_de_en']}:NUMBERS").decode("das muss 1984 sein").best
     assert "1984" in best.translation.split() and best.features.unknown == 0.0
     assert any(p.pair.source == ("1984",) and not p.pair.unknown for p in best.phrases)
 

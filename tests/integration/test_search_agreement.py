@@ -47,9 +47,9 @@ def test_nbest_scores_agree_with_oracle(case):
     model, sentence = case
     problem = Decoder(model).problem(sentence)
     k = 8
-    dp = signature_dp.search(problem, nbest=k)
-    oracle = exhaustive.search(problem, nbest=k)
-    cov = coverage_dp.search(problem, nbest=k)
+    dp = signature_dp.search(problem, signature_dp.DpOptions(nbest=k))
+    oracle = exhaustive.search(problem, exhaustive.ExhaustiveOptions(nbest=k))
+    cov = coverage_dp.search(problem, coverage_dp.CoverageOptions(nbest=k))
     assert len(dp.hypotheses) == len(oracle.hypotheses) == len(cov.hypotheses)
     for (a, _), (b, _), (c, _) in zip(dp.hypotheses, oracle.hypotheses, cov.hypotheses):
         assert abs(a - b) < 1e-9 and abs(c - b) < 1e-9

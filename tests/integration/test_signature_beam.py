@@ -25,8 +25,8 @@ SETTINGS = dict(
 def test_huge_beam_is_exact_bigram(case, heuristic):
     model, sentence = case
     problem = Decoder(model).problem(sentence)
-    exact = signature_dp.search(problem, nbest=3).hypotheses
-    beam = signature_beam.search(problem, beam_size=10**6, heuristic=heuristic, nbest=3).hypotheses
+    exact = signature_dp.search(problem, signature_dp.DpOptions(nbest=3)).hypotheses
+    beam = signature_beam.search(problem, signature_beam.BeamOptions(beam_size=10**6, heuristic=heuristic, nbest=3)).hypotheses
     assert [h[0] for h in beam] == pytest.approx([h[0] for h in exact], abs=1e-9)
 
 
@@ -36,7 +36,7 @@ def test_huge_beam_is_exact_trigram(case):
     model, sentence = case
     problem = Decoder(model).problem(sentence)
     exact = signature_dp.search(problem).hypotheses[0][0]
-    assert signature_beam.search(problem, beam_size=10**6).hypotheses[0][0] == pytest.approx(exact, abs=1e-9)
+    assert signature_beam.search(problem, signature_beam.BeamOptions(beam_size=10**6)).hypotheses[0][0] == pytest.approx(exact, abs=1e-9)
 
 
 @settings(max_examples=40, **SETTINGS)
@@ -46,7 +46,7 @@ def test_small_beams_return_true_scores_never_above_the_optimum(case, size, heur
     problem = Decoder(model).problem(sentence)
     exact = signature_dp.search(problem).hypotheses[0][0]
     try:
-        out = signature_beam.search(problem, beam_size=size, heuristic=heuristic)
+        out = signature_beam.search(problem, signature_beam.BeamOptions(beam_size=size, heuristic=heuristic))
     except SearchError:
         return  # a beam may find nothing even after widening; the error says so
     score, phrases = out.hypotheses[0]
@@ -62,13 +62,13 @@ def test_bound_heuristic_is_exact_on_the_examples_with_a_tiny_beam():
     for sentence in ("das muss unsere sorge gleichermaßen sein", "wir müssen auch diese kritik ernst nehmen"):
         problem = decoder.problem(sentence.split())
         exact = signature_dp.search(problem).hypotheses[0][0]
-        assert signature_beam.search(problem, beam_size=3).hypotheses[0][0] == pytest.approx(exact, abs=1e-9)
+        assert signature_beam.search(problem, signature_beam.BeamOptions(beam_size=3)).hypotheses[0][0] == pytest.approx(exact, abs=1e-9)
 
 
 def test_threshold_prunes_states():
     problem = Decoder(load_model()).problem("das muss unsere sorge gleichermaßen sein".split())
-    wide = signature_beam.search(problem, beam_size=None, beam_threshold=None)
-    narrow = signature_beam.search(problem, beam_size=None, beam_threshold=2.0)
+    wide = signature_beam.search(problem, signature_beam.BeamOptions(beam_size=10**9, beam_threshold=None))
+    narrow = signature_beam.search(problem, signature_beam.BeamOptions(beam_size=10**9, beam_threshold=2.0))
     assert narrow.states < wide.states
 
 

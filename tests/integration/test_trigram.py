@@ -30,9 +30,9 @@ def test_trigram_solvers_agree(case):
     oracle = exhaustive.search(problem).hypotheses[0][0]
     dp = signature_dp.search(problem)
     assert dp.hypotheses[0][0] == pytest.approx(oracle, abs=1e-9)
-    assert signature_dp.search(problem, minimize=False).hypotheses[0][0] == pytest.approx(oracle, abs=1e-9)
+    assert signature_dp.search(problem, signature_dp.DpOptions(minimize=False)).hypotheses[0][0] == pytest.approx(oracle, abs=1e-9)
     assert coverage_dp.search(problem).hypotheses[0][0] == pytest.approx(oracle, abs=1e-9)
-    assert coverage_dp.search(problem, minimize=False).hypotheses[0][0] == pytest.approx(oracle, abs=1e-9)
+    assert coverage_dp.search(problem, coverage_dp.CoverageOptions(minimize=False)).hypotheses[0][0] == pytest.approx(oracle, abs=1e-9)
     # The derivation the DP returns scores, by the scorer, what the DP said.
     _, total = score_derivation(len(sentence), dp.hypotheses[0][1], model.lm, model.weights)
     assert total == pytest.approx(dp.hypotheses[0][0], abs=1e-9)
@@ -43,8 +43,8 @@ def test_trigram_solvers_agree(case):
 def test_trigram_nbest_agrees_with_oracle(case):
     model, sentence = case
     problem = Decoder(model).problem(sentence)
-    dp = signature_dp.search(problem, nbest=6).hypotheses
-    oracle = exhaustive.search(problem, nbest=6).hypotheses
+    dp = signature_dp.search(problem, signature_dp.DpOptions(nbest=6)).hypotheses
+    oracle = exhaustive.search(problem, exhaustive.ExhaustiveOptions(nbest=6)).hypotheses
     assert [h[0] for h in dp] == pytest.approx([h[0] for h in oracle], abs=1e-9)
 
 
@@ -52,7 +52,7 @@ def test_trigram_nbest_agrees_with_oracle(case):
 @given(random_case(max_n=5, order=3))
 def test_trigram_fst_equals_dp(case):
     model, sentence = case
-    dp = signature_dp.search(Decoder(model).problem(sentence), nbest=2)
+    dp = signature_dp.search(Decoder(model).problem(sentence), signature_dp.DpOptions(nbest=2))
     out = Cascade(model).search(sentence, nbest=2)
     assert [h[0] for h in out.result.hypotheses] == pytest.approx([h[0] for h in dp.hypotheses], abs=1e-6)
 
@@ -63,7 +63,7 @@ def test_minimisation_never_adds_states(case):
     # Minimised states are merges of unminimised ones: never more states, same score.
     model, sentence = case
     problem = Decoder(model).problem(sentence)
-    a, b = signature_dp.search(problem), signature_dp.search(problem, minimize=False)
+    a, b = signature_dp.search(problem), signature_dp.search(problem, signature_dp.DpOptions(minimize=False))
     assert a.states <= b.states
     assert a.hypotheses[0][0] == pytest.approx(b.hypotheses[0][0], abs=1e-9)
 

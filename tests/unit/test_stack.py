@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fstdecode.decoder import Decoder
+from fstdecode.search.base import OptionsError
 from fstdecode.model.features import UNKNOWN_WORD_VALUE
 from fstdecode.model.model import load_model
 from fstdecode.problem.scorer import jumps
@@ -30,9 +31,9 @@ HUGE = 10**6
 #: The switch combinations of M&Q's evaluation (Section 6), each with a beam that keeps everything.
 SWITCHES = [
     # Pharaoh as Koehn (2003) describes it.
-    dict(),
+    dict(distortion_estimate=False, early_pruning=False),
     # + M&Q Section 4: the distortion estimate changes the running scores, not the totals.
-    dict(distortion_estimate=True),
+    dict(distortion_estimate=True, early_pruning=False),
     # + M&Q Section 5: early pruning ignores the LM adjustment, which can raise a score, so
     # it is exact only with an infinite threshold; this runs its scans without pruning.
     dict(distortion_estimate=True, early_pruning=True, early_threshold=math.inf),
@@ -65,7 +66,7 @@ def test_huge_beam_equals_exact_best(order, data):
     problem = problem_of(data.draw(random_case(max_n=6, order=order)))
     best = coverage_dp.search(problem).hypotheses[0][0]
     for switches in SWITCHES:
-        result = stack.search(problem, beam_size=HUGE, **switches)
+        result = stack.search(problem, stack.StackOptions(beam_size=HUGE, **switches))
         assert abs(result.hypotheses[0][0] - best) < 1e-9, switches
         assert_scored_derivations(problem, result)
         assert not result.optimal
@@ -77,7 +78,7 @@ def test_recombination_never_changes_the_best(case):
     # Without recombination every derivation prefix is its own hypothesis (a tree search).
     problem = problem_of(case)
     for switches in SWITCHES[:2]:
-        config = stack.Settings(beam_size=HUGE, **switches)
+        config = stack.StackOptions(beam_size=HUGE, **switches)
         merged = stack._run(problem, config)
         tree = stack._run(problem, config, recombine=False)
         assert abs(merged.hypotheses[0][0] - tree.hypotheses[0][0]) < 1e-9
@@ -89,9 +90,9 @@ def test_recombination_never_changes_the_best(case):
 def test_huge_beam_nbest_equals_exhaustive_nbest(case):
     problem = problem_of(case)
     k = 5
-    oracle = exhaustive.search(problem, nbest=k).hypotheses
+    oracle = exhaustive.search(problem, exhaustive.ExhaustiveOptions(nbest=k)).hypotheses
     for switches in SWITCHES[:2]:
-        result = stack.search(problem, nbest=k, beam_size=HUGE, **switches)
+        result = stack.search(problem, stack.StackOptions(nbest=k, beam_size=HUGE, **switches))
         assert len(result.hypotheses) == len(oracle)
         for (a, _), (b, _) in zip(result.hypotheses, oracle):
             assert abs(a - b) < 1e-9
@@ -144,7 +145,7 @@ def test_mq_delta_sums_to_the_plain_jumps(case):
 def test_mq_reported_score_is_the_model_score(case, beam_size, early):
     # The front-loaded running score must end as the true score of the derivation.
     problem = problem_of(case)
-    result = stack.search(problem, nbest=3, beam_size=beam_size, distortion_estimate=True, early_pruning=early)
+    result = stack.search(problem, stack.StackOptions(nbest=3, beam_size=beam_size, distortion_estimate=True, early_pruning=early))
     assert_scored_derivations(problem, result)
 
 
@@ -163,9 +164,7 @@ def test_mq_reported_score_is_the_model_score(case, beam_size, early):
 def test_small_beams_return_scored_derivations(case, beam_size, threshold, switches):
     problem = problem_of(case)
     estimate, early = switches
-    result = stack.search(
-        problem, beam_size=beam_size, beam_threshold=threshold, distortion_estimate=estimate, early_pruning=early
-    )
+    result = stack.search(problem, stack.StackOptions(beam_size=beam_size, beam_threshold=threshold, distortion_estimate=estimate, early_pruning=early))
     assert_scored_derivations(problem, result)
     assert result.hypotheses[0][0] <= coverage_dp.search(problem).hypotheses[0][0] + 1e-9
     assert result.states <= (beam_size + 1) * problem.n + 1  # + the anchor per stack, + the final stack
@@ -253,8 +252,7 @@ def test_early_pruning_skips_exactly_the_extensions_below_the_minimum(mq, data):
     # exactly the legal extensions whose estimated score reaches the minimum acceptable score.
     problem = problem_of(data.draw(random_case(max_n=7)))
     tabs = stack.tables(problem)
-    config = stack.Settings(distortion_estimate=mq)
-    cache = problem.__dict__.setdefault("_joins", {})
+    config = stack.StackOptions(distortion_estimate=mq, early_pruning=False)
     full = (1 << problem.n) - 1
     hyp = stack.Hypothesis(0, 0, (problem.bos,), 0.0, tabs.future_of(0))
     while hyp.coverage != full:
@@ -269,7 +267,7 @@ def test_early_pruning_skips_exactly_the_extensions_below_the_minimum(mq, data):
         early = list(stack._candidates(problem, tabs, hyp, config, min_ok))
         assert [(c.option, c.delta_d) for c in early] == [(c.option, c.delta_d) for c in kept]
         cand = data.draw(st.sampled_from(every))
-        key, delta = stack._extend(problem, cache, hyp, cand, full, mq)
+        key, delta = stack._extend(problem, hyp, cand, full, mq)
         future = 0.0 if cand.coverage == full else cand.future
         hyp = stack.Hypothesis(key[0], key[1], key[2], hyp.score + delta, future, hyp, cand.option)
 
@@ -277,8 +275,8 @@ def test_early_pruning_skips_exactly_the_extensions_below_the_minimum(mq, data):
 def test_early_pruning_evaluates_fewer_hypotheses_on_the_example():
     decoder = Decoder(load_model())
     problem = decoder.problem("das muss unsere sorge gleichermaßen sein".split())
-    without = stack.search(problem, beam_size=10, distortion_estimate=True)
-    early = stack.search(problem, beam_size=10, distortion_estimate=True, early_pruning=True)
+    without = stack.search(problem, stack.StackOptions(beam_size=10, distortion_estimate=True, early_pruning=False))
+    early = stack.search(problem, stack.StackOptions(beam_size=10, distortion_estimate=True, early_pruning=True))
     assert early.transitions < without.transitions
     assert early.hypotheses[0][0] == pytest.approx(without.hypotheses[0][0], abs=1e-9)
 
@@ -289,7 +287,7 @@ def test_early_pruning_evaluates_fewer_hypotheses_on_the_example():
 def test_empty_input_is_just_the_sentence_markers():
     # n = 0: no stack is expanded; <s> is closed with </s> at once, as in the coverage DP.
     problem = Decoder(load_model()).problem(())
-    result = stack.search(problem)
+    result = stack.search(problem, stack.StackOptions(distortion_estimate=False, early_pruning=False))
     assert result.hypotheses[0][1] == ()
     assert result.hypotheses[0][0] == pytest.approx(coverage_dp.search(problem).hypotheses[0][0], abs=1e-12)
 
@@ -297,7 +295,7 @@ def test_empty_input_is_just_the_sentence_markers():
 def test_max_states_raises_search_limit_error():
     problem = Decoder(load_model()).problem("das muss unsere sorge gleichermaßen sein".split())
     with pytest.raises(SearchLimitError, match="more than 5 hypotheses"):
-        stack.search(problem, max_states=5)
+        stack.search(problem, stack.StackOptions(max_states=5, distortion_estimate=False, early_pruning=False))
 
 
 @pytest.mark.parametrize(
@@ -309,7 +307,6 @@ def test_max_states_raises_search_limit_error():
         dict(early_pruning=True, early_threshold=math.nan),  # NaN compares false: reject it
     ],
 )
-def test_bad_settings_raise_search_error(kwargs):
-    problem = Decoder(load_model()).problem("das muss".split())
-    with pytest.raises(SearchError):
-        stack.search(problem, **kwargs)
+def test_bad_settings_raise_options_error(kwargs):
+    with pytest.raises(OptionsError):
+        stack.StackOptions(**kwargs)
