@@ -70,6 +70,8 @@ class Derivation:
 
 @dataclass(frozen=True)
 class Stats:
+    """What one line's search cost: states created or kept (per method), transitions, wall time."""
+
     states: int
     transitions: int
     seconds: float

@@ -42,9 +42,15 @@ class CascadeError(FstdecodeError):
 
 @dataclass(frozen=True)
 class Timings:
+    """Seconds spent building R (and L), composing, and reading the shortest paths."""
+
     build_r: float
     compose: float
     shortest_path: float
+
+    @property
+    def total(self) -> float:
+        return self.build_r + self.compose + self.shortest_path
 
 
 @dataclass(frozen=True)
