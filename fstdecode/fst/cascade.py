@@ -223,9 +223,4 @@ def _words(events, vocab: list[str]) -> list[tuple[list[str], str | None]]:
     return [([vocab[x] for x in context], None if w is None else vocab[w]) for context, w in events]
 
 
-def cascade_search(model: Model, words, **kwargs) -> CascadeResult:
-    """Functional form: build P from the model and search one sentence."""
-    return Cascade(model).search(words, **kwargs)
-
-
-__all__ = ["Cascade", "CascadeError", "CascadeResult", "UNK", "cascade_search", "read_paths"]
+__all__ = ["Cascade", "CascadeError", "CascadeResult", "UNK", "read_paths"]
