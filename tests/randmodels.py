@@ -101,3 +101,8 @@ def random_case(draw, min_n: int = 1, max_n: int = 6, max_d: int = 5, order: int
         (Path(tmp) / "lm").write_text(lm, encoding="utf-8")
         model = load_model(phrase_table=Path(tmp) / "pt", lm=Path(tmp) / "lm", distortion_limit=d, weights=weights)
     return model, sentence
+
+
+#: The state budget of cross-solver checks: the solvers must finish to be compared, and these
+#: instances are small; the library's own default budget (200,000 states) is for users.
+NO_BUDGET = 10**9

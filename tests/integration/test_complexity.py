@@ -58,6 +58,8 @@ from fstdecode.research.tsp import (
 from fstdecode.model.features import Weights
 from fstdecode.search import signature_dp
 
+from randmodels import NO_BUDGET
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -135,7 +137,7 @@ def test_bounds():
 
 def test_impossible_bigrams_give_minus_inf_not_nan():
     lm = EdgeLM({("<s>", "a"): -1.0})  # a -> </s> is missing: no derivation is possible
-    result = signature_dp.search(word_for_word_problem(["x"], ["a"], lm, 2))
+    result = signature_dp.search(word_for_word_problem(["x"], ["a"], lm, 2), signature_dp.DpOptions(max_states=NO_BUDGET))
     assert result.hypotheses[0][0] == -math.inf
 
 
@@ -177,7 +179,7 @@ def test_finite_derivations_are_exactly_the_tours(case):
     # The mapping is a bijection: the distinct derivations with a finite score are the 1-n paths.
     graph, k = case
     problem = tsp_problem(graph, k)
-    result = signature_dp.search(problem, signature_dp.DpOptions(nbest=10_000))
+    result = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET, nbest=10_000))
     found = {tour_of(problem, ph): -score for score, ph in result.hypotheses if score > -math.inf}
     expected = dict(hamiltonian_paths(graph))
     assert found.keys() == expected.keys()
@@ -192,7 +194,7 @@ def test_why_d_is_k_plus_one():
     assert solve_tsp(graph).tour == tour
     problem = tsp_problem(graph)
     problem.d = 3  # one less than k + 1: the tour is no longer a derivation
-    assert signature_dp.search(problem).hypotheses[0][0] == -math.inf
+    assert signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET)).hypotheses[0][0] == -math.inf
 
 
 def test_tsp_trivial_sizes():
@@ -348,7 +350,7 @@ def test_live_count_matches_enumeration_on_random_spans(case):
 
 
 def test_section52_signature_dp_finds_a_derivation():
-    result = signature_dp.search(section52_problem(10, 5))
+    result = signature_dp.search(section52_problem(10, 5), signature_dp.DpOptions(max_states=NO_BUDGET))
     assert result.hypotheses[0][0] > -math.inf
 
 

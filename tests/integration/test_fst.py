@@ -19,7 +19,7 @@ from fstdecode.model.model import load_model
 from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.search import signature_dp
 
-from randmodels import random_case
+from randmodels import NO_BUDGET, random_case
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 EXAMPLES = ["das muss unsere sorge gleichermaßen sein", "wir müssen auch diese kritik ernst nehmen", "das muss XYZ sein"]
@@ -42,7 +42,7 @@ def translation(phrases):
 @pytest.mark.parametrize("sentence", EXAMPLES)
 def test_fst_equals_dp_on_examples(model, cascade, sentence):
     words = tuple(sentence.split())
-    dp = signature_dp.search(Decoder(model).problem(words))
+    dp = signature_dp.search(Decoder(model).problem(words), signature_dp.DpOptions(max_states=NO_BUDGET))
     out = cascade.search(words)
     assert out.result.hypotheses[0][0] == pytest.approx(dp.hypotheses[0][0], abs=1e-6)
     # R is built over the same reachable signature states as the DP.
@@ -66,7 +66,7 @@ def test_scorer_total_equals_path_weight(model, cascade, sentence):
 @given(random_case(max_n=6))
 def test_fst_equals_dp_on_random_models(case):
     model, sentence = case
-    dp = signature_dp.search(Decoder(model).problem(sentence), signature_dp.DpOptions(nbest=3))
+    dp = signature_dp.search(Decoder(model).problem(sentence), signature_dp.DpOptions(max_states=NO_BUDGET, nbest=3))
     out = Cascade(model).search(sentence, nbest=3)
     assert len(out.result.hypotheses) == len(dp.hypotheses)
     for (a, phrases), (b, _) in zip(out.result.hypotheses, dp.hypotheses):
@@ -77,7 +77,7 @@ def test_fst_equals_dp_on_random_models(case):
 
 def test_nbest_distinct_derivations_and_unique_translations(model, cascade):
     words = tuple(EXAMPLES[0].split())
-    dp = signature_dp.search(Decoder(model).problem(words), signature_dp.DpOptions(nbest=10))
+    dp = signature_dp.search(Decoder(model).problem(words), signature_dp.DpOptions(max_states=NO_BUDGET, nbest=10))
     out = cascade.search(words, nbest=10)
     assert [h[0] for h in out.result.hypotheses] == pytest.approx([h[0] for h in dp.hypotheses], abs=1e-6)
     assert len({h[1] for h in out.result.hypotheses}) == 10

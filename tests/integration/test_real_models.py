@@ -12,6 +12,8 @@ from fstdecode.fst.cascade import Cascade
 from fstdecode.model.model import load_model
 from fstdecode.search import signature_dp
 
+from randmodels import NO_BUDGET
+
 from shared import data_path
 
 
@@ -34,7 +36,7 @@ def test_hansards_fst_equals_dp_on_short_sentences(hansards):
     assert len(short) >= 5
     decoder, cascade = Decoder(hansards), Cascade(hansards)
     for words in short:
-        dp = signature_dp.search(decoder.problem(words))
+        dp = signature_dp.search(decoder.problem(words), signature_dp.DpOptions(max_states=NO_BUDGET))
         out = cascade.search(words)
         assert out.result.hypotheses[0][0] == pytest.approx(dp.hypotheses[0][0], abs=1e-6), words
 

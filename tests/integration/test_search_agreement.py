@@ -12,7 +12,7 @@ from fstdecode.decoder import Decoder
 from fstdecode.search import coverage_dp, signature_dp
 from fstdecode.reference import exhaustive, figure2
 
-from randmodels import random_case
+from randmodels import NO_BUDGET, random_case
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -22,10 +22,10 @@ SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, Heal
 def test_dp_coverage_figure2_and_oracle_agree(case):
     model, sentence = case
     problem = Decoder(model).problem(sentence)
-    dp = signature_dp.search(problem)
-    cov = coverage_dp.search(problem)
+    dp = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET))
+    cov = coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET))
     fig2, _, _ = figure2.best_score(problem)
-    oracle = exhaustive.search(problem)
+    oracle = exhaustive.search(problem, exhaustive.ExhaustiveOptions(max_states=NO_BUDGET))
     best = oracle.hypotheses[0][0]
     assert abs(dp.hypotheses[0][0] - best) < 1e-9
     assert abs(cov.hypotheses[0][0] - best) < 1e-9
@@ -37,7 +37,7 @@ def test_dp_coverage_figure2_and_oracle_agree(case):
 def test_dp_and_coverage_agree_on_longer_inputs(case):
     model, sentence = case
     problem = Decoder(model).problem(sentence)
-    assert abs(signature_dp.search(problem).hypotheses[0][0] - coverage_dp.search(problem).hypotheses[0][0]) < 1e-9
+    assert abs(signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET)).hypotheses[0][0] - coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET)).hypotheses[0][0]) < 1e-9
 
 
 @settings(max_examples=40, **SETTINGS)
@@ -47,9 +47,9 @@ def test_nbest_scores_agree_with_oracle(case):
     model, sentence = case
     problem = Decoder(model).problem(sentence)
     k = 8
-    dp = signature_dp.search(problem, signature_dp.DpOptions(nbest=k))
-    oracle = exhaustive.search(problem, exhaustive.ExhaustiveOptions(nbest=k))
-    cov = coverage_dp.search(problem, coverage_dp.CoverageOptions(nbest=k))
+    dp = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET, nbest=k))
+    oracle = exhaustive.search(problem, exhaustive.ExhaustiveOptions(max_states=NO_BUDGET, nbest=k))
+    cov = coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET, nbest=k))
     assert len(dp.hypotheses) == len(oracle.hypotheses) == len(cov.hypotheses)
     for (a, _), (b, _), (c, _) in zip(dp.hypotheses, oracle.hypotheses, cov.hypotheses):
         assert abs(a - b) < 1e-9 and abs(c - b) < 1e-9

@@ -12,7 +12,7 @@ from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.search import signature_beam, signature_dp
 from fstdecode.problem.problem import SearchError
 
-from randmodels import random_case
+from randmodels import NO_BUDGET, random_case
 
 SETTINGS = dict(
     deadline=None,
@@ -25,7 +25,7 @@ SETTINGS = dict(
 def test_huge_beam_is_exact_bigram(case, heuristic):
     model, sentence = case
     problem = Decoder(model).problem(sentence)
-    exact = signature_dp.search(problem, signature_dp.DpOptions(nbest=3)).hypotheses
+    exact = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET, nbest=3)).hypotheses
     beam = signature_beam.search(problem, signature_beam.BeamOptions(beam_size=10**6, heuristic=heuristic, nbest=3)).hypotheses
     assert [h[0] for h in beam] == pytest.approx([h[0] for h in exact], abs=1e-9)
 
@@ -35,7 +35,7 @@ def test_huge_beam_is_exact_bigram(case, heuristic):
 def test_huge_beam_is_exact_trigram(case):
     model, sentence = case
     problem = Decoder(model).problem(sentence)
-    exact = signature_dp.search(problem).hypotheses[0][0]
+    exact = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET)).hypotheses[0][0]
     assert signature_beam.search(problem, signature_beam.BeamOptions(beam_size=10**6)).hypotheses[0][0] == pytest.approx(exact, abs=1e-9)
 
 
@@ -44,7 +44,7 @@ def test_huge_beam_is_exact_trigram(case):
 def test_small_beams_return_true_scores_never_above_the_optimum(case, size, heuristic):
     model, sentence = case
     problem = Decoder(model).problem(sentence)
-    exact = signature_dp.search(problem).hypotheses[0][0]
+    exact = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET)).hypotheses[0][0]
     try:
         out = signature_beam.search(problem, signature_beam.BeamOptions(beam_size=size, heuristic=heuristic))
     except SearchError:
@@ -61,7 +61,7 @@ def test_bound_heuristic_is_exact_on_the_examples_with_a_tiny_beam():
     decoder = Decoder(model)
     for sentence in ("das muss unsere sorge gleichermaßen sein", "wir müssen auch diese kritik ernst nehmen"):
         problem = decoder.problem(sentence.split())
-        exact = signature_dp.search(problem).hypotheses[0][0]
+        exact = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET)).hypotheses[0][0]
         assert signature_beam.search(problem, signature_beam.BeamOptions(beam_size=3)).hypotheses[0][0] == pytest.approx(exact, abs=1e-9)
 
 
@@ -80,7 +80,7 @@ def test_bounded_search_is_exact(case):
 
     model, sentence = case
     problem = Decoder(model).problem(sentence)
-    exact = signature_dp.search(problem)
-    out = bounded.search(problem)
+    exact = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET))
+    out = bounded.search(problem, bounded.BoundedOptions(max_states=NO_BUDGET))
     assert out.hypotheses[0][0] == pytest.approx(exact.hypotheses[0][0], abs=1e-9)
     assert out.optimal is True

@@ -13,7 +13,7 @@ from fstdecode.search import coverage_dp, signature_dp
 from fstdecode.reference import exhaustive
 from fstdecode.statespace.ngram import expand_ngram, start_state, goal_state
 
-from randmodels import random_case
+from randmodels import NO_BUDGET, random_case
 
 SETTINGS = dict(
     deadline=None,
@@ -27,12 +27,12 @@ def test_trigram_solvers_agree(case):
     model, sentence = case
     assert model.lm.order == 3
     problem = Decoder(model).problem(sentence)
-    oracle = exhaustive.search(problem).hypotheses[0][0]
-    dp = signature_dp.search(problem)
+    oracle = exhaustive.search(problem, exhaustive.ExhaustiveOptions(max_states=NO_BUDGET)).hypotheses[0][0]
+    dp = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET))
     assert dp.hypotheses[0][0] == pytest.approx(oracle, abs=1e-9)
-    assert signature_dp.search(problem, signature_dp.DpOptions(minimize=False)).hypotheses[0][0] == pytest.approx(oracle, abs=1e-9)
-    assert coverage_dp.search(problem).hypotheses[0][0] == pytest.approx(oracle, abs=1e-9)
-    assert coverage_dp.search(problem, coverage_dp.CoverageOptions(minimize=False)).hypotheses[0][0] == pytest.approx(oracle, abs=1e-9)
+    assert signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET, minimize=False)).hypotheses[0][0] == pytest.approx(oracle, abs=1e-9)
+    assert coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET)).hypotheses[0][0] == pytest.approx(oracle, abs=1e-9)
+    assert coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET, minimize=False)).hypotheses[0][0] == pytest.approx(oracle, abs=1e-9)
     # The derivation the DP returns scores, by the scorer, what the DP said.
     _, total = score_derivation(len(sentence), dp.hypotheses[0][1], model.lm, model.weights)
     assert total == pytest.approx(dp.hypotheses[0][0], abs=1e-9)
@@ -43,8 +43,8 @@ def test_trigram_solvers_agree(case):
 def test_trigram_nbest_agrees_with_oracle(case):
     model, sentence = case
     problem = Decoder(model).problem(sentence)
-    dp = signature_dp.search(problem, signature_dp.DpOptions(nbest=6)).hypotheses
-    oracle = exhaustive.search(problem, exhaustive.ExhaustiveOptions(nbest=6)).hypotheses
+    dp = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET, nbest=6)).hypotheses
+    oracle = exhaustive.search(problem, exhaustive.ExhaustiveOptions(max_states=NO_BUDGET, nbest=6)).hypotheses
     assert [h[0] for h in dp] == pytest.approx([h[0] for h in oracle], abs=1e-9)
 
 
@@ -52,7 +52,7 @@ def test_trigram_nbest_agrees_with_oracle(case):
 @given(random_case(max_n=5, order=3))
 def test_trigram_fst_equals_dp(case):
     model, sentence = case
-    dp = signature_dp.search(Decoder(model).problem(sentence), signature_dp.DpOptions(nbest=2))
+    dp = signature_dp.search(Decoder(model).problem(sentence), signature_dp.DpOptions(max_states=NO_BUDGET, nbest=2))
     out = Cascade(model).search(sentence, nbest=2)
     assert [h[0] for h in out.result.hypotheses] == pytest.approx([h[0] for h in dp.hypotheses], abs=1e-6)
 
@@ -63,7 +63,7 @@ def test_minimisation_never_adds_states(case):
     # Minimised states are merges of unminimised ones: never more states, same score.
     model, sentence = case
     problem = Decoder(model).problem(sentence)
-    a, b = signature_dp.search(problem), signature_dp.search(problem, signature_dp.DpOptions(minimize=False))
+    a, b = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET)), signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET, minimize=False))
     assert a.states <= b.states
     assert a.hypotheses[0][0] == pytest.approx(b.hypotheses[0][0], abs=1e-9)
 
@@ -82,4 +82,4 @@ def test_generic_ngram_signatures_reduce_to_figure4_for_bigrams(case):
                 if score + delta > layers[t].get(new, float("-inf")):
                     layers[t][new] = score + delta
     best = layers[problem.end][goal_state(problem)]
-    assert best == pytest.approx(signature_dp.search(problem).hypotheses[0][0], abs=1e-9)
+    assert best == pytest.approx(signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET)).hypotheses[0][0], abs=1e-9)

@@ -18,6 +18,8 @@ from fstdecode.search import signature_dp
 from fstdecode.reference import exhaustive
 from fstdecode.statespace.signature import PHI, expand, goal_state, replay, valid
 
+from randmodels import NO_BUDGET
+
 FIGURE1 = "wir müssen auch diese kritik ernst nehmen"
 SLIDES = "das muss unsere sorge gleichermaßen sein"
 
@@ -96,8 +98,8 @@ def test_distortion_limit_excludes_figure1_at_d3():
     # Figure 1's derivation jumps |8+1-5| = 4, so with d = 3 it is not a derivation.
     decoder = Decoder(with_distortion_limit(load_model(), 3))
     problem = decoder.problem(FIGURE1.split())
-    dp = signature_dp.search(problem)
-    oracle = exhaustive.search(problem)
+    dp = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET))
+    oracle = exhaustive.search(problem, exhaustive.ExhaustiveOptions(max_states=NO_BUDGET))
     assert dp.hypotheses[0][0] == pytest.approx(oracle.hypotheses[0][0], abs=1e-9)
     assert " ".join(w for p in dp.hypotheses[0][1] for w in p.target) != "we must also take these criticisms seriously"
 

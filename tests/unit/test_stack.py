@@ -23,7 +23,7 @@ from fstdecode.search import coverage_dp, stack
 from fstdecode.reference import exhaustive
 from fstdecode.problem.problem import SearchError, SearchLimitError
 
-from randmodels import random_case
+from randmodels import NO_BUDGET, random_case
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
 HUGE = 10**6
@@ -64,7 +64,7 @@ def assert_scored_derivations(problem, result) -> None:
 @given(data=st.data())
 def test_huge_beam_equals_exact_best(order, data):
     problem = problem_of(data.draw(random_case(max_n=6, order=order)))
-    best = coverage_dp.search(problem).hypotheses[0][0]
+    best = coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET)).hypotheses[0][0]
     for switches in SWITCHES:
         result = stack.search(problem, stack.StackOptions(beam_size=HUGE, **switches))
         assert abs(result.hypotheses[0][0] - best) < 1e-9, switches
@@ -90,7 +90,7 @@ def test_recombination_never_changes_the_best(case):
 def test_huge_beam_nbest_equals_exhaustive_nbest(case):
     problem = problem_of(case)
     k = 5
-    oracle = exhaustive.search(problem, exhaustive.ExhaustiveOptions(nbest=k)).hypotheses
+    oracle = exhaustive.search(problem, exhaustive.ExhaustiveOptions(max_states=NO_BUDGET, nbest=k)).hypotheses
     for switches in SWITCHES[:2]:
         result = stack.search(problem, stack.StackOptions(nbest=k, beam_size=HUGE, **switches))
         assert len(result.hypotheses) == len(oracle)
@@ -166,7 +166,7 @@ def test_small_beams_return_scored_derivations(case, beam_size, threshold, switc
     estimate, early = switches
     result = stack.search(problem, stack.StackOptions(beam_size=beam_size, beam_threshold=threshold, distortion_estimate=estimate, early_pruning=early))
     assert_scored_derivations(problem, result)
-    assert result.hypotheses[0][0] <= coverage_dp.search(problem).hypotheses[0][0] + 1e-9
+    assert result.hypotheses[0][0] <= coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET)).hypotheses[0][0] + 1e-9
     assert result.states <= (beam_size + 1) * problem.n + 1  # + the anchor per stack, + the final stack
 
 
@@ -289,7 +289,7 @@ def test_empty_input_is_just_the_sentence_markers():
     problem = Decoder(load_model()).problem(())
     result = stack.search(problem, stack.StackOptions(distortion_estimate=False, early_pruning=False))
     assert result.hypotheses[0][1] == ()
-    assert result.hypotheses[0][0] == pytest.approx(coverage_dp.search(problem).hypotheses[0][0], abs=1e-12)
+    assert result.hypotheses[0][0] == pytest.approx(coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET)).hypotheses[0][0], abs=1e-12)
 
 
 def test_max_states_raises_search_limit_error():
