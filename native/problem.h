@@ -1,0 +1,81 @@
+// One sentence's search problem, as fstdecode/problem/problem.py (SearchProblem) builds it in
+// Python: the native searches receive it whole and return whole results (the seam is one search
+// per sentence, never a call per state).
+//
+// Positions follow Chang & Collins shifted to 0: <s> is 0, token k is k + 1, </s> is end = n + 1.
+// Words are the *problem's* ids (SearchProblem.vocab), so that states are identical to the
+// Python engine's; lm_id maps them to the LM's ids for scoring.
+#pragma once
+
+#include <limits>
+#include <unordered_map>
+#include <vector>
+
+#include "lm.h"
+
+namespace fstdecode {
+
+struct Option {
+  int s = 0, t = 0;           // span (search positions, inclusive)
+  double score = 0.0;         // ŵ(p): the weighted features p alone determines (Figure 4)
+  std::vector<WordId> words;  // the target words (problem ids)
+  int index = -1;             // position in the Python option list (-1: <s> or </s>)
+  WordId first() const { return words.front(); }
+  WordId last() const { return words.back(); }
+};
+
+class Problem {
+ public:
+  Problem(const NgramLM& lm, std::vector<WordId> lm_id, int n, int d, double eta, double lm_weight,
+          WordId bos, WordId eos);
+  void add_option(Option option);  // a phrase option (1 <= s <= t <= n)
+  void finish();                   // adds </s> and groups options; call once, before searching
+
+  const NgramLM& lm() const { return lm_; }
+  int n() const { return n_; }
+  int end() const { return n_ + 1; }
+  int d() const { return d_; }
+  double eta() const { return eta_; }
+  int order() const { return lm_.order(); }
+  WordId bos() const { return bos_; }
+  WordId eos() const { return eos_; }
+  const Option& bos_option() const { return bos_option_; }
+  const Option& eos_option() const { return eos_option_; }
+  // by_start[p]: the options starting at position p (1 <= p <= end; [end] holds only </s>).
+  const std::vector<std::vector<Option>>& by_start() const { return by_start_; }
+
+  // Weighted LM scores over problem ids, cached per problem (as SearchProblem.ngram/backoff).
+  double ngram(const std::vector<WordId>& context, WordId w) const;
+  double backoff(const std::vector<WordId>& context) const;
+  bool extends(const std::vector<WordId>& context) const;
+
+ private:
+  const NgramLM& lm_;
+  std::vector<WordId> lm_id_;
+  int n_, d_;
+  double eta_, lm_weight_;
+  WordId bos_, eos_;
+  Option bos_option_, eos_option_;
+  std::vector<std::vector<Option>> by_start_;
+  mutable std::unordered_map<std::uint64_t, double> ngram_cache_;
+};
+
+// A search result: up to k hypotheses, best first; each is its score and the Python indices of
+// its options in target order (without <s> and </s>).
+struct Hypothesis {
+  double score;
+  std::vector<int> options;
+};
+
+struct Result {
+  std::vector<Hypothesis> hypotheses;
+  bool optimal = false;
+  long states = 0;
+  long transitions = 0;
+  // "": finished; "budget": more than max_states (hypotheses may then hold the best found);
+  // "none": no derivation exists (or none survived the beam).
+  std::string status;
+  std::string message;
+};
+
+}  // namespace fstdecode

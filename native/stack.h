@@ -1,0 +1,22 @@
+// The stack decoder of Pharaoh/Moses with Moore & Quirk's improvements: a line-by-line port of
+// fstdecode/search/stack.py (same states, recombination keys, pruning, anchors, early pruning and
+// tie order), so that both engines return the same derivations and the same state counts.
+#pragma once
+
+#include "problem.h"
+
+namespace fstdecode {
+
+struct StackOptions {
+  int nbest = 1;
+  long max_states = 2000000;
+  int beam_size = 100;
+  double beam_threshold = -1.0;   // < 0: off
+  bool distortion_estimate = true;
+  bool early_pruning = true;
+  double early_threshold = -1.0;  // < 0: beam_threshold, else ln 1e5
+};
+
+Result stack_search(const Problem& problem, const StackOptions& options);
+
+}  // namespace fstdecode
