@@ -18,7 +18,7 @@ finished n exceeds the budget is skipped. Both are recorded as such.
 Only the search is timed (``time.perf_counter``); cases whose first run
 takes < 1 s are run 3 times and the best time is kept.
 
-    python scripts/bench_dp.py [--seed S] [--budget SEC] [--quick] [--out docs/benchmarks.md]
+    python -m scripts.bench_dp [--seed S] [--budget SEC] [--cap N] [--quick] [--out docs/benchmarks.md]
 
 The script rewrites only its own section of the output file, between
 ``<!-- bench_dp:start -->`` and ``<!-- bench_dp:end -->``.
@@ -26,11 +26,7 @@ The script rewrites only its own section of the output file, between
 
 from __future__ import annotations
 
-import argparse
-import datetime
 import multiprocessing as mp
-import os
-import platform
 import random
 import statistics
 import sys
@@ -38,9 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from benchlib import code_version, machine, write_section  # noqa: E402
+from scripts.benchlib import DOCS, load_avg, script, write_section
 
 from fstdecode.decoder import Decoder
 from fstdecode.model.model import load_model
@@ -263,18 +257,21 @@ def run_grid(seed: int, budget: float, cap: int, ns, ds, log) -> list[dict]:
     return rows
 
 
+#: How a solver that did not finish is reported: status -> (progress line, table cell).
+UNFINISHED = {
+    "cap": ("> cap after {seconds:.1f} s", "> cap ({cap:,})"),
+    "budget": ("over budget (killed after {wall:.1f} s)", "skipped (budget {budget:g} s)"),
+    "skipped": ("skipped ({why})", "skipped ({why})"),
+    "error": ("ERROR {error}", "error: {error}"),
+}
+
+
 def describe(res: dict) -> str:
-    st = res["status"]
-    if st == "ok":
+    """The progress line of one solver run."""
+    if res["status"] == "ok":
         return (f"{res['states']:>10,} states {res['transitions']:>11,} transitions "
                 f"{res['seconds']:9.3f} s (best of {res['runs']}) score {res['score']:.6f}")
-    if st == "cap":
-        return f"> cap after {res['seconds']:.1f} s"
-    if st == "budget":
-        return f"over budget (killed after {res['wall']:.1f} s)"
-    if st == "skipped":
-        return f"skipped ({res['why']})"
-    return f"ERROR {res.get('error')}"
+    return UNFINISHED.get(res["status"], UNFINISHED["error"])[0].format_map({"error": None, **res})
 
 
 def check_agreement(row: dict, log) -> None:
@@ -304,16 +301,10 @@ def fmt_s(x: float) -> str:
 
 
 def cell(res: dict, cap: int, budget: float) -> str:
-    st = res["status"]
-    if st == "cap":
-        return f"> cap ({cap:,})"
-    if st == "budget":
-        return f"skipped (budget {budget:g} s)"
-    if st == "skipped":
-        return f"skipped ({res['why']})"
-    if st == "error":
-        return f"error: {res.get('error')}"
-    return ""
+    """The table cell of a solver run that did not finish ("" for one that did)."""
+    if res["status"] not in UNFINISHED:
+        return ""
+    return UNFINISHED[res["status"]][1].format_map({"error": None, **res, "cap": cap, "budget": budget})
 
 
 def ratios(rows: list[dict]) -> list[tuple[int, int, float, float]]:
@@ -327,16 +318,16 @@ def ratios(rows: list[dict]) -> list[tuple[int, int, float, float]]:
     return out
 
 
-def render(rows, args, command, started, elapsed, load_before, load_after, code) -> str:
+def render(rows, args, record, elapsed, load_after) -> str:
     L = []
     L.append(START)
     L.append("## Signature DP vs. Figure 2 verbatim vs. coverage DP (`scripts/bench_dp.py`)")
     L.append("")
-    L.append(f"Command: `{command}`  ")
-    L.append(f"Date: {started}  ")
-    L.append(f"Code: {code}  ")
-    L.append(f"Machine: {machine()}  ")
-    L.append(f"Load average (1/5/15 min) at start: {load_before}; at end: {load_after}. "
+    L.append(f"Command: `{record.command}`  ")
+    L.append(f"Date: {record.date()}  ")
+    L.append(f"Code: {record.code}  ")
+    L.append(f"Machine: {record.machine}  ")
+    L.append(f"Load average (1/5/15 min) at start: {record.load_start}; at end: {load_after}. "
              "The machine is shared: other processes may have been running during the measurement, "
              "and every solver runs in one process (one core).  ")
     L.append(f"Total runtime of the script: {elapsed:.0f} s.")
@@ -431,29 +422,22 @@ def summary(rows: list[dict]) -> str:
     return " ".join(parts)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_args(ap) -> None:
     ap.add_argument("--seed", type=int, default=1, help="random seed of the models (default 1)")
     ap.add_argument("--budget", type=float, default=60.0, help="seconds per solver per run (default 60)")
     ap.add_argument("--cap", type=int, default=2_000_000, help="max_states of the coverage DP (default 2,000,000)")
-    ap.add_argument("--quick", action="store_true", help=f"smoke test: n in {QUICK_NS}, d in {QUICK_DS}")
-    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md")
-    args = ap.parse_args(argv)
-    command = " ".join(["python", "scripts/bench_dp.py", *(sys.argv[1:] if argv is None else argv)])
+
+
+def log(msg: str, err: bool = False) -> None:
+    print(msg, file=sys.stderr if err else sys.stdout, flush=True)
+
+
+def run(args, record) -> int:
     ns, ds = (QUICK_NS, QUICK_DS) if args.quick else (FULL_NS, FULL_DS)
-
-    def log(msg: str, err: bool = False) -> None:
-        print(msg, file=sys.stderr if err else sys.stdout, flush=True)
-
-    started = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    code = code_version()
-    load_before = "/".join(f"{x:.2f}" for x in os.getloadavg())
-    t0 = time.perf_counter()
     log(f"bench_dp: seed={args.seed} budget={args.budget:g}s cap={args.cap:,} n={ns} d={ds}")
     rows = run_grid(args.seed, args.budget, args.cap, ns, ds, log)
-    elapsed = time.perf_counter() - t0
-    load_after = "/".join(f"{x:.2f}" for x in os.getloadavg())
-    section = render(rows, args, command, started, elapsed, load_before, load_after, code)
+    elapsed = record.elapsed()
+    section = render(rows, args, record, elapsed, load_avg())
     write_section(args.out, "bench_dp", section)
     log(summary(rows))
     log(f"wrote {args.out} ({elapsed:.0f} s)")
@@ -461,6 +445,10 @@ def main(argv: list[str] | None = None) -> int:
         log("!!! bench_dp: BEST SCORES DISAGREE (see above) !!!", err=True)
         return 1
     return 0
+
+
+main = script("bench_dp", __doc__, run, add_args=add_args, out=DOCS / "benchmarks.md",
+                    quick=f"smoke test: n in {QUICK_NS}, d in {QUICK_DS}")
 
 
 if __name__ == "__main__":

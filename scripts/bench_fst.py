@@ -14,68 +14,30 @@ Each method gets ``--budget`` seconds per sentence (default 60, enforced
 with SIGALRM); a sentence that does not finish is reported as such. The
 results replace the ``bench_fst`` section of docs/benchmarks.md.
 
-    python scripts/bench_fst.py [--budget SEC] [--limit N] [--out docs/benchmarks.md]
+    python -m scripts.bench_fst [--budget SEC] [--limit N] [--out docs/benchmarks.md]
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime
-import signal
 import statistics
 import sys
-import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scripts.benchlib import DOCS, HANSARDS, hansards_args, log, script, timed, write_section
 
-from benchlib import code_version, machine, write_section  # noqa: E402
-
-from fstdecode.decoder import Decoder  # noqa: E402
-from fstdecode.fst.cascade import Cascade  # noqa: E402
-from fstdecode.model.model import load_model  # noqa: E402
-from fstdecode.search import signature_dp  # noqa: E402
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-class Timeout(Exception):
-    pass
-
-
-def _alarm(signum, frame):
-    raise Timeout()
-
-
-def timed(fn, budget: float):
-    """(result, seconds) of fn(), or (None, None) past ``budget`` seconds."""
-    signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, budget)
-    t = time.perf_counter()
-    try:
-        out = fn()
-    except Timeout:
-        return None, None
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-    return out, time.perf_counter() - t
+from fstdecode.decoder import Decoder
+from fstdecode.fst.cascade import Cascade
+from fstdecode.model.model import load_model
+from fstdecode.search import signature_dp
 
 
 def hansards_model(d: int = 3, table_limit: int = 5):
-    return load_model(
-        phrase_table=DATA / "hansards-fr-en-decoder" / "tm",
-        tm_score_format="log10",
-        lm=DATA / "english-lm-un" / "lm.en.arpa",
-        lm_order=2,
-        distortion_limit=d,
-        table_limit=table_limit,
-    )
+    return load_model(**hansards_args(d, table_limit))
 
 
 def run(budget: float, limit: int | None, log) -> list[dict]:
     model = hansards_model()
     decoder, cascade = Decoder(model), Cascade(model)
-    lines = (DATA / "hansards-fr-en-decoder" / "input").read_text(encoding="utf-8").splitlines()[:limit]
+    lines = (HANSARDS / "input").read_text(encoding="utf-8").splitlines()[:limit]
     rows = []
     for i, line in enumerate(lines):
         words = tuple(line.split())
@@ -102,7 +64,7 @@ def run(budget: float, limit: int | None, log) -> list[dict]:
     return rows
 
 
-def render(rows: list[dict], command: str, started: str, elapsed: float, budget: float) -> str:
+def render(rows: list[dict], record, budget: float) -> str:
     both = [r for r in rows if "agree" in r]
     agree = sum(r["agree"] for r in both)
     ratios = [r["fst_s"] / r["dp_s"] for r in both]
@@ -110,10 +72,10 @@ def render(rows: list[dict], command: str, started: str, elapsed: float, budget:
         "<!-- bench_fst:start -->",
         "## WFST cascade vs. native DP (Hansards fr-en, bigram UN LM, d = 3, table-limit 5)",
         "",
-        f"- command: `{command}`",
-        f"- machine: {machine()}",
-        f"- code: {code_version()}",
-        f"- date: {started}; whole run {elapsed:.0f} s; budget {budget:.0f} s per method and sentence",
+        f"- command: `{record.command}`",
+        f"- machine: {record.machine}",
+        f"- code: {record.code}",
+        f"- date: {record.date()}; whole run {record.elapsed():.0f} s; budget {budget:.0f} s per method and sentence",
         f"- finished by both methods: {len(both)} of {len(rows)} sentences; "
         f"best scores equal to 1e-6 on {agree} of {len(both)}",
     ]
@@ -147,22 +109,19 @@ def render(rows: list[dict], command: str, started: str, elapsed: float, budget:
     return "\n".join(out) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_args(ap) -> None:
     ap.add_argument("--budget", type=float, default=60.0)
     ap.add_argument("--limit", type=int, default=None, help="only the first N sentences")
-    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md")
-    args = ap.parse_args(argv)
-    if not DATA.exists():
-        print(f"{DATA} is absent: this benchmark needs ../shared/data", file=sys.stderr)
-        return 2
-    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    t0 = time.perf_counter()
-    rows = run(args.budget, args.limit, lambda m: print(m, file=sys.stderr, flush=True))
-    command = "python scripts/bench_fst.py" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
-    write_section(args.out, "bench_fst", render(rows, command, started, time.perf_counter() - t0, args.budget))
-    print(f"wrote {args.out}", file=sys.stderr)
+
+
+def run_bench(args, record) -> int:
+    rows = run(args.budget, args.limit, log)
+    write_section(args.out, "bench_fst", render(rows, record, args.budget))
+    log(f"wrote {args.out}")
     return 0 if all(r.get("agree", True) for r in rows) else 1
+
+
+main = script("bench_fst", __doc__, run_bench, add_args=add_args, out=DOCS / "benchmarks.md", needs_data=True)
 
 
 if __name__ == "__main__":

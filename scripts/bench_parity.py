@@ -10,29 +10,22 @@ coverage states for coverage, hypotheses kept for stack). Exact methods
 run under ``--max-states`` and a time budget; what does not finish is
 reported as such. Replaces the ``bench_parity`` section of docs/benchmarks.md.
 
-    python scripts/bench_parity.py [--budget SEC] [--max-states N] [--out docs/benchmarks.md]
+    python -m scripts.bench_parity [--budget SEC] [--max-states N] [--limit N] [--out docs/benchmarks.md]
 """
 
 from __future__ import annotations
 
-import argparse
 import inspect
-import datetime
 import re
 import sys
-import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scripts.benchlib import DATA as SHARED, DOCS, log, script, timed, write_section
 
-from bench_fst import timed  # noqa: E402
-from benchlib import code_version, machine, write_section  # noqa: E402
+from fstdecode.decoder import METHODS, Decoder
+from fstdecode.model.model import load_model
+from fstdecode.problem.problem import SearchLimitError
 
-from fstdecode.decoder import METHODS, Decoder  # noqa: E402
-from fstdecode.model.model import load_model  # noqa: E402
-from fstdecode.problem.problem import SearchLimitError  # noqa: E402
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "moses-early-distortion-de-en"
+DATA = SHARED / "moses-early-distortion-de-en"
 EXACT = ("dp", "coverage")
 BEAMS = ("beam", "stack")
 
@@ -56,21 +49,17 @@ def run_one(search, problem, budget: float, max_states: int, minimize: bool, **o
     return {"status": "ok", "score": out.hypotheses[0][0], "phrases": out.hypotheses[0][1], "states": out.states, "s": secs}
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_args(ap) -> None:
     ap.add_argument("--budget", type=float, default=120.0)
     ap.add_argument("--max-states", type=int, default=3_000_000)
-    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md")
-    args = ap.parse_args(argv)
-    if not DATA.exists():
-        print(f"{DATA} is absent: this benchmark needs ../shared/data", file=sys.stderr)
-        return 2
-    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    t0 = time.perf_counter()
+    ap.add_argument("--limit", type=int, default=None, help="only the first N sentences (a smoke test)")
+
+
+def run(args, record) -> int:
     model = load_model(DATA / "moses.ini")
     decoder = Decoder(model)
     scores, best = moses_truth()
-    lines = (DATA / "to-translate.txt").read_text(encoding="utf-8").splitlines()
+    lines = (DATA / "to-translate.txt").read_text(encoding="utf-8").splitlines()[: args.limit]
     methods = [m for m in (*EXACT, *BEAMS) if m in METHODS]
     rows = []
     for i, line in enumerate(lines):
@@ -84,15 +73,16 @@ def main(argv: list[str] | None = None) -> int:
                 if res["status"] == "ok":
                     res["translation"] = " ".join(w for p in res["phrases"] for w in p.target)
                 rows.append(res)
-                print(i, method, minimize, {k: v for k, v in res.items() if k != "phrases"}, file=sys.stderr, flush=True)
+                shown = {k: v for k, v in res.items() if k != "phrases"}
+                log(f"{i} {method} {minimize} {shown}")
     out = [
         "<!-- bench_parity:start -->",
         "## Moses parity: the de-en regression-test model (trigram LM, d = 6, table-limit 20)",
         "",
-        f"- command: `python scripts/bench_parity.py{''.join(' ' + a for a in (argv if argv is not None else sys.argv[1:]))}`",
-        f"- machine: {machine()}",
-        f"- code: {code_version()}",
-        f"- date: {started}; whole run {time.perf_counter() - t0:.0f} s; exact methods capped at "
+        f"- command: `{record.command}`",
+        f"- machine: {record.machine}",
+        f"- code: {record.code}",
+        f"- date: {record.date()}; whole run {record.elapsed():.0f} s; exact methods capped at "
         f"{args.max_states:,} states and {args.budget:.0f} s per sentence",
         "- methods: dp = signature DP (exact), coverage = coverage-vector DP (exact), beam = signature "
         "beam, stack = stack decoder, at their default settings; min = KenLM-style right-state "
@@ -122,8 +112,11 @@ def main(argv: list[str] | None = None) -> int:
         out += ["", f"State minimisation: {sum(b for _, b in saved):,} states without it against {sum(a for a, _ in saved):,} with it over the {len(saved)} runs that finished both ways ({ratio:.2f}x)."]
     out.append("<!-- bench_parity:end -->")
     write_section(args.out, "bench_parity", "\n".join(out) + "\n")
-    print(f"wrote {args.out}", file=sys.stderr)
+    log(f"wrote {args.out}")
     return 0
+
+
+main = script("bench_parity", __doc__, run, add_args=add_args, out=DOCS / "benchmarks.md", needs_data=True)
 
 
 if __name__ == "__main__":

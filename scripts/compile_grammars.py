@@ -1,25 +1,33 @@
 #!/usr/bin/env python3
 """Compile every grammar module in grammars/ into its FAR archive.
 
-    python scripts/compile_grammars.py [--out DIR]     (default DIR: build/grammars/)
+    python -m scripts.compile_grammars [--out DIR]     (default DIR: build/grammars/)
 
 writes DIR/<module>.far for each module of :data:`grammars.GRAMMARS`
 (phrase_table.far, bigram_lm.far, numbers_de_en.far), each by running the
 module's ``generator_main`` with :func:`grammars.export_far`, as pynini's
 ``grm.run`` would (without needing absl), and prints what each file holds.
+grammars/ is not installed with fstdecode: run this from the repository root.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
+import os
+import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # grammars/ is not installed with fstdecode
+if __name__ == "__main__" and not __package__:
+    # Run by its path (``python scripts/compile_grammars.py``, as tests/test_grammars.py does): the
+    # repository root, home of grammars/ and scripts/, is not on sys.path then. Run the module form
+    # instead, with the root on PYTHONPATH (the working directory, and so relative paths, unchanged).
+    _root = str(Path(__file__).resolve().parents[1])
+    _env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))}
+    sys.exit(subprocess.run([sys.executable, "-m", "scripts.compile_grammars", *sys.argv[1:]], env=_env).returncode)
 
 from grammars import GRAMMARS, export_far  # noqa: E402
+from scripts.benchlib import ROOT, script  # noqa: E402
 
 
 def compile_all(out: Path) -> dict[Path, list[str]]:
@@ -33,14 +41,18 @@ def compile_all(out: Path) -> dict[Path, list[str]]:
     return written
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_args(ap) -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "grammars", metavar="DIR",
                     help="output directory (default: build/grammars/ in the repository)")
-    args = ap.parse_args(argv)
+
+
+def run(args, record) -> int:
     for path, keys in compile_all(args.out).items():
         print(f"wrote {path}: {', '.join(keys)}")
     return 0
+
+
+main = script("compile_grammars", __doc__, run, add_args=add_args)
 
 
 if __name__ == "__main__":

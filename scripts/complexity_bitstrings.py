@@ -12,18 +12,18 @@ n = 398 and d = 5 (the paper's smallest d):
   (coverage, last end, last word) states;
 * the signature DP's states and transitions on the same input.
 
-    python scripts/complexity_bitstrings.py [--d D] [--quick]
+    python -m scripts.complexity_bitstrings [--d D] [--quick] [--out docs/complexity.md]
 
-Writes the ``bitstrings`` section of docs/complexity.md and docs/complexity_bitstrings.png.
+Writes the ``bitstrings`` section of docs/complexity.md (``--out``) and complexity_bitstrings.png beside it.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 
-from complexity_common import ROOT, Run, fmt_int, loglog_slope, plt, prepare, table, timed, write_section
+from scripts.benchlib import best_time, grid_and_legend, plt, save_figure
+from scripts.complexity_common import finish, fmt_int, loglog_slope, experiment, prepare, table
 
 from fstdecode.research.bitstrings import (
     count_live_coverages,
@@ -37,6 +37,7 @@ from fstdecode.search import coverage_dp, signature_dp
 NS = (6, 10, 14, 18, 22, 26, 30, 50, 102, 150, 202, 250, 302, 350, 398)
 BRUTE_MAX = 18  # the BFS has ~360,000 states at n = 18 and ~6 million at n = 22
 COVERAGE_DP_MAX = 18
+TITLE = "## 3. Section 5.2: coverage bit-vectors vs signature states (d = {d})"
 
 
 def measure(n: int, d: int) -> dict:
@@ -44,7 +45,7 @@ def measure(n: int, d: int) -> dict:
     N = n - 2
     spans = section52_spans(n)
     row: dict = {"n": n, "m": (n - 2) // 4, "bound": paper_lower_bound(n)}
-    row["live"], row["count_s"] = timed(lambda: count_live_coverages(spans, N, d), repeat_below=0)
+    row["live"], row["count_s"] = best_time(lambda: count_live_coverages(spans, N, d), repeat_below=0)
     if n <= BRUTE_MAX:
         brute = enumerate_coverages(spans, N, d)
         row["brute_live"], row["reachable"], row["bfs_states"] = len(brute.live), len(brute.reachable), brute.states
@@ -54,7 +55,7 @@ def measure(n: int, d: int) -> dict:
         row["coverage_dp"] = coverage_dp.search(section52_problem(n, d)).states
     problem = section52_problem(n, d)
     prepare(problem)  # the junction table, quadratic in the vocabulary (5 words per block), is not timed
-    chart, row["sig_s"] = timed(lambda: signature_dp.run(problem), repeat_below=0)
+    chart, row["sig_s"] = best_time(lambda: signature_dp.run(problem), repeat_below=0)
     row["sig_states"], row["sig_transitions"] = chart.states, chart.transitions
     return row
 
@@ -89,63 +90,55 @@ def plot(data: list[dict], d: int, path) -> None:
     ax.set_xlabel("n (sentence length with <s> and </s>)")
     ax.set_ylabel("count (log scale)")
     ax.set_title(f"Section 5.2 family, d = {d}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    pyplot.close(fig)
+    grid_and_legend(ax)
+    save_figure(fig, path, 110)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_args(ap) -> None:
     ap.add_argument("--d", type=int, default=5, help="distortion limit (>= 5 in the paper; d = 6 is ~10x slower)")
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args(argv)
-    command = "python scripts/complexity_bitstrings.py" + (f" --d {args.d}" if args.d != 5 else "") + (
-        " --quick" if args.quick else "")
-    run = Run(command)
+
+
+def run(args, record) -> int:
     ns = (6, 10, 14, 50) if args.quick else NS
     data = []
     for n in ns:
         data.append(measure(n, args.d))
         print(f"n={n} done", file=sys.stderr)
-    png = ROOT / "docs" / "complexity_bitstrings.png"
+    png = args.out.parent / "complexity_bitstrings.png"
     plot(data, args.d, png)
     big = [r for r in data if r["n"] >= 50]
     rate = math.log2(data[-1]["live"]) / (data[-1]["n"] - 2)
-    lines = [
-        f"## 3. Section 5.2: coverage bit-vectors vs signature states (d = {args.d})",
-        "",
-        *run.header(),
-        "",
-        "The paper's family: block k of four words with phrases u_k, v_k, w_k, z_k (single words) and y_k "
-        "(the last two words); n = 4m + 2 counts <s> and </s>. Counted (see `fstdecode/research/bitstrings.py`):",
-        "",
-        "- *live vectors*: coverage vectors C such that some complete derivation (every jump <= d) has a prefix "
-        "covering exactly C — the bit-strings of the paper's argument. Exact, by a subset construction over "
-        "the signature DP with coloured tapes (red = in the prefix), checked against the brute force for n <= "
-        f"{BRUTE_MAX} here and by the tests;",
-        "- *reachable (brute)*: coverage vectors of any prefix within the distortion limit, dead ends included "
-        "(what a Moses-style search without a look-ahead check may create);",
-        "- *BFS (C, last) states* and *coverage DP states*: the (coverage, last end) pairs of the brute force and "
-        "the (coverage, last end, last word) states of `fstdecode.search.coverage_dp` (exact, no pruning);",
-        "- *signature states*: `signature_dp.run`'s states on the same input (every bigram possible).",
-        "",
-        *rows_of(data),
-        "",
+    notes = [
         f"- Live vectors >= 2^m on {sum(r['live'] >= r['bound'] for r in data)} of {len(data)} rows; at n = {data[-1]['n']} there are 2^{math.log2(data[-1]['live']):.1f} "
         f"of them, {rate:.3f} bits per word: the paper's 2^((n−2)/4) (0.25 bits per word) is a loose lower bound.",
     ]
     if len(big) >= 2:
-        lines.append(
+        notes.append(
             f"- Signature states: log–log slope against n (n >= 50) "
             f"{loglog_slope([r['n'] for r in big], [r['sig_states'] for r in big]):.3f} — linear, "
             f"{big[-1]['sig_states'] / (big[-1]['n'] - 2):.0f} states per word."
         )
-    lines += ["", f"![Section 5.2 counts]({png.name})"]
-    write_section("bitstrings", lines)
-    print("\n".join(lines))
-    return 0
+    blocks = [
+        "The paper's family: block k of four words with phrases u_k, v_k, w_k, z_k (single words) and y_k "
+        "(the last two words); n = 4m + 2 counts <s> and </s>. Counted (see `fstdecode/research/bitstrings.py`):",
+        [
+            "- *live vectors*: coverage vectors C such that some complete derivation (every jump <= d) has a prefix "
+            "covering exactly C — the bit-strings of the paper's argument. Exact, by a subset construction over "
+            "the signature DP with coloured tapes (red = in the prefix), checked against the brute force for n <= "
+            f"{BRUTE_MAX} here and by the tests;",
+            "- *reachable (brute)*: coverage vectors of any prefix within the distortion limit, dead ends included "
+            "(what a Moses-style search without a look-ahead check may create);",
+            "- *BFS (C, last) states* and *coverage DP states*: the (coverage, last end) pairs of the brute force and "
+            "the (coverage, last end, last word) states of `fstdecode.search.coverage_dp` (exact, no pruning);",
+            "- *signature states*: `signature_dp.run`'s states on the same input (every bigram possible).",
+        ],
+        rows_of(data),
+        notes,
+    ]
+    return finish("bitstrings", record, TITLE.format(d=args.d), blocks, args.out, png, "Section 5.2 counts")
+
+
+main = experiment("complexity_bitstrings", __doc__, run, add_args)
 
 
 if __name__ == "__main__":

@@ -2,91 +2,50 @@
 
 Each experiment writes one marked section of ``docs/complexity.md``
 (between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->``) and its PNG
-plots under ``docs/``; the record of every section states its command,
-date, machine and run time (:class:`Run`).
+plots next to it; the record of every section states its command,
+date, machine and run time (:func:`header`). Every experiment's ``main``
+comes from :func:`experiment`, which adds the flags they share (``--out``,
+``--quick``).
 """
 
 from __future__ import annotations
 
-import datetime
-import gc
 import math
-import os
-import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scripts.benchlib import DOCS, Run, load_avg, marked, script, write_section as _write_section
 
-from benchlib import machine  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "complexity.md"
-T = TypeVar("T")
+DOC = DOCS / "complexity.md"
+TITLE = "# Complexity of phrase-based decoding\n"
 
 
-def plt():
-    """matplotlib.pyplot with the file-only Agg backend (``pip install -e .[bench]``)."""
-    import matplotlib
+def experiment(name: str, doc: str, run: Callable, add_args=None) -> Callable[..., int]:
+    """The ``main(argv=None)`` of an experiment, with ``--out`` (the doc; the PNG goes beside it) and ``--quick``."""
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as pyplot
+    def run_in_place(args, record):
+        args.out.parent.mkdir(parents=True, exist_ok=True)  # the PNG is written first
+        return run(args, record)
 
-    return pyplot
-
-
-@dataclass
-class Run:
-    """The record of one experiment run: command, start date, load and elapsed time."""
-
-    command: str
-    started: float = field(default_factory=time.time)
-    load_start: str = field(default_factory=lambda: _load())
-
-    def header(self) -> list[str]:
-        """The lines every section starts with (the brief: command, machine, date, and the shared machine)."""
-        date = datetime.datetime.fromtimestamp(self.started, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        return [
-            f"Command: `{self.command}`  ",
-            f"Date: {date}  ",
-            f"Machine: {machine()}  ",
-            f"Load average (1/5/15 min) at start: {self.load_start}; at end: {_load()}. The machine is shared: "
-            "other processes ran concurrently, so times are indicative; every measurement runs in one "
-            "process (one core).  ",
-            f"Run time of the whole command: {time.time() - self.started:.0f} s.",
-        ]
+    return script(
+        name, doc, run_in_place, add_args=add_args, out=DOC,
+        out_help="the doc whose section is rewritten; the PNG is written beside it (default docs/complexity.md)",
+        quick="small sizes (a smoke test; the doc says so)",
+    )
 
 
-def _load() -> str:
-    try:
-        return "/".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "unknown"
-
-
-def timed(fn: Callable[[], T], repeat_below: float = 0.5, repeats: int = 3) -> tuple[T, float]:
-    """(result, seconds) of ``fn()``; runs shorter than ``repeat_below`` s are repeated, best kept.
-
-    As ``timeit`` does, the garbage collector is off while ``fn`` runs: its
-    full passes over millions of live chart entries would add a cost that
-    grows with the chart, not with the search.
-    """
-    best = math.inf
-    result = None
-    for i in range(repeats):
-        gc.collect()
-        gc.disable()
-        try:
-            t0 = time.perf_counter()
-            result = fn()
-            best = min(best, time.perf_counter() - t0)
-        finally:
-            gc.enable()
-        if best >= repeat_below:
-            break
-    return result, best  # type: ignore[return-value]
+def header(run: Run) -> list[str]:
+    """The lines every section starts with: command, date, machine, load and run time."""
+    return [
+        f"Command: `{run.command}`  ",
+        f"Date: {run.date()}  ",
+        f"Machine: {run.machine}  ",
+        f"Load average (1/5/15 min) at start: {run.load_start}; at end: {load_avg()}. The machine is shared: "
+        "other processes ran concurrently, so times are indicative; every measurement runs in one "
+        "process (one core).  ",
+        f"Run time of the whole command: {time.time() - run.started:.0f} s.",
+    ]
 
 
 def prepare(problem) -> float:
@@ -138,13 +97,15 @@ def fmt_int(x: int) -> str:
 
 def write_section(name: str, lines: Sequence[str], doc: Path = DOC) -> None:
     """Replace the section ``name`` of ``doc`` (append it if absent; create the doc if missing)."""
-    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    body = "\n".join([start, *lines, end])
-    text = doc.read_text(encoding="utf-8") if doc.exists() else "# Complexity of phrase-based decoding\n"
-    i, j = text.find(start), text.find(end)
-    if i != -1 and j > i:
-        text = text[:i] + body + text[j + len(end):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + body + "\n"
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text(text, encoding="utf-8")
+    _write_section(doc, name, marked(name, lines), title=TITLE)
+
+
+def finish(name: str, run: Run, title: str, blocks: Sequence[str | Sequence[str]], doc: Path, png: Path, alt: str) -> int:
+    """Write section ``name`` of ``doc`` and print it: ``title``, the run's header, then ``blocks``
+    (each a paragraph, or a list of lines such as a table) and the plot ``png``, a blank line between each."""
+    lines = [title]
+    for part in [header(run), *blocks, [f"![{alt}]({png.name})"]]:
+        lines += ["", *([part] if isinstance(part, str) else part)]
+    write_section(name, lines, doc)
+    print("\n".join(lines))
+    return 0

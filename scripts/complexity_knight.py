@@ -11,20 +11,21 @@
    against a fixed d = 3 (polynomial, linear in N), with the coverage DP
    and Held–Karp for reference.
 
-    python scripts/complexity_knight.py [--seed S] [--max-unlimited N] [--quick]
+    python -m scripts.complexity_knight [--seed S] [--instances N] [--max-unlimited N] [--quick] [--out docs/complexity.md]
 
-Writes the ``knight`` section of docs/complexity.md and docs/complexity_knight.png.
+Writes the ``knight`` section of docs/complexity.md (``--out``) and complexity_knight.png beside it.
 """
 
 from __future__ import annotations
 
-import argparse
+import json
 import random
 import subprocess
 import sys
 import tempfile
 
-from complexity_common import ROOT, Run, fmt_int, growth_factor, loglog_slope, plt, prepare, table, timed, write_section
+from scripts.benchlib import ROOT, best_time, grid_and_legend, plt, save_figure
+from scripts.complexity_common import finish, fmt_int, growth_factor, loglog_slope, experiment, prepare, table
 
 from fstdecode.research.knight import held_karp_circuit, knight_problem, solve_circuit, write_knight_model
 from fstdecode.research.tsp import Graph
@@ -32,6 +33,7 @@ from fstdecode.search import coverage_dp, signature_dp
 
 FIXED_D = 3
 LONG_NS = (20, 50, 100, 200, 400)
+TITLE = "## 2. Knight's reduction: no distortion limit, exponential search"
 
 
 def random_digraph(rng: random.Random, n: int, density: float, high: int = 20) -> Graph:
@@ -73,8 +75,6 @@ def real_files(seed: int) -> list[str]:
                "-d", str(graph.n - 1), "--weight", "distortion=0", "--format", "json"]
         out = subprocess.run(cmd, input=sentence.read_text(encoding="utf-8"), capture_output=True, text=True, cwd=ROOT)
         first = out.stdout.strip()
-    import json
-
     got = json.loads(first)
     edges = " ".join(f"{u}→{v}:{w:g}" for (u, v), w in sorted(graph.weights.items()))
     return [
@@ -97,18 +97,18 @@ def search(graph: Graph, d: int | None = None):
     """(SearchResult, seconds) of the signature DP alone on Knight's instance (building it is not timed)."""
     problem = knight_problem(graph, d)
     prepare(problem)
-    return timed(lambda: signature_dp.search(problem))
+    return best_time(lambda: signature_dp.search(problem))
 
 
 def growth(seed: int, max_unlimited: int) -> tuple[list[str], dict]:
     rows, data = [], {"unlimited": [], "fixed": [], "coverage": [], "hk": []}
     for N in range(3, max_unlimited + 1):
         graph = random_digraph(random.Random(f"{seed}:{N}"), N + 1, 1.0)
-        hk, hk_sec = timed(lambda: held_karp_circuit(graph))
+        hk, hk_sec = best_time(lambda: held_karp_circuit(graph))
         full, full_sec = search(graph)
         fixed, fixed_sec = search(graph, FIXED_D)
         problem = knight_problem(graph)
-        cov, cov_sec = timed(lambda: coverage_dp.search(problem))
+        cov, cov_sec = best_time(lambda: coverage_dp.search(problem))
         data["unlimited"].append((N, full.states, full_sec))
         data["fixed"].append((N, fixed.states, fixed_sec))
         data["coverage"].append((N, cov.states, cov_sec))
@@ -138,11 +138,8 @@ def plot(data: dict, path) -> None:
     ax.set_xlabel("N (source words = graph vertices − 1)")
     ax.set_ylabel("DP states (log scale)")
     ax.set_title("Knight's reduction: states with and without a distortion limit")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    pyplot.close(fig)
+    grid_and_legend(ax)
+    save_figure(fig, path, 110)
 
 
 def summary(data: dict) -> list[str]:
@@ -164,48 +161,34 @@ def summary(data: dict) -> list[str]:
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_args(ap) -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--instances", type=int, default=300)
     ap.add_argument("--max-unlimited", type=int, default=9, help="largest N decoded with d = N (N=10 takes ~1 min)")
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args(argv)
-    command = "python scripts/complexity_knight.py" + (" --quick" if args.quick else "")
-    if args.max_unlimited != 9:
-        command += f" --max-unlimited {args.max_unlimited}"
-    run = Run(command)
+
+
+def run(args, record) -> int:
     agree = agreement(args.seed, 30 if args.quick else args.instances)
     files = real_files(args.seed)
     rows, data = growth(args.seed, 6 if args.quick else args.max_unlimited)
-    png = ROOT / "docs" / "complexity_knight.png"
+    png = args.out.parent / "complexity_knight.png"
     plot(data, png)
-    lines = [
-        "## 2. Knight's reduction: no distortion limit, exponential search",
-        "",
-        *run.header(),
-        "",
+    blocks = [
         "**Agreement.** " + agree,
-        "",
-        "**Through real files.** " + files[0],
-        *files[1:],
-        "",
+        ["**Through real files.** " + files[0], *files[1:]],
         f"**Growth.** Complete digraphs on N + 1 vertices (integer weights 0..20, one graph per N, seeded). "
         f"Signature DP with d = N (any word order) and with d = {FIXED_D}; the coverage DP with d = N; Held–Karp. "
         "Only the search is timed: building the instance and the DP's junction table (both quadratic in N: "
         "a complete graph, N distinct words) is not. "
         "Times are best of 3 when under 0.5 s. With d = 3 the decoder solves only the TSP restricted to word "
         "orders with jumps <= 3, so its cost can exceed the optimum.",
-        "",
-        *rows,
-        "",
-        *summary(data),
-        "",
-        f"![Knight growth]({png.name})",
+        rows,
+        summary(data),
     ]
-    write_section("knight", lines)
-    print("\n".join(lines))
-    return 0
+    return finish("knight", record, TITLE, blocks, args.out, png, "Knight growth")
+
+
+main = experiment("complexity_knight", __doc__, run, add_args)
 
 
 if __name__ == "__main__":

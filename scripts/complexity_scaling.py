@@ -8,17 +8,17 @@ about 90 s on its own, extrapolating linearly from n = 100). Log–log slopes of
 transitions and time against n (fitted on n >= 20) should be about 1; the
 growth in d is set beside the per-position bound g(d + 2) · h^(d+1).
 
-    python scripts/complexity_scaling.py [--seed S] [--quick]
+    python -m scripts.complexity_scaling [--seed S] [--quick] [--out docs/complexity.md]
 
-Writes the ``scaling`` section of docs/complexity.md and docs/complexity_scaling.png.
+Writes the ``scaling`` section of docs/complexity.md (``--out``) and complexity_scaling.png beside it.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from complexity_common import ROOT, Run, fmt_int, loglog_slope, plt, prepare, table, timed, write_section
+from scripts.benchlib import best_time, grid_and_legend, plt, save_figure
+from scripts.complexity_common import finish, fmt_int, loglog_slope, experiment, prepare, table
 
 from fstdecode.research.bounds import g, states_per_position_bound, transition_bound
 from fstdecode.research.scaling import ModelShape, random_problem
@@ -30,12 +30,13 @@ NS = {2: (10, 20, 40, 80, 160, 320, 400), 3: (10, 20, 40, 80, 160, 320, 400), 4:
 QUICK_NS = {2: (10, 20, 40), 3: (10, 20, 40), 4: (10, 20, 40), 5: (10, 20, 40)}
 FIT_FROM = 20
 FIT_FROM_LATE = 80  # past the first positions, where fewer tapes are possible
+TITLE = "## 4. Scaling of the signature DP in n and d"
 
 
 def measure(n: int, d: int, seed: int) -> dict:
     problem = random_problem(n, d, SHAPE, seed)
     prepare(problem)  # the junction table (V = 22 words here) is built before timing
-    chart, sec = timed(lambda: signature_dp.run(problem))
+    chart, sec = best_time(lambda: signature_dp.run(problem))
     widest = max(len(layer) for layer in chart.layers)
     return {"n": n, "d": d, "states": chart.states, "transitions": chart.transitions, "s": sec, "widest": widest}
 
@@ -93,26 +94,20 @@ def plot(data: dict, fits: dict, compare: int, path) -> None:
         ax.set_xlabel("n (source words)")
         ax.set_ylabel(ylabel)
         ax.set_title(f"Signature DP {title} vs n (h={SHAPE.h}, l={SHAPE.l})")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        grid_and_legend(ax)
     a3.set_xlabel("d")
     a3.set_ylabel(f"states at one position (n={compare})")
     a3.set_title("Growth in d vs Theorem 1's bound")
     a3.set_xticks(ds)
-    a3.grid(True, which="both", alpha=0.3)
-    a3.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    pyplot.close(fig)
+    grid_and_legend(a3)
+    save_figure(fig, path, 100)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_args(ap) -> None:
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args(argv)
-    command = "python scripts/complexity_scaling.py" + (" --quick" if args.quick else "")
-    run = Run(command)
+
+
+def run(args, record) -> int:
     plan = QUICK_NS if args.quick else NS
     data: dict[int, list[dict]] = {}
     for d, ns in plan.items():
@@ -120,42 +115,31 @@ def main(argv: list[str] | None = None) -> int:
         print(f"d={d} done", file=sys.stderr)
     compare = min(max(p["n"] for p in pts) for pts in data.values())  # the largest n every d reaches
     slopes, fits = slope_rows(data)
-    png = ROOT / "docs" / "complexity_scaling.png"
+    png = args.out.parent / "complexity_scaling.png"
     plot(data, fits, compare, png)
     rows = [[p["d"], p["n"], fmt_int(p["states"]), fmt_int(p["transitions"]), f"{p['s']:.3f}", fmt_int(p["widest"])]
             for pts in data.values() for p in pts]
-    lines = [
-        "## 4. Scaling of the signature DP in n and d",
-        "",
-        *run.header(),
-        "",
+    blocks = [
         f"Random instances (`fstdecode.research.scaling.random_problem`, seed {args.seed}): every token has "
         f"h = {SHAPE.h} target words, single-word phrases and 2-word phrases (h of each per span), so "
         f"|first(j)| = |last(j)| = |singles(j)| = h = {SHAPE.h} and l = {SHAPE.l} exactly; all bigrams possible, "
         f"random scores. d = 2–4 for n up to {max(NS[4])}, d = 5 up to n = {max(NS[5])} only (time budget). "
         "Time is `signature_dp.run` (chart fill) with the garbage collector off, best of 3 under 0.5 s; *widest* is the largest number of states "
         "at one position j.",
-        "",
         f"**Slopes on log–log axes** (least squares, over n >= {FIT_FROM} and over n >= {FIT_FROM_LATE}; "
         "the first d or so positions hold fewer states, which tilts the short fits up slightly):",
-        "",
-        *slopes,
-        "",
+        slopes,
         f"**Growth in d** at n = {compare}, against the proof of Theorem 1: at most g(d+2)·h^(d+1) states per "
         "position j and (d+2)²·l transitions per state. g is Appendix A's recurrence with g(0) = 1 "
         "(`fstdecode/research/bounds.py` explains both typos of Lemma 4 as printed).",
-        "",
-        *growth_rows(data, compare),
-        "",
+        growth_rows(data, compare),
         "**All measurements.**",
-        "",
-        *table(["d", "n", "states", "transitions", "s", "widest"], rows),
-        "",
-        f"![Scaling]({png.name})",
+        table(["d", "n", "states", "transitions", "s", "widest"], rows),
     ]
-    write_section("scaling", lines)
-    print("\n".join(lines))
-    return 0
+    return finish("scaling", record, TITLE, blocks, args.out, png, "Scaling")
+
+
+main = experiment("complexity_scaling", __doc__, run, add_args)
 
 
 if __name__ == "__main__":

@@ -9,20 +9,19 @@
    |i − j| <= k, integer weights 1..100, so a tour always exists). Held–Karp
    for n <= 16 at k = 3; the DP for k = 2, 3, 4 up to n = 800.
 
-    python scripts/complexity_tsp.py [--seed S] [--instances N] [--quick]
+    python -m scripts.complexity_tsp [--seed S] [--instances N] [--quick] [--out docs/complexity.md]
 
-Writes the ``tsp`` section of docs/complexity.md and docs/complexity_tsp.png.
+Writes the ``tsp`` section of docs/complexity.md (``--out``) and complexity_tsp.png beside it.
 """
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
-
 import time
 
-from complexity_common import ROOT, Run, fmt_int, loglog_slope, plt, prepare, table, timed, write_section
+from scripts.benchlib import best_time, grid_and_legend, plt, save_figure
+from scripts.complexity_common import finish, fmt_int, loglog_slope, experiment, prepare, table
 
 from fstdecode.research.tsp import Graph, held_karp_path, solve_tsp, tsp_problem
 from fstdecode.search import signature_dp
@@ -31,6 +30,7 @@ HK_NS = (8, 10, 12, 14, 16)
 DP_NS = (8, 10, 12, 14, 16, 25, 50, 100, 200, 400, 800)
 KS = (2, 3, 4)
 HK_K = 3
+TITLE = "## 1. Bandwidth-limited TSP paths by decoding (`fstdecode tsp`)"
 
 
 def random_graph(rng: random.Random, n: int, k: int, density: float, low: int = -5, high: int = 20) -> Graph:
@@ -80,14 +80,14 @@ def runtime(seed: int, ns: tuple[int, ...]) -> tuple[list[str], dict]:
             problem = tsp_problem(graph, k)
             table_s = prepare(problem)
             build_s = time.perf_counter() - t0
-            result, sec = timed(lambda: signature_dp.search(problem))
+            result, sec = best_time(lambda: signature_dp.search(problem))
             best = solve_tsp(graph, k)
             if abs(-result.hypotheses[0][0] - best.cost) > 1e-9:
                 print(f"DISAGREE n={n} k={k}: search {result.hypotheses[0][0]} vs solve_tsp {best.cost}", file=sys.stderr)
             series[("dp", k)].append((n, sec, best.states))
             hk_cell = ""
             if k == HK_K and n in HK_NS:
-                ref, hk_sec = timed(lambda: held_karp_path(graph))
+                ref, hk_sec = best_time(lambda: held_karp_path(graph))
                 series[("hk", k)].append((n, hk_sec, 0))
                 hk_cell = f"{hk_sec:.3f} ({'same cost' if abs(ref.cost - best.cost) < 1e-9 else 'DIFFERENT'})"
             rows.append([n, k, best.d, fmt_int(best.states), fmt_int(best.transitions), f"{build_s:.3f}",
@@ -124,49 +124,36 @@ def plot(series: dict, path) -> None:
     ax.set_xlabel("n (vertices)")
     ax.set_ylabel("seconds")
     ax.set_title("Bandwidth-limited TSP path: decoding vs Held–Karp")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    pyplot.close(fig)
+    grid_and_legend(ax)
+    save_figure(fig, path, 110)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_args(ap) -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--instances", type=int, default=300, help="random graphs for the agreement check")
-    ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test; the doc says so)")
-    args = ap.parse_args(argv)
-    command = "python scripts/complexity_tsp.py" + (" --quick" if args.quick else "")
-    run = Run(command)
+
+
+def run(args, record) -> int:
     ns = (8, 10, 25, 50) if args.quick else DP_NS
     agree = agreement(args.seed, 30 if args.quick else args.instances)
     rows, series = runtime(args.seed, ns)
-    png = ROOT / "docs" / "complexity_tsp.png"
+    png = args.out.parent / "complexity_tsp.png"
     plot(series, png)
-    lines = [
-        "## 1. Bandwidth-limited TSP paths by decoding (`fstdecode tsp`)",
-        "",
-        *run.header(),
-        "",
+    blocks = [
         "**Agreement with Held–Karp.** " + agree[0],
-        "",
         "**Runtime at fixed k.** Complete bandwidth-k graphs (every edge with |i − j| <= k, integer weights "
         "1..100, one graph per (n, k), seeded). *build* = `tsp_problem` (the decoding instance) plus the "
         "signature DP's junction table, which holds V² bigrams for V distinct words — here V = n, so this "
         "one-off step is quadratic in n (*of which table*); *DP* = `signature_dp.search` on the built "
         "instance, the part Theorem 1 is about. Held–Karp = `held_karp_path` (subset DP over 2^n sets, only k = "
         f"{HK_K}, n <= {max(HK_NS)}). Runs under 0.5 s are repeated 3 times and the best time kept.",
-        "",
-        *rows,
-        "",
-        *[f"- {s}" for s in slopes(series)],
-        "",
-        f"![TSP runtime]({png.name})",
+        rows,
+        [f"- {s}" for s in slopes(series)],
     ]
-    write_section("tsp", lines)
-    print("\n".join(lines))
-    return 0
+    return finish("tsp", record, TITLE, blocks, args.out, png, "TSP runtime")
+
+
+main = experiment("complexity_tsp", __doc__, run, add_args)
 
 
 if __name__ == "__main__":

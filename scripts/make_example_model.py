@@ -9,16 +9,18 @@ absolute discounting (D = 0.5) over an add-one unigram, so every
 conditional distribution sums to one; it is written as a standard ARPA file
 (log10, with backoff weights).
 
-    python scripts/make_example_model.py
+    python -m scripts.make_example_model [--out DIR]     (default DIR: fstdecode/data/)
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from collections import Counter, defaultdict
-from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "fstdecode" / "data"
+from scripts.benchlib import ROOT, script
+
+OUT = ROOT / "fstdecode" / "data"
 
 # The English "corpus" of the LM: why these sentences? They make the two
 # example translations of the paper the LM's favourites, with enough
@@ -122,16 +124,22 @@ def arpa(corpus: str) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "lm.arpa").write_text(arpa(CORPUS), encoding="utf-8")
-    (OUT / "phrase-table").write_text(
+def run(args, record) -> int:
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "lm.arpa").write_text(arpa(CORPUS), encoding="utf-8")
+    (out / "phrase-table").write_text(
         "".join(f"{s} ||| {t} ||| {a} {b}\n" for s, t, a, b in PHRASES), encoding="utf-8"
     )
-    (OUT / "moses.ini").write_text(INI, encoding="utf-8")
-    (OUT / "input.txt").write_text(INPUT, encoding="utf-8")
-    print(f"wrote {OUT}")
+    (out / "moses.ini").write_text(INI, encoding="utf-8")
+    (out / "input.txt").write_text(INPUT, encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+main = script("make_example_model", __doc__, run, out=OUT,
+                    out_help="output directory (default: fstdecode/data/, the built-in example)")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
