@@ -110,13 +110,22 @@ class Decoder:
     (e.g. :class:`~fstdecode.search.stack.StackOptions`) or as keyword
     arguments naming its fields (``beam_size=10``), which are validated
     there, for the API as for the CLI. ``nbest`` and ``max_states`` are
-    options of every method.
+    options of every method. ``engine`` picks the native core or the Python
+    reference (``auto``: native where the method has it); both give the same results.
 
     Every line gets a result (:meth:`decode` never raises on a search
     failure); see :class:`DecodeResult` for the rule on budgets.
     """
 
-    def __init__(self, model: Model, method: str = DEFAULT_METHOD, options: SearchOptions | None = None, **values: Any) -> None:
+    def __init__(
+        self,
+        model: Model,
+        method: str = DEFAULT_METHOD,
+        options: SearchOptions | None = None,
+        *,
+        engine: str = "auto",
+        **values: Any,
+    ) -> None:
         entry = METHODS.get(method)
         if entry is None:
             raise DecodeError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
@@ -129,8 +138,9 @@ class Decoder:
         self.model = model
         self.method = method
         self.options = options
+        self.engine = entry.engine(engine)
         self.lm = model.search_lm()
-        self.searcher: Searcher = entry.searcher(model, options)
+        self.searcher: Searcher = entry.searcher(model, options, self.engine)
         self._fallback: Searcher | None = None
 
     @property
@@ -183,7 +193,8 @@ class Decoder:
         if self.method == "stack":
             raise e
         if self._fallback is None:
-            self._fallback = METHODS["stack"].searcher(self.model, stack.StackOptions(nbest=self.options.nbest))
+            fallback = METHODS["stack"]
+            self._fallback = fallback.searcher(self.model, stack.StackOptions(nbest=self.options.nbest), "auto")
         found = self._fallback.search(problem)
         return found, f"over budget: {e}; the derivation is the stack decoder's (default settings), not proven optimal"
 

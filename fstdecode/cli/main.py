@@ -25,7 +25,7 @@ from fstdecode.errors import FstdecodeError
 from fstdecode.io.phrase_table import SCORE_FORMATS
 from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, load_model
 from fstdecode.run import decode_lines, input_lines, runner_for
-from fstdecode.search.base import METHODS
+from fstdecode.search.base import ENGINES, METHODS
 
 DESCRIPTION = (
     "Exact phrase-based machine translation decoding under a hard distortion limit "
@@ -75,6 +75,10 @@ def _parser() -> argparse.ArgumentParser:
     dec.add_argument(
         "--method", choices=list(METHODS), default=DEFAULT_METHOD,
         help=f"search method (default: {DEFAULT_METHOD}); " + "; ".join(f"{m.name}: {m.summary}" for m in METHODS.values()),
+    )
+    dec.add_argument(
+        "--engine", choices=ENGINES, default="auto",
+        help="native: the C++ core; python: the reference engine; auto (default): native where the method has it",
     )
     dec.add_argument("--format", choices=output.FORMATS, default="text", help="output format (default: text)")
     dec.add_argument(
@@ -136,7 +140,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         table = compiled_table(args.phrase_fst)
     model = _load(args, table)
     nbest = (getattr(model, "nbest_size", None) or 1) if args.format == "nbest" else 1
-    decoder = Decoder(model, args.method, search_options(args.method, args, nbest=nbest))
+    decoder = Decoder(model, args.method, search_options(args.method, args, nbest=nbest), engine=args.engine)
     write = output.writer(args.format, model.weights)
     for result in decode_lines(decoder, input_lines(sys.stdin), runner):
         _report(result)

@@ -142,17 +142,38 @@ class Searcher(Protocol):
     def search(self, problem: SearchProblem) -> SearchResult: ...
 
 
+#: ``--engine``: ``auto`` takes the native core where the method has one, else Python.
+ENGINES = ("auto", "native", "python")
+
+
 @dataclass(frozen=True)
 class Method:
-    """A registered search method (``--method name``)."""
+    """A registered search method (``--method name``).
+
+    ``native``, if not None, is the same search in the native core
+    (``function(problem, options)``); the Python ``factory`` stays the reference.
+    """
 
     name: str
     options: type[SearchOptions]
     factory: Callable[[Model, Any], Searcher]
     exact: bool
     summary: str
+    native: Callable[[SearchProblem, Any], SearchResult] | None = None
 
-    def searcher(self, model: Model, options: SearchOptions) -> Searcher:
+    def engine(self, engine: str) -> str:
+        """The engine that serves ``engine`` (auto, native or python) for this method."""
+        if engine not in ENGINES:
+            raise OptionsError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
+        if engine == "auto":
+            return "native" if self.native is not None else "python"
+        if engine == "native" and self.native is None:
+            raise OptionsError(f"--method {self.name} has no native implementation yet; use --engine python or auto")
+        return engine
+
+    def searcher(self, model: Model, options: SearchOptions, engine: str = "auto") -> Searcher:
+        if self.engine(engine) == "native":
+            return FunctionSearcher(self.native, options)
         return self.factory(model, options)
 
 
@@ -179,11 +200,13 @@ def register(
     summary: str,
     factory: Callable[[Model, Any], Searcher] | None = None,
     function: Callable[[SearchProblem, Any], SearchResult] | None = None,
+    native: Callable[[SearchProblem, Any], SearchResult] | None = None,
 ) -> Method:
-    """Register a method by a ``factory``, or by a ``function(problem, options)``."""
+    """Register a method by a ``factory``, or by a ``function(problem, options)``; ``native``
+    is its native-core twin, if it has one."""
     if factory is None:
         if function is None:
             raise ValueError("register() needs a factory or a function")
         factory = lambda model, opts: FunctionSearcher(function, opts)  # noqa: E731
-    method = METHODS[name] = Method(name, options, factory, exact, summary)
+    method = METHODS[name] = Method(name, options, factory, exact, summary, native)
     return method
