@@ -19,17 +19,17 @@ message of the form ``"{path}:{lineno}: {what is wrong}"`` (line numbers 1-based
 
 from __future__ import annotations
 
-import gzip
 import math
 import os
 import re
 import sys
-import zlib
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Sequence
 
-from fstdecode.errors import FstdecodeError, read_bytes
+from fstdecode.errors import FstdecodeError
+from fstdecode.io.files import read_lines
+from fstdecode.io.values import parse_finite, parse_number
 
 __all__ = [
     "ArpaError",
@@ -77,32 +77,9 @@ def _is_blank(line: str) -> bool:
     return not line.strip()
 
 
-def _read_text(path: str) -> str:
-    """Return the file's text: gunzipped if gzip (magic bytes or ``.gz`` suffix), UTF-8."""
-    data = read_bytes(path, ArpaError)
-    if data[:2] == b"\x1f\x8b" or path.endswith(".gz"):
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as e:
-            raise ArpaError(f"{path}: not a valid gzip file: {e}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        lineno = data.count(b"\n", 0, e.start) + 1
-        raise ArpaError(
-            f"{path}:{lineno}: not valid UTF-8 (byte {data[e.start]:#04x})"
-        ) from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return text
-
-
 def _parse_prob(path: str, lineno: int, s: str) -> float:
     """Parse a log10 probability and return it in ln units (``-inf`` allowed, > 0 refused)."""
-    try:
-        v = float(s)
-    except ValueError:
-        raise ArpaError(f"{path}:{lineno}: cannot parse log10 probability {s!r}") from None
+    v = parse_number(s, "log10 probability", f"{path}:{lineno}", ArpaError)
     if v > 0.0:
         raise ArpaError(
             f"{path}:{lineno}: positive log10 probability {s} (KenLM refuses it; "
@@ -114,14 +91,8 @@ def _parse_prob(path: str, lineno: int, s: str) -> float:
 
 
 def _parse_backoff(path: str, lineno: int, s: str) -> float:
-    """Parse a log10 backoff and return it in ln units (finite; may be positive)."""
-    try:
-        v = float(s)
-    except ValueError:
-        raise ArpaError(f"{path}:{lineno}: cannot parse log10 backoff {s!r}") from None
-    if not math.isfinite(v):
-        raise ArpaError(f"{path}:{lineno}: backoff weight must be finite, got {s} (KenLM refuses it)")
-    return v * LN10
+    """Parse a log10 backoff and return it in ln units (finite, as KenLM requires; may be positive)."""
+    return parse_finite(s, "log10 backoff", f"{path}:{lineno}", ArpaError) * LN10
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,7 +148,7 @@ class ArpaLM:
             spath = os.fsdecode(spath)
         if max_order is not None and max_order < 1:
             raise ArpaError(f"{spath}: max_order must be >= 1, got {max_order}")
-        return _Parser(spath, _read_text(spath), max_order).parse()
+        return _Parser(spath, read_lines(spath, ArpaError), max_order).parse()
 
     def restrict(self, order: int) -> ArpaLM:
         """Return a model using only n-grams up to ``order`` (1 <= order <= self.order).
@@ -305,11 +276,10 @@ class ArpaLM:
 class _Parser:
     """One pass over the lines of an ARPA file."""
 
-    def __init__(self, path: str, text: str, max_order: int | None) -> None:
+    def __init__(self, path: str, lines: list[str], max_order: int | None) -> None:
+        """``lines[i]`` is line ``i + 1`` of the file, without its line end."""
         self.path = path
-        self.lines = text.split("\n")
-        if self.lines and self.lines[-1] == "":
-            self.lines.pop()  # text ended with a newline
+        self.lines = lines
         self.max_order = max_order
         self.i = 0  # index of the next line to read; its line number is i + 1
 
@@ -428,7 +398,7 @@ class _Parser:
         i = self.i
         entries = 0
         while i < nlines:
-            f = _fields(lines[i].rstrip("\r"))
+            f = _fields(lines[i])
             nf = len(f)
             if nf == 0:
                 i += 1

@@ -11,7 +11,8 @@ Understood sections:
   kinds in :data:`SUPPORTED_KINDS` are accepted; any other kind (for example
   ``PhraseDictionaryBinary``, ``InputFeature``, ``LexicalReordering``) is an
   error, because ignoring a feature would silently change the model's scores.
-* ``[weight]``: ``Name= v1 v2 ...``, one line per feature.
+* ``[weight]``: ``Name= v1 v2 ...``, one line per feature; every value a finite
+  number. A declared feature may lack its line (the model then warns).
 * ``[distortion-limit]``: an integer >= 0, or ``-1`` for no limit (kept as
   -1); an absent section is stored as ``None`` (Moses' default then applies).
 * ``[early-distortion-cost]``: yes/no/true/false/y/n/1/0; a section with no
@@ -35,7 +36,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from fstdecode.errors import FstdecodeError, read_bytes
+from fstdecode.errors import FstdecodeError
+from fstdecode.io.files import numbered_lines
+from fstdecode.io.values import parse_finite
 
 __all__ = [
     "DEFAULT_TABLE_LIMIT",
@@ -47,7 +50,9 @@ __all__ = [
 ]
 
 DEFAULT_TABLE_LIMIT = 20
-"""Moses' table-limit of a PhraseDictionaryMemory without ``table-limit=``."""
+"""Moses' table-limit of a PhraseDictionaryMemory without ``table-limit=`` (its
+``PhraseDictionary`` constructor's default); :func:`fstdecode.model.model.load_model`
+uses it for such a line too."""
 
 _COMMON_KEYS = frozenset({"name", "tuneable", "num-features"})
 
@@ -175,20 +180,18 @@ class MosesConfig:
 
 
 def _read_lines(path: str) -> list[tuple[int, str]]:
-    """Non-empty lines with comments removed, as ``(lineno, text)`` (1-based)."""
-    data = read_bytes(path, MosesIniError)
+    """Non-empty lines with comments removed, as ``(lineno, text)`` (1-based).
+
+    A file with no such line (empty, or only blanks and comments) is an error:
+    it is not a moses.ini, and reading it as one would silently decode nothing.
+    """
     lines = []
-    for lineno, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise MosesIniError(
-                f"{path}:{lineno}: invalid UTF-8 at byte {err.start} of the line; "
-                "re-encode the file as UTF-8"
-            ) from None
-        text = text.lstrip("\ufeff").split("#", 1)[0].strip()
+    for lineno, text in numbered_lines(path, MosesIniError):
+        text = text.split("#", 1)[0].strip()
         if text:
             lines.append((lineno, text))
+    if not lines:
+        raise MosesIniError(f"{path}: the file is empty (or only comments); a moses.ini needs a [feature] section")
     return lines
 
 
@@ -344,14 +347,7 @@ def _parse_weight_line(text: str, where: str) -> tuple[str, tuple[float, ...]]:
     name = name.strip()
     if not sep or len(name.split()) != 1:
         raise MosesIniError(f"{where}: malformed weight line {text!r}; write Name= v1 v2 ...")
-    values = []
-    for token in rest.split():
-        try:
-            values.append(float(token))
-        except ValueError:
-            raise MosesIniError(
-                f"{where}: weight {token!r} of {name} is not a number"
-            ) from None
+    values = [parse_finite(token, f"{name} weight", where, MosesIniError) for token in rest.split()]
     if not values:
         raise MosesIniError(f"{where}: {name} has no weights; write Name= v1 v2 ...")
     return name, tuple(values)

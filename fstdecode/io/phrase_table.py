@@ -16,16 +16,16 @@ Invariants of a loaded :class:`PhraseTable`:
 
 from __future__ import annotations
 
-import gzip
+import logging
 import math
 import os
 import sys
-import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import BinaryIO
 
 from fstdecode.errors import FstdecodeError
+from fstdecode.io.files import numbered_lines
+from fstdecode.io.values import parse_number
 
 __all__ = [
     "LOWEST_SCORE",
@@ -43,7 +43,7 @@ SCORE_FORMATS = ("prob", "ln", "log10")
 """Accepted ``score_format`` values: probabilities (Moses), natural logs, log10."""
 
 _FIELD_SEPARATOR = "|||"
-_GZIP_MAGIC = b"\x1f\x8b"
+_LOG = logging.getLogger("fstdecode")
 _LN10 = math.log(10.0)
 
 
@@ -180,13 +180,10 @@ def _parse_scores(
     convert = _CONVERTERS[score_format]
     features = []
     for token in tokens:
-        try:
-            value = float(token)
-        except ValueError:
-            raise PhraseTableError(
-                f"{where}: score {token!r} is not a number; "
-                "the third field must hold space-separated numbers"
-            ) from None
+        value = parse_number(
+            token, "score", where, PhraseTableError,
+            hint="; the third field must hold space-separated numbers",
+        )
         if math.isnan(value) or value == math.inf:
             raise PhraseTableError(
                 f"{where}: score {token!r} is not a finite number; "
@@ -204,50 +201,6 @@ def _parse_scores(
 
 # --------------------------------------------------------------------------
 # Reading
-
-
-def _open_binary(path: str) -> BinaryIO:
-    """Open ``path`` for binary reading, transparently un-gzipping it."""
-    try:
-        raw = open(path, "rb")
-    except FileNotFoundError:
-        raise PhraseTableError(f"{path}: no such file") from None
-    except OSError as err:
-        raise PhraseTableError(f"{path}: cannot read ({err.strerror})") from None
-    try:
-        magic = raw.read(2)
-        raw.seek(0)
-    except OSError as err:
-        raw.close()
-        raise PhraseTableError(f"{path}: cannot read ({err.strerror})") from None
-    if magic != _GZIP_MAGIC:
-        return raw
-    raw.close()
-    return gzip.open(path, "rb")  # type: ignore[return-value]
-
-
-def _numbered_lines(path: str) -> Iterator[tuple[int, str]]:
-    """Yield ``(lineno, text)`` for every line (1-based), decoded as UTF-8."""
-    lineno = 0
-    with _open_binary(path) as stream:
-        try:
-            for raw_line in stream:
-                lineno += 1
-                try:
-                    text = raw_line.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    raise PhraseTableError(
-                        f"{path}:{lineno}: invalid UTF-8 at byte {err.start} of the line; "
-                        "re-encode the file as UTF-8"
-                    ) from None
-                if lineno == 1 and text.startswith("\ufeff"):
-                    text = text[1:]
-                yield lineno, text
-        except (EOFError, zlib.error, gzip.BadGzipFile) as err:
-            raise PhraseTableError(
-                f"{path}:{lineno + 1}: corrupt or truncated gzip data ({err}); "
-                "re-compress the file"
-            ) from None
 
 
 def _split_line(
@@ -316,6 +269,22 @@ def _limit(
     return tuple(ranked[:table_limit])
 
 
+def _warn_if_empty(table: PhraseTable, sources_read: int) -> None:
+    """Warn on the ``fstdecode`` logger when ``table`` kept no pair."""
+    if len(table):
+        return
+    if sources_read:
+        why = f"none of its {sources_read} source phrase(s) passed the source-vocabulary filter"
+    else:
+        why = "the file has no entries"
+    _LOG.warning(
+        "%s: the phrase table is empty (%s); every source word will be copied through "
+        "as an unknown word",
+        table.path,
+        why,
+    )
+
+
 def load_phrase_table(
     path: str | os.PathLike[str],
     *,
@@ -343,7 +312,10 @@ def load_phrase_table(
     best first; ties keep file order. 0 keeps all pairs in file order.
 
     Blank lines are skipped. An empty file gives an empty table whose
-    ``num_scores`` is ``num_features`` (or 0).
+    ``num_scores`` is ``num_features`` (or 0). An empty table, whether the file
+    has no entries or the ``vocabulary`` filter kept none, is not an error but
+    logs a warning on the ``fstdecode`` logger naming the file: every source
+    word will then be copied through as an unknown word.
     """
     path_str = os.fspath(path)
     _check_arguments(path_str, score_format, num_features, table_limit)
@@ -351,7 +323,7 @@ def load_phrase_table(
     wanted: dict[tuple[str, ...], bool] = {}
     expected = num_features
     first_lineno: int | None = None
-    for lineno, text in _numbered_lines(path_str):
+    for lineno, text in numbered_lines(path_str, PhraseTableError):
         if not text.strip():
             continue
         where = f"{path_str}:{lineno}"
@@ -374,4 +346,6 @@ def load_phrase_table(
         source: (_limit(pairs, table_limit, rank) if table_limit > 0 else tuple(pairs))
         for source, pairs in groups.items()
     }
-    return PhraseTable(path_str, expected or 0, entries)
+    table = PhraseTable(path_str, expected or 0, entries)
+    _warn_if_empty(table, len(wanted))
+    return table

@@ -16,7 +16,10 @@ unknown       −100 per unknown (copied-through) source word
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import logging
+import math
+import numbers
+from dataclasses import dataclass, field, fields, replace
 
 from fstdecode.errors import FstdecodeError
 
@@ -26,9 +29,24 @@ UNKNOWN_WORD_VALUE = -100.0
 #: The weight names accepted by ``--weight NAME=VALUE``.
 WEIGHT_NAMES = ("lm", "tm", "distortion", "word", "phrase", "unknown")
 
+_LOG = logging.getLogger("fstdecode")
+
 
 class FeatureError(FstdecodeError):
     """A weight name or value that fstdecode cannot use."""
+
+
+def assignment_name(assignment: str) -> str:
+    """The weight name of a ``NAME=VALUE`` string (``--weight``), lower-cased and stripped."""
+    return assignment.partition("=")[0].strip().lower()
+
+
+def _check_finite(name: str, value: object) -> None:
+    """Raise FeatureError unless ``value`` is a finite real number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise FeatureError(f"{name} weight {value!r} is not a number")
+    if not math.isfinite(float(value)):
+        raise FeatureError(f"{name} weight {value!r} is not a finite number; weights must be finite")
 
 
 @dataclass(frozen=True)
@@ -63,6 +81,9 @@ class Weights:
 
     The defaults are those of a model with no moses.ini: every feature 1 but
     the word and phrase penalties, which are 0.
+
+    Invariant, checked on construction (so every way of making weights gets
+    it): every weight is a finite number, else FeatureError; ``tm`` is a tuple.
     """
 
     lm: float = 1.0
@@ -71,6 +92,15 @@ class Weights:
     word: float = 0.0
     phrase: float = 0.0
     unknown: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tm, (tuple, list)):
+            raise FeatureError(f"tm weights {self.tm!r}: give a tuple, one weight per phrase-table column")
+        object.__setattr__(self, "tm", tuple(self.tm))
+        for f in fields(self):
+            values = self.tm if f.name == "tm" else (getattr(self, f.name),)
+            for value in values:
+                _check_finite(f.name, value)
 
     def total(self, f: Features) -> float:
         """The model score ``Σ weight × feature``.
@@ -91,37 +121,62 @@ class Weights:
             + self.unknown * f.unknown
         )
 
-    def with_tm_columns(self, n: int) -> "Weights":
-        """These weights with ``n`` TM weights: a single default weight is repeated."""
-        if len(self.tm) == n:
+    def with_tm_columns(self, n: int, origin: str | None = None) -> "Weights":
+        """These weights with exactly ``n`` TM weights, one per phrase-table column.
+
+        Same count: unchanged. A single weight is repeated for every column:
+        silently when ``origin`` is None (the built-in default, no weight
+        given), else with a warning on the ``fstdecode`` logger naming
+        ``origin``, where that weight was given (e.g. ``"--weight tm=0.5"``).
+        Any other count raises FeatureError.
+        """
+        k = len(self.tm)
+        if k == n:
             return self
-        if len(self.tm) == 1:
-            return replace(self, tm=self.tm * n)
-        raise FeatureError(
-            f"{len(self.tm)} tm weights given but the phrase table has {n} score column(s)"
-        )
+        given = f" ({origin})" if origin else ""
+        if k != 1:
+            raise FeatureError(
+                f"{k} tm weights{given} for a phrase table with {n} score column(s); "
+                "give one tm weight per column, or a single one to use for every column"
+            )
+        if origin is not None and n > 1:
+            _LOG.warning(
+                "%s: one tm weight for a phrase table with %d score columns; "
+                "using it for every column",
+                origin,
+                n,
+            )
+        return replace(self, tm=self.tm * n)
 
     def override(self, assignments: list[str]) -> "Weights":
         """Apply ``NAME=VALUE`` strings (the ``--weight`` flag); ``tm`` takes a comma list.
 
-        Raises FeatureError naming the bad assignment.
+        Raises FeatureError naming the bad assignment: unknown name, a value
+        that is not a number, or one that is not finite (``nan``, ``inf``).
         """
         out = self
         for item in assignments:
-            name, sep, value = item.partition("=")
-            name = name.strip().lower()
-            if not sep:
-                raise FeatureError(f"--weight {item!r}: expected NAME=VALUE, e.g. lm=0.5")
-            if name not in WEIGHT_NAMES:
-                raise FeatureError(
-                    f"--weight {item!r}: unknown weight name {name!r}; "
-                    f"known names: {', '.join(WEIGHT_NAMES)}"
-                )
-            try:
-                if name == "tm":
-                    out = replace(out, tm=tuple(float(v) for v in value.split(",")))
-                else:
-                    out = replace(out, **{name: float(value)})
-            except ValueError:
-                raise FeatureError(f"--weight {item!r}: {value!r} is not a number") from None
+            out = out._assign(item)
         return out
+
+    def _assign(self, item: str) -> "Weights":
+        """These weights with the one ``NAME=VALUE`` assignment ``item`` applied."""
+        _, sep, value = item.partition("=")
+        name = assignment_name(item)
+        if not sep:
+            raise FeatureError(f"--weight {item!r}: expected NAME=VALUE, e.g. lm=0.5")
+        if name not in WEIGHT_NAMES:
+            raise FeatureError(
+                f"--weight {item!r}: unknown weight name {name!r}; "
+                f"known names: {', '.join(WEIGHT_NAMES)}"
+            )
+        try:
+            parsed = tuple(float(v) for v in value.split(","))
+        except ValueError:
+            raise FeatureError(f"--weight {item!r}: {value!r} is not a number") from None
+        if name != "tm" and len(parsed) != 1:
+            raise FeatureError(f"--weight {item!r}: {name} takes one number; only tm takes a comma list")
+        try:
+            return replace(self, **{name: parsed if name == "tm" else parsed[0]})
+        except FeatureError as err:
+            raise FeatureError(f"--weight {item!r}: {err}") from None

@@ -7,16 +7,19 @@ at all it loads the built-in example (:func:`example_model`).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.arpa import ArpaLM
-from fstdecode.model.features import Weights
-from fstdecode.io.moses_ini import MosesConfig, load_moses_ini
+from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, FeatureLine, MosesConfig, load_moses_ini
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable, load_phrase_table
+from fstdecode.model.features import Weights, assignment_name
+
+_LOG = logging.getLogger("fstdecode")
 
 
 class ModelError(FstdecodeError):
@@ -26,10 +29,13 @@ class ModelError(FstdecodeError):
 #: The distortion limit when neither moses.ini nor a flag gives one (Moses' default).
 DEFAULT_DISTORTION_LIMIT = 6
 
-#: moses.ini's ``[distortion-limit] -1`` (no limit): larger than any sentence.
+#: The distortion limit that means "no limit" (Moses' -1): larger than any sentence.
 UNLIMITED = 2**31 - 1
 
-# moses.ini feature name prefix -> fstdecode weight name.
+#: The value that asks for :data:`UNLIMITED`, as in Moses (``-d -1``, ``[distortion-limit] -1``).
+NO_LIMIT = -1
+
+# moses.ini feature kind -> fstdecode weight name.
 _INI_WEIGHTS = {
     "KENLM": "lm",
     "PhraseDictionaryMemory": "tm",
@@ -44,9 +50,10 @@ _INI_WEIGHTS = {
 class Model:
     """Everything a search needs but the sentence.
 
-    Invariant: ``len(weights.tm) == table.num_scores`` and ``distortion_limit >= 0``.
-    ``lm`` is read up to the order the searches use: moses.ini's KENLM
-    ``order=``, or ``--lm-order``, or else the file's own order.
+    Invariant: ``len(weights.tm) == table.num_scores`` and ``distortion_limit >= 0``
+    (:data:`UNLIMITED` for no limit). ``lm`` is read up to the order the searches use:
+    moses.ini's KENLM ``order=``, or ``--lm-order``, or else the file's own order.
+    ``nbest_size`` is moses.ini's ``[n-best-list]`` size (None without one).
     """
 
     table: PhraseTable
@@ -55,6 +62,7 @@ class Model:
     distortion_limit: int
     name: str = "model"
     early_distortion_cost: bool = False
+    nbest_size: int | None = None
 
     def search_lm(self) -> ArpaLM:
         """The LM the searches score with (its order is the search's order)."""
@@ -66,23 +74,61 @@ def example_dir() -> Path:
     return Path(str(resources.files("fstdecode") / "data"))
 
 
+def checked_distortion_limit(d: int) -> int:
+    """The distortion limit to use for ``d``: ``d`` itself if >= 0, :data:`UNLIMITED` for -1.
+
+    Any other value (another negative number, a non-integer) raises ModelError. Every
+    distortion limit of a :class:`Model` made here goes through this function.
+    """
+    if isinstance(d, bool) or not isinstance(d, int) or d < NO_LIMIT:
+        raise ModelError(f"distortion limit must be an integer >= 0, or -1 for no limit; got {d!r}")
+    return UNLIMITED if d == NO_LIMIT else d
+
+
 def _weights_from_ini(cfg: MosesConfig) -> Weights:
-    """Weights from the ini's [weight] section; features absent from the ini weigh 0."""
-    values: dict[str, object] = {"lm": 0.0, "tm": (0.0,), "distortion": 0.0, "word": 0.0, "phrase": 0.0, "unknown": 0.0}
+    """Weights from the ini's [weight] section.
+
+    A feature the ini does not declare weighs 0, but UnknownWordPenalty, which Moses adds
+    with weight 1; a declared feature without a [weight] line weighs 1.0 (see
+    :func:`_warn_missing_ini_weights`).
+    """
+    values: dict[str, object] = {name: 0.0 for name in _INI_WEIGHTS.values()}
+    values["tm"] = (0.0,)
     for feat in cfg.features:
         key = _INI_WEIGHTS.get(feat.kind)
         if key is None:
             continue
-        default = (1.0,) if key != "tm" else (1.0,) * int(feat.args.get("num-features", "1"))
-        w = cfg.weight(feat.name, default)
+        w = cfg.weight(feat.name, (1.0,) * feat.num_features)
         values[key] = tuple(w) if key == "tm" else w[0]
-    # Moses adds UnknownWordPenalty with weight 1 even when the ini does not list it.
     if not any(f.kind == "UnknownWordPenalty" for f in cfg.features):
         values["unknown"] = 1.0
     return Weights(**values)  # type: ignore[arg-type]
 
 
-def moses_ranker(lm: ArpaLM, weights: Weights):
+def _warn_missing_ini_weights(cfg: MosesConfig) -> None:
+    """Warn, on the ``fstdecode`` logger, about each declared feature with no [weight] line."""
+    for feat in cfg.features:
+        if feat.kind in _INI_WEIGHTS and feat.name not in cfg.weights:
+            _LOG.warning(
+                "%s:%d: feature %s has no weight in [weight]; using 1.0 "
+                "(Moses refuses such a file; fstdecode warns and uses 1.0)",
+                cfg.path,
+                feat.lineno,
+                feat.name,
+            )
+
+
+def _tm_origin(cfg: MosesConfig | None, ini_pt: FeatureLine | None, assignments: Sequence[str]) -> str | None:
+    """Where the TM weights were given (named in a warning if one is repeated); None: default."""
+    given = [item for item in assignments if assignment_name(item) == "tm"]
+    if given:
+        return f"--weight {given[-1]}"
+    if cfg is not None and ini_pt is not None and ini_pt.name in cfg.weights:
+        return f"{cfg.path}: [weight] {ini_pt.name}="
+    return None
+
+
+def moses_ranker(lm: ArpaLM, weights: Weights) -> Callable[[PhrasePair], float]:
     """Moses' table-limit ranking: weighted TM + word penalty + weighted LM estimate of the target."""
 
     def rank(pair: PhrasePair) -> float:
@@ -95,6 +141,42 @@ def moses_ranker(lm: ArpaLM, weights: Weights):
     return rank
 
 
+def _table_limit(table_limit: int | None, ini_pt: FeatureLine | None) -> int:
+    """The flag's table limit, else the ini line's ``table-limit=`` (Moses' default 20), else 0."""
+    if table_limit is not None:
+        return table_limit
+    if ini_pt is not None:
+        return ini_pt.int_arg("table-limit", DEFAULT_TABLE_LIMIT)
+    return 0
+
+
+def _distortion_limit(distortion_limit: int | None, cfg: MosesConfig | None) -> int:
+    """The argument, else the ini's [distortion-limit], else the default; validated."""
+    if distortion_limit is None and cfg is not None:
+        distortion_limit = cfg.distortion_limit
+    if distortion_limit is None:
+        distortion_limit = DEFAULT_DISTORTION_LIMIT
+    return checked_distortion_limit(distortion_limit)
+
+
+def _model_paths(
+    cfg: MosesConfig | None, lm: str | Path | None, phrase_table: str | Path | None, have_table: bool
+) -> tuple[str | Path, str | Path | None]:
+    """The LM and phrase-table files: the arguments, else the ini's; ModelError if one is missing."""
+    ini_lm = cfg.lm() if cfg else None
+    ini_pt = cfg.phrase_table() if cfg else None
+    lm_path = lm or (ini_lm.path if ini_lm else None)
+    pt_path = phrase_table or (ini_pt.path if ini_pt else None)
+    where = f"{cfg.path}: " if cfg is not None else ""
+    if lm_path is None:
+        raise ModelError(f"{where}no language model: give --lm FILE or a moses.ini with a KENLM line")
+    if pt_path is None and not have_table:
+        raise ModelError(
+            f"{where}no phrase table: give --phrase-table FILE or a moses.ini with a PhraseDictionaryMemory line"
+        )
+    return lm_path, pt_path
+
+
 def load_model(
     config: str | Path | None = None,
     *,
@@ -105,7 +187,7 @@ def load_model(
     tm_score_format: str | None = None,
     table_limit: int | None = None,
     lm_order: int | None = None,
-    source_vocabulary=None,
+    source_vocabulary: Callable[[tuple[str, ...]], bool] | None = None,
     table: PhraseTable | None = None,
 ) -> Model:
     """Assemble a model; explicit arguments override the moses.ini ``config``.
@@ -115,10 +197,23 @@ def load_model(
     ``NAME=VALUE`` strings as for ``--weight``. ``source_vocabulary`` (a
     predicate on source phrases) filters the phrase table while loading.
     ``table``, if given, is used instead of reading one (``--phrase-fst``).
-    Raises ModelError (or the reader's error) naming the file and line.
+
+    ``distortion_limit``: >= 0, or -1 for no limit (:data:`UNLIMITED`), as in
+    Moses; default: the ini's ``[distortion-limit]``, else
+    :data:`DEFAULT_DISTORTION_LIMIT`. ``table_limit``: pairs kept per source
+    phrase, 0 for all; default: the ini's ``table-limit=``, which is Moses'
+    :data:`~fstdecode.io.moses_ini.DEFAULT_TABLE_LIMIT` (20) when the
+    PhraseDictionaryMemory line has none; a table with no ini line keeps all.
+
+    TM weights: one per table column; a single weight given (``--weight tm=X``
+    or the ini) is used for every column with a warning, the built-in default
+    silently; any other count is an error. A feature the ini declares without
+    a [weight] line weighs 1.0, with a warning. Warnings go to the
+    ``fstdecode`` logger once the files have loaded.
+
+    Raises ModelError, FeatureError or the reader's error, naming the file
+    and line where there is one.
     """
-    if distortion_limit is not None and distortion_limit < 0:
-        raise ModelError(f"--distortion-limit must be >= 0, got {distortion_limit}")
     cfg = load_moses_ini(config) if config is not None else None
     if cfg is None and phrase_table is None and lm is None:
         cfg = load_moses_ini(example_dir() / "moses.ini")
@@ -127,36 +222,29 @@ def load_model(
         name = str(config or phrase_table)
     ini_lm = cfg.lm() if cfg else None
     ini_pt = cfg.phrase_table() if cfg else None
-    lm_path = lm or (ini_lm.args.get("path") if ini_lm else None)
-    pt_path = phrase_table or (ini_pt.args.get("path") if ini_pt else None)
-    if lm_path is None:
-        raise ModelError("no language model: give --lm FILE or a moses.ini with a KENLM line")
-    if pt_path is None and table is None:
-        raise ModelError("no phrase table: give --phrase-table FILE or a moses.ini with a PhraseDictionaryMemory line")
-    order = lm_order or (int(ini_lm.args.get("order", "0")) if ini_lm and lm is None else 0) or None
-    language_model = ArpaLM.from_file(lm_path, max_order=order)
-
+    lm_path, pt_path = _model_paths(cfg, lm, phrase_table, table is not None)
+    d = _distortion_limit(distortion_limit, cfg)
     w = _weights_from_ini(cfg) if cfg is not None else Weights()
     w = w.override(list(weights))
-    limit = table_limit if table_limit is not None else int(ini_pt.args.get("table-limit", "0")) if ini_pt else 0
-    num = int(ini_pt.args["num-features"]) if ini_pt and phrase_table is None and "num-features" in ini_pt.args else None
+    order = lm_order or (ini_lm.int_arg("order", 0) if ini_lm and lm is None else 0) or None
+    language_model = ArpaLM.from_file(lm_path, max_order=order)
+    num = ini_pt.num_features if ini_pt and phrase_table is None and "num-features" in ini_pt.args else None
     if table is None:
         table = load_phrase_table(
             pt_path, score_format=tm_score_format or "prob", num_features=num, vocabulary=source_vocabulary
         )
-    w = w.with_tm_columns(table.num_scores)
-    table = table.limited(limit, moses_ranker(language_model, w))
-    if distortion_limit is None:
-        distortion_limit = cfg.distortion_limit if cfg and cfg.distortion_limit is not None else DEFAULT_DISTORTION_LIMIT
-        if distortion_limit == -1:
-            distortion_limit = UNLIMITED
+    if cfg is not None:
+        _warn_missing_ini_weights(cfg)
+    w = w.with_tm_columns(table.num_scores, _tm_origin(cfg, ini_pt, weights))
+    table = table.limited(_table_limit(table_limit, ini_pt), moses_ranker(language_model, w))
     return Model(
         table=table,
         lm=language_model,
         weights=w,
-        distortion_limit=distortion_limit,
+        distortion_limit=d,
         name=name,
         early_distortion_cost=bool(cfg and cfg.early_distortion_cost),
+        nbest_size=cfg.nbest_size if cfg else None,
     )
 
 
@@ -166,10 +254,8 @@ def empty_table(path: str, num_scores: int) -> PhraseTable:
 
 
 def with_distortion_limit(model: Model, d: int) -> Model:
-    """The same model with another distortion limit."""
-    if d < 0:
-        raise ModelError(f"distortion limit must be >= 0, got {d}")
-    return replace(model, distortion_limit=d)
+    """The same model with distortion limit ``d`` (>= 0, or -1 for no limit)."""
+    return replace(model, distortion_limit=checked_distortion_limit(d))
 
 
 def example_model() -> Model:

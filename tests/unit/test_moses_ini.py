@@ -343,7 +343,7 @@ def test_error_duplicate_explicit_name(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "fragment"),
     [
-        ("Distortion0= 0.5 abc", "weight 'abc' of Distortion0 is not a number"),
+        ("Distortion0= 0.5 abc", "Distortion0 weight 'abc' is not a number"),
         ("Distortion1= 0.5", "weight for 'Distortion1', which is not a [feature]"),
         ("Distortion0= 0.5 0.5", "Distortion0 has 2 weight(s) but the feature on line 2 has 1"),
         ("PhraseDictionaryMemory0= 0.2 0.2", "has 2 weight(s) but the feature on line 3 has 3"),
