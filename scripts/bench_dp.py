@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from scripts.benchlib import DOCS, load_avg, script, write_section
+from scripts.benchlib import NO_BUDGET, DOCS, load_avg, script, write_section
 
 from fstdecode.decoder import Decoder
 from fstdecode.model.model import load_model
@@ -133,7 +133,7 @@ def build_problem(seed: int, n: int, d: int) -> SearchProblem:
 
 
 def solve_dp(problem: SearchProblem, cap: int) -> dict:
-    r = signature_dp.search(problem)
+    r = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET))
     return {"score": r.hypotheses[0][0], "states": r.states, "transitions": r.transitions}
 
 
@@ -143,7 +143,7 @@ def solve_figure2(problem: SearchProblem, cap: int) -> dict:
 
 
 def solve_coverage(problem: SearchProblem, cap: int) -> dict:
-    r = coverage_dp.search(problem, max_states=cap)
+    r = coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=cap))
     return {"score": r.hypotheses[0][0], "states": r.states, "transitions": r.transitions}
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import statistics
 import sys
 
-from scripts.benchlib import DOCS, HANSARDS, hansards_args, log, script, timed, write_section
+from scripts.benchlib import NO_BUDGET, DOCS, HANSARDS, hansards_args, log, script, timed, write_section
 
 from fstdecode.decoder import Decoder
 from fstdecode.fst.cascade import Cascade
@@ -42,7 +42,7 @@ def run(budget: float, limit: int | None, log) -> list[dict]:
     for i, line in enumerate(lines):
         words = tuple(line.split())
         row = {"id": i, "n": len(words)}
-        dp, dp_s = timed(lambda: signature_dp.search(decoder.problem(words)), budget)
+        dp, dp_s = timed(lambda: signature_dp.search(decoder.problem(words), signature_dp.DpOptions(max_states=NO_BUDGET)), budget)
         fst_out, fst_s = timed(lambda: cascade.search(words), budget)
         if dp is not None:
             row.update(dp_s=dp_s, dp_score=dp.hypotheses[0][0], states=dp.states)

@@ -15,13 +15,14 @@ reported as such. Replaces the ``bench_parity`` section of docs/benchmarks.md.
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
 import re
 import sys
 
 from scripts.benchlib import DATA as SHARED, DOCS, log, script, timed, write_section
 
-from fstdecode.decoder import METHODS, Decoder
+from fstdecode.decoder import Decoder
+from fstdecode.search.base import METHODS, Method
 from fstdecode.model.model import load_model
 from fstdecode.problem.problem import SearchLimitError
 
@@ -37,16 +38,23 @@ def moses_truth() -> tuple[dict[int, float], dict[int, str]]:
     return scores, best
 
 
-def run_one(search, problem, budget: float, max_states: int, minimize: bool, **opts):
-    if "minimize" in inspect.signature(search).parameters:
-        opts["minimize"] = minimize
+def run_one(method: Method, problem, budget: float, max_states: int, minimize: bool):
+    """One method at its default settings but for the budget (and minimisation, where it has it)."""
+    values = {"max_states": max_states}
+    if has_minimize(method):
+        values["minimize"] = minimize
+    searcher = method.searcher(None, method.options(**values), "python")
     try:
-        out, secs = timed(lambda: search(problem, max_states=max_states, **opts), budget)
+        out, secs = timed(lambda: searcher.search(problem), budget)
     except SearchLimitError:
         return {"status": f"> {max_states:,} states"}
     if out is None:
         return {"status": f"> {budget:.0f} s"}
     return {"status": "ok", "score": out.hypotheses[0][0], "phrases": out.hypotheses[0][1], "states": out.states, "s": secs}
+
+
+def has_minimize(method: Method) -> bool:
+    return any(f.name == "minimize" for f in dataclasses.fields(method.options))
 
 
 def add_args(ap) -> None:
@@ -66,8 +74,7 @@ def run(args, record) -> int:
         words = line.split()
         problem = decoder.problem(words)
         for method in methods:
-            takes_minimize = "minimize" in inspect.signature(METHODS[method]).parameters
-            for minimize in (True, False) if takes_minimize else (True,):
+            for minimize in (True, False) if has_minimize(METHODS[method]) else (True,):
                 res = run_one(METHODS[method], problem, args.budget, args.max_states, minimize)
                 res.update(id=i, n=len(words), method=method, minimize=minimize)
                 if res["status"] == "ok":

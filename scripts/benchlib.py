@@ -271,3 +271,8 @@ def save_figure(fig, path: Path, dpi: int) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=dpi)
     plt().close(fig)
+
+
+#: The state budget of the experiments: they measure whole searches, so only their own caps
+#: (each script's --max-states, where it has one) stop them; the library's default is for users.
+NO_BUDGET = 10**12

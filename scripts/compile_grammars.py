@@ -13,21 +13,11 @@ grammars/ is not installed with fstdecode: run this from the repository root.
 from __future__ import annotations
 
 import importlib
-import os
-import subprocess
 import sys
 from pathlib import Path
 
-if __name__ == "__main__" and not __package__:
-    # Run by its path (``python scripts/compile_grammars.py``, as tests/test_grammars.py does): the
-    # repository root, home of grammars/ and scripts/, is not on sys.path then. Run the module form
-    # instead, with the root on PYTHONPATH (the working directory, and so relative paths, unchanged).
-    _root = str(Path(__file__).resolve().parents[1])
-    _env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))}
-    sys.exit(subprocess.run([sys.executable, "-m", "scripts.compile_grammars", *sys.argv[1:]], env=_env).returncode)
-
-from grammars import GRAMMARS, export_far  # noqa: E402
-from scripts.benchlib import ROOT, script  # noqa: E402
+from grammars import GRAMMARS, export_far
+from scripts.benchlib import ROOT, script
 
 
 def compile_all(out: Path) -> dict[Path, list[str]]:

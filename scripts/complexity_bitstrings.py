@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import sys
 
-from scripts.benchlib import best_time, grid_and_legend, plt, save_figure
+from scripts.benchlib import NO_BUDGET, best_time, grid_and_legend, plt, save_figure
 from scripts.complexity_common import finish, fmt_int, loglog_slope, experiment, prepare, table
 
 from fstdecode.research.bitstrings import (
@@ -52,7 +52,7 @@ def measure(n: int, d: int) -> dict:
         if row["brute_live"] != row["live"]:
             print(f"MISMATCH n={n}: count {row['live']} vs brute force {row['brute_live']}", file=sys.stderr)
     if n <= COVERAGE_DP_MAX:
-        row["coverage_dp"] = coverage_dp.search(section52_problem(n, d)).states
+        row["coverage_dp"] = coverage_dp.search(section52_problem(n, d), coverage_dp.CoverageOptions(max_states=NO_BUDGET)).states
     problem = section52_problem(n, d)
     prepare(problem)  # the junction table, quadratic in the vocabulary (5 words per block), is not timed
     chart, row["sig_s"] = best_time(lambda: signature_dp.run(problem), repeat_below=0)

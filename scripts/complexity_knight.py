@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-from scripts.benchlib import ROOT, best_time, grid_and_legend, plt, save_figure
+from scripts.benchlib import NO_BUDGET, ROOT, best_time, grid_and_legend, plt, save_figure
 from scripts.complexity_common import finish, fmt_int, growth_factor, loglog_slope, experiment, prepare, table
 
 from fstdecode.research.knight import held_karp_circuit, knight_problem, solve_circuit, write_knight_model
@@ -97,7 +97,7 @@ def search(graph: Graph, d: int | None = None):
     """(SearchResult, seconds) of the signature DP alone on Knight's instance (building it is not timed)."""
     problem = knight_problem(graph, d)
     prepare(problem)
-    return best_time(lambda: signature_dp.search(problem))
+    return best_time(lambda: signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET)))
 
 
 def growth(seed: int, max_unlimited: int) -> tuple[list[str], dict]:
@@ -108,7 +108,7 @@ def growth(seed: int, max_unlimited: int) -> tuple[list[str], dict]:
         full, full_sec = search(graph)
         fixed, fixed_sec = search(graph, FIXED_D)
         problem = knight_problem(graph)
-        cov, cov_sec = best_time(lambda: coverage_dp.search(problem))
+        cov, cov_sec = best_time(lambda: coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET)))
         data["unlimited"].append((N, full.states, full_sec))
         data["fixed"].append((N, fixed.states, fixed_sec))
         data["coverage"].append((N, cov.states, cov_sec))

@@ -20,7 +20,7 @@ import random
 import sys
 import time
 
-from scripts.benchlib import best_time, grid_and_legend, plt, save_figure
+from scripts.benchlib import NO_BUDGET, best_time, grid_and_legend, plt, save_figure
 from scripts.complexity_common import finish, fmt_int, loglog_slope, experiment, prepare, table
 
 from fstdecode.research.tsp import Graph, held_karp_path, solve_tsp, tsp_problem
@@ -80,7 +80,7 @@ def runtime(seed: int, ns: tuple[int, ...]) -> tuple[list[str], dict]:
             problem = tsp_problem(graph, k)
             table_s = prepare(problem)
             build_s = time.perf_counter() - t0
-            result, sec = best_time(lambda: signature_dp.search(problem))
+            result, sec = best_time(lambda: signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET)))
             best = solve_tsp(graph, k)
             if abs(-result.hypotheses[0][0] - best.cost) > 1e-9:
                 print(f"DISAGREE n={n} k={k}: search {result.hypotheses[0][0]} vs solve_tsp {best.cost}", file=sys.stderr)

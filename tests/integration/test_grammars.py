@@ -23,7 +23,7 @@ import pywrapfst as fst
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # grammars/ is not installed with fstdecode
 
-from fstdecode import Decoder, load_model  # noqa: E402
+from fstdecode import Decoder  # noqa: E402
 from fstdecode.fst.phrase_fst import build_phrase_fst, grammar_pairs  # noqa: E402
 from grammars import GRAMMARS, export_far, far_keys  # noqa: E402
 from grammars import numbers_de_en  # noqa: E402
@@ -36,11 +36,6 @@ NUMBER_SRC = "wir müssen zwei kritik ernst nehmen"
 
 def has(f: fst.Fst, prop: int) -> bool:
     return f.properties(prop, True) == prop
-
-
-@pytest.fixture(scope="module")
-def model():
-    return load_model()
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +73,8 @@ def test_compile_grammars_writes_one_far_per_module(fars):
 
 def test_compile_grammars_script_prints_what_it_wrote(tmp_path):
     out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "compile_grammars.py"), "--out", str(tmp_path / "g")],
-        capture_output=True, text=True, check=True,
+        [sys.executable, "-m", "scripts.compile_grammars", "--out", str(tmp_path / "g")],
+        capture_output=True, text=True, check=True, cwd=ROOT,
     ).stdout
     expected = [f"wrote {tmp_path / 'g' / name}.far: {', '.join(keys)}" for name, keys in GRAMMARS.items()]
     assert out.splitlines() == expected
@@ -100,10 +95,10 @@ def test_module_runs_under_pynini_grm_runner(tmp_path):
 # ----------------------------------------------------------------------------- PHRASE_TABLE
 
 
-def test_phrase_table_is_p_with_its_symbols(fars, model):
+def test_phrase_table_is_p_with_its_symbols(fars, example_model):
     p = read(fars["phrase_table"], "PHRASE_TABLE")
     assert has(p, fst.I_LABEL_SORTED)
-    expected = build_phrase_fst(model.table, model.weights).fst
+    expected = build_phrase_fst(example_model.table, example_model.weights).fst
     assert (p.num_states(), p.num_arcs(0)) == (expected.num_states(), expected.num_arcs(0))
     osyms = p.output_symbols()
     assert [osyms.find(k) for k in range(osyms.num_symbols())] == [
@@ -125,18 +120,18 @@ def test_phrase_table_is_p_with_its_symbols(fars, model):
         "",  # the empty sentence: the start state's final weight, p(</s> | <s>)
     ],
 )
-def test_bigram_lm_path_weight_is_sentence_logprob(fars, model, sentence):
+def test_bigram_lm_path_weight_is_sentence_logprob(fars, example_model, sentence):
     g = read(fars["bigram_lm"], "BIGRAM_LM")
     words = g.input_symbols()
     path = pynini.compose(pynini.accep(sentence, token_type=words), g)
     cost = float(pynini.shortestdistance(path, reverse=True)[path.start()])
-    assert cost == pytest.approx(-model.lm.score_sentence(sentence.split()), abs=1e-4)
+    assert cost == pytest.approx(-example_model.lm.score_sentence(sentence.split()), abs=1e-4)
 
 
-def test_bigram_lm_shape(fars, model):
+def test_bigram_lm_shape(fars, example_model):
     g = read(fars["bigram_lm"], "BIGRAM_LM")
     v = g.input_symbols().num_symbols() - 1  # the LM's vocabulary (without <eps>)
-    assert v == model.lm.counts[0]  # the example has <unk> in its file, so no synthetic one
+    assert v == example_model.lm.counts[0]  # the example has <unk> in its file, so no synthetic one
     # Histories: <s> (the start) and every word but <s> and </s>; arcs: each of those words.
     assert g.num_states() == v - 1
     assert sum(g.num_arcs(q) for q in g.states()) == (v - 1) * (v - 2)
@@ -144,10 +139,10 @@ def test_bigram_lm_shape(fars, model):
     assert has(g, fst.NO_EPSILONS)
 
 
-def test_bigram_lm_uses_exact_backoff(model):
+def test_bigram_lm_uses_exact_backoff(example_model):
     # "concern" -> "this" is not a bigram of the ARPA file: its arc must carry
     # backoff(concern) + ln p(this), not some ε-path approximation.
-    lm = model.search_lm()
+    lm = example_model.search_lm()
     g = bigram_lm_fst(lm)
     words = g.input_symbols()
     path = pynini.compose(pynini.accep("concern this", token_type=words), g)
@@ -221,19 +216,19 @@ def test_numbers_tsv_errors_name_file_and_line(tmp_path, line, message):
 # ----------------------------------------------------------------------------- decoding with NUMBERS
 
 
-def test_external_grammar_changes_the_translation(model, fars):
-    without = Decoder(model, "fst").decode(NUMBER_SRC).best
+def test_external_grammar_changes_the_translation(example_model, fars):
+    without = Decoder(example_model, "fst").decode(NUMBER_SRC).best
     assert "zwei" in without.translation.split()  # an unknown word, copied through
     assert without.features.unknown == -100.0
-    best = Decoder(model, "fst", source_grammar=f"{fars['numbers_de_en']}:NUMBERS").decode(NUMBER_SRC).best
+    best = Decoder(example_model, "fst", source_grammar=f"{fars['numbers_de_en']}:NUMBERS").decode(NUMBER_SRC).best
     assert "two" in best.translation.split() and "zwei" not in best.translation.split()
     assert best.features.unknown == 0.0
 
 
-def test_digit_token_is_a_pair_with_the_grammar(model, fars):
-    without = Decoder(model, "fst").decode("das muss 1984 sein").best
+def test_digit_token_is_a_pair_with_the_grammar(example_model, fars):
+    without = Decoder(example_model, "fst").decode("das muss 1984 sein").best
     assert "1984" in without.translation.split() and without.features.unknown == -100.0
-    best = Decoder(model, "fst", source_grammar=f"{fars['numbers_de_en']}:NUMBERS").decode("das muss 1984 sein").best
+    best = Decoder(example_model, "fst", source_grammar=f"{fars['numbers_de_en']}:NUMBERS").decode("das muss 1984 sein").best
     assert "1984" in best.translation.split() and best.features.unknown == 0.0
     assert any(p.pair.source == ("1984",) and not p.pair.unknown for p in best.phrases)
 
@@ -279,7 +274,7 @@ def test_cli_source_grammar_errors(fars, tmp_path, spec, args, message):
 # ----------------------------------------------------------------------------- docs/grammars.md
 
 
-def test_docs_snippet_runs_and_prints_what_it_says(fars, tmp_path, monkeypatch, capsys):
+def test_docs_snippet_runs_and_prints_what_it_says(example_model, fars, tmp_path, monkeypatch, capsys):
     doc = (ROOT / "docs" / "grammars.md").read_text(encoding="utf-8")
     code = "\n".join(re.findall(r"```python\n(.*?)```", doc, re.S))
     (tmp_path / "build").mkdir()
@@ -289,7 +284,6 @@ def test_docs_snippet_runs_and_prints_what_it_says(fars, tmp_path, monkeypatch, 
     lines = capsys.readouterr().out.splitlines()
     translation, cost = lines[0].rsplit(" ", 1)
     assert translation == FIG1_TGT
-    model = load_model()
-    best = Decoder(model, "fst").decode("wir müssen auch diese kritik ernst nehmen").best
-    assert float(cost) == pytest.approx(-best.score - model.lm.score_sentence(FIG1_TGT.split()), abs=1e-3)
+    best = Decoder(example_model, "fst").decode("wir müssen auch diese kritik ernst nehmen").best
+    assert float(cost) == pytest.approx(-best.score - example_model.lm.score_sentence(FIG1_TGT.split()), abs=1e-3)
     assert lines[1] == FIG1_TGT.replace("criticisms", "critiques")
