@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from fstdecode.model.features import Weights
 from fstdecode.model.model import load_model
 
+from shared import arpa_text
+
 TARGET_VOCAB = ["a", "b", "c", "d", "e"]
 SOURCE_VOCAB = ["u", "v", "w", "x", "y", "z"]
 
@@ -33,10 +35,7 @@ def arpa_bigram(draw, vocab=TARGET_VOCAB) -> str:
         for b in ["</s>", *vocab]:
             if draw(st.booleans()):
                 bigrams.append(f"{draw(st.floats(-3, -0.05)):.4f}\t{a} {b}")
-    return "\n".join(
-        ["\\data\\", f"ngram 1={len(uni)}", f"ngram 2={len(bigrams)}", "", "\\1-grams:", *uni, "",
-         "\\2-grams:", *bigrams, "", "\\end\\", ""]
-    )
+    return arpa_text(uni, bigrams)
 
 
 @st.composite
@@ -58,10 +57,7 @@ def arpa_trigram(draw, vocab=TARGET_VOCAB) -> str:
         for c in ["</s>", *vocab]:
             if draw(st.floats(0, 1)) < 0.25:
                 trigrams.append(f"{draw(st.floats(-3, -0.05)):.4f}\t{a} {b} {c}")
-    return "\n".join(
-        ["\\data\\", f"ngram 1={len(uni)}", f"ngram 2={len(bigrams)}", f"ngram 3={len(trigrams)}", "",
-         "\\1-grams:", *uni, "", "\\2-grams:", *bigrams, "", "\\3-grams:", *trigrams, "", "\\end\\", ""]
-    )
+    return arpa_text(uni, bigrams, trigrams)
 
 
 @st.composite

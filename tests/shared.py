@@ -1,12 +1,33 @@
-"""Where the shared real-model data lives, and a skip marker for when it is absent."""
+"""Helpers shared by tests/unit and tests/integration (importable through pyproject's ``pythonpath``).
+
+The fixtures built on them are in ``tests/conftest.py``.
+"""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
+from hypothesis import HealthCheck
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+from fstdecode.errors import FstdecodeError
+
+#: The repository root (the CLI runs with this as its working directory).
+ROOT = Path(__file__).resolve().parents[1]
+#: The built-in example model (moses.ini with ``${MODEL_DIR}``, phrase-table, lm.arpa, input.txt).
+EXAMPLE_DATA = ROOT / "fstdecode" / "data"
+#: The real models, next to the repository; absent on a fresh machine.
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+#: Hypothesis settings of the tests that search random models: an example may take a while.
+SEARCH_SETTINGS = dict(
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
 
 
 def data_path(*parts: str) -> Path:
@@ -15,3 +36,48 @@ def data_path(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is absent: the real-model data in ../shared/data is only on CI and dev machines")
     return path
+
+
+def example_ini_text() -> str:
+    """The built-in example's moses.ini with ``${MODEL_DIR}`` filled in, to copy and edit elsewhere."""
+    return (EXAMPLE_DATA / "moses.ini").read_text(encoding="utf-8").replace("${MODEL_DIR}", str(EXAMPLE_DATA))
+
+
+def arpa_text(*sections: list[str]) -> str:
+    """An ARPA file: ``sections[k]`` holds the lines of the (k+1)-grams; the header counts them."""
+    body: list[str] = []
+    for k, lines in enumerate(sections, 1):
+        body += ["", f"\\{k}-grams:", *lines]
+    header = [f"ngram {k}={len(lines)}" for k, lines in enumerate(sections, 1)]
+    return "\n".join(["\\data\\", *header, *body, "", "\\end\\", ""])
+
+
+def run_cli(
+    args: list[str], stdin: str | bytes = "", *, cwd: Path = ROOT, timeout: float = 120, **env: str
+) -> subprocess.CompletedProcess:
+    """``python -m fstdecode ARGS`` with PYTHONUTF8=1 (``env`` adds or overrides variables); str output."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "fstdecode", *args],
+        input=stdin if isinstance(stdin, bytes) else stdin.encode("utf-8"),
+        capture_output=True,
+        env={**os.environ, "PYTHONUTF8": "1", **env},
+        cwd=cwd,
+        timeout=timeout,
+    )
+    proc.stdout = proc.stdout.decode("utf-8")
+    proc.stderr = proc.stderr.decode("utf-8")
+    return proc
+
+
+def expect_reader_error(
+    error: type[FstdecodeError], load: Callable[[Path], object], path: Path, lineno: int | None, fragment: str
+) -> str:
+    """``load(path)`` raises ``error`` (an FstdecodeError) whose message starts ``path:lineno: `` and has ``fragment``."""
+    with pytest.raises(error) as info:
+        load(path)
+    message = str(info.value)
+    prefix = f"{path}:{lineno}: " if lineno is not None else f"{path}: "
+    assert message.startswith(prefix), message
+    assert fragment in message, message
+    assert isinstance(info.value, FstdecodeError)
+    return message

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -59,8 +56,7 @@ from fstdecode.model.features import Weights
 from fstdecode.search import signature_dp
 
 from randmodels import NO_BUDGET
-
-ROOT = Path(__file__).resolve().parents[2]
+from shared import run_cli
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -235,20 +231,16 @@ def test_read_graph(tmp_path):
         read_graph(tmp_path / "missing.txt")
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fstdecode", *args], capture_output=True, text=True, cwd=ROOT)
-
-
 def test_cli_tsp(tmp_path):
     path = tmp_path / "g.txt"
     path.write_text("1 3 1\n3 2 1\n2 4 2\n3 4 5\n1 2 3\n4 5 1\n3 5 9\n", encoding="utf-8")
-    out = _cli("tsp", str(path))
+    out = run_cli(["tsp", str(path)])
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["cost 5", "tour 1 3 2 4 5"]
-    bad = _cli("tsp", str(path), "--bandwidth", "1")
+    bad = run_cli(["tsp", str(path), "--bandwidth", "1"])
     assert bad.returncode == 2 and f"{path}:1: edge 1 -> 3 spans 2 > bandwidth 1" in bad.stderr
     path.write_text("1 2 1\n", encoding="utf-8")
-    none = _cli("tsp", str(path), "--vertices", "3")
+    none = run_cli(["tsp", str(path), "--vertices", "3"])
     assert none.returncode == 1 and none.stdout.startswith("no tour")
 
 

@@ -10,29 +10,23 @@ import subprocess
 
 import pytest
 import pywrapfst as fst
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 
 from fstdecode.decoder import Decoder
 from fstdecode.fst.cascade import Cascade, exact_path_score, read_paths
 from fstdecode.fst.phrase_fst import UNK_LABEL, build_phrase_fst, read_phrase_fst
-from fstdecode.model.model import load_model
 from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.search import signature_dp
 
 from randmodels import NO_BUDGET, random_case
+from shared import SEARCH_SETTINGS as SETTINGS
 
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 EXAMPLES = ["das muss unsere sorge gleichermaßen sein", "wir müssen auch diese kritik ernst nehmen", "das muss XYZ sein"]
 
 
 @pytest.fixture(scope="module")
-def model():
-    return load_model()
-
-
-@pytest.fixture(scope="module")
-def cascade(model):
-    return Cascade(model)
+def cascade(example_model):
+    return Cascade(example_model)
 
 
 def translation(phrases):
@@ -40,9 +34,9 @@ def translation(phrases):
 
 
 @pytest.mark.parametrize("sentence", EXAMPLES)
-def test_fst_equals_dp_on_examples(model, cascade, sentence):
+def test_fst_equals_dp_on_examples(example_model, cascade, sentence):
     words = tuple(sentence.split())
-    dp = signature_dp.search(Decoder(model).problem(words), signature_dp.DpOptions(max_states=NO_BUDGET))
+    dp = signature_dp.search(Decoder(example_model).problem(words), signature_dp.DpOptions(max_states=NO_BUDGET))
     out = cascade.search(words)
     assert out.result.hypotheses[0][0] == pytest.approx(dp.hypotheses[0][0], abs=1e-6)
     # R is built over the same reachable signature states as the DP.
@@ -50,13 +44,13 @@ def test_fst_equals_dp_on_examples(model, cascade, sentence):
 
 
 @pytest.mark.parametrize("sentence", EXAMPLES)
-def test_scorer_total_equals_path_weight(model, cascade, sentence):
+def test_scorer_total_equals_path_weight(example_model, cascade, sentence):
     words = tuple(sentence.split())
     out = cascade.search(words)
     sp = fst.shortestpath(out.lattice)
     [(labels, float_cost)] = read_paths(sp)
     exact = exact_path_score(labels, out.reordering, out.problem, cascade.lm)
-    _, total = score_derivation(len(words), out.result.hypotheses[0][1], cascade.lm, model.weights)
+    _, total = score_derivation(len(words), out.result.hypotheses[0][1], cascade.lm, example_model.weights)
     assert total == pytest.approx(exact, abs=1e-6)
     # OpenFst's float32 path weight agrees up to float rounding.
     assert -float_cost == pytest.approx(exact, abs=1e-3)
@@ -75,9 +69,9 @@ def test_fst_equals_dp_on_random_models(case):
         assert total == pytest.approx(a, abs=1e-6)
 
 
-def test_nbest_distinct_derivations_and_unique_translations(model, cascade):
+def test_nbest_distinct_derivations_and_unique_translations(example_model, cascade):
     words = tuple(EXAMPLES[0].split())
-    dp = signature_dp.search(Decoder(model).problem(words), signature_dp.DpOptions(max_states=NO_BUDGET, nbest=10))
+    dp = signature_dp.search(Decoder(example_model).problem(words), signature_dp.DpOptions(max_states=NO_BUDGET, nbest=10))
     out = cascade.search(words, nbest=10)
     assert [h[0] for h in out.result.hypotheses] == pytest.approx([h[0] for h in dp.hypotheses], abs=1e-6)
     assert len({h[1] for h in out.result.hypotheses}) == 10
@@ -87,22 +81,22 @@ def test_nbest_distinct_derivations_and_unique_translations(model, cascade):
     assert all(a[0] >= b[0] for a, b in zip(uniq, uniq[1:]))
 
 
-def test_phrase_fst_shape_and_round_trip(model, tmp_path):
-    p = build_phrase_fst(model.table, model.weights)
+def test_phrase_fst_shape_and_round_trip(example_model, tmp_path):
+    p = build_phrase_fst(example_model.table, example_model.weights)
     props = p.fst.properties(fst.I_LABEL_SORTED, True)
     assert props == fst.I_LABEL_SORTED
     # One labelled arc per pair plus <unk>; the pairs come back from the symbols alone.
     labelled = sum(1 for q in p.fst.states() for a in p.fst.arcs(q) if a.olabel)
-    assert labelled == len(model.table) + 1
+    assert labelled == len(example_model.table) + 1
     p.write(tmp_path / "p.fst")
     back = read_phrase_fst(tmp_path / "p.fst")
     assert back.pairs == p.pairs and back.single == p.single
-    c1, c2 = Cascade(model, back), Cascade(model)
+    c1, c2 = Cascade(example_model, back), Cascade(example_model)
     for s in EXAMPLES:
         assert c1.search(s.split()).result.hypotheses[0][0] == pytest.approx(c2.search(s.split()).result.hypotheses[0][0], abs=1e-9)
 
 
-def test_unknown_word_reads_as_unk(model, cascade):
+def test_unknown_word_reads_as_unk(example_model, cascade):
     i = cascade.input_fst(("das", "XYZ"))
     labels = [[a.ilabel for a in i.arcs(q)] for q in i.states()]
     assert labels[1] == [UNK_LABEL]
@@ -120,8 +114,8 @@ def test_reordering_and_lattice_properties(cascade):
 
 
 @pytest.mark.skipif(shutil.which("fstprint") is None, reason="fstprint not installed (apt install libfst-tools; .ci/run does)")
-def test_lattice_opens_in_fstprint(model, tmp_path):
-    decoder = Decoder(model, "fst", lattice_dir=str(tmp_path))
+def test_lattice_opens_in_fstprint(example_model, tmp_path):
+    decoder = Decoder(example_model, "fst", lattice_dir=str(tmp_path))
     decoder.decode(EXAMPLES[0], id=0)
     printed = subprocess.run(["fstprint", str(tmp_path / "0.fst")], capture_output=True, text=True, check=True).stdout
     assert "das" in printed and "this must" in printed and "op:" in printed
@@ -129,12 +123,12 @@ def test_lattice_opens_in_fstprint(model, tmp_path):
     assert re.search(r"^cyclic\s+n$", info, re.M) and re.search(r"^# of states\s+[1-9]", info, re.M)
 
 
-def test_lattice_prune_keeps_the_best(model, tmp_path):
-    full = Decoder(model, "fst").decode(EXAMPLES[0])
-    pruned = Decoder(model, "fst", lattice_dir=str(tmp_path), lattice_prune=1.0).decode(EXAMPLES[0], id=0)
+def test_lattice_prune_keeps_the_best(example_model, tmp_path):
+    full = Decoder(example_model, "fst").decode(EXAMPLES[0])
+    pruned = Decoder(example_model, "fst", lattice_dir=str(tmp_path), lattice_prune=1.0).decode(EXAMPLES[0], id=0)
     assert pruned.best.score == pytest.approx(full.best.score, abs=1e-9)
     small = fst.Fst.read(str(tmp_path / "0.fst"))
-    assert 0 < small.num_states() < Cascade(model).search(EXAMPLES[0].split()).lattice.num_states()
+    assert 0 < small.num_states() < Cascade(example_model).search(EXAMPLES[0].split()).lattice.num_states()
 
 
 def run_cli(*args, stdin=""):

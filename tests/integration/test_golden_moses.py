@@ -20,7 +20,6 @@ from fstdecode.model.model import load_model
 from fstdecode.problem.scorer import features
 from fstdecode.problem.sentence import Phrase, unknown_pair
 
-from shared import data_path
 
 ENTRY = re.compile(r"^TRANSLATION_(\d+)_NBEST_(\d+)=(.*)$")
 
@@ -64,8 +63,8 @@ def parse_results(text: str) -> list[Entry]:
 
 
 @pytest.fixture(scope="module")
-def golden():
-    folder = data_path("moses-early-distortion-de-en")
+def golden(moses_de_en):
+    folder = moses_de_en
     model = load_model(folder / "moses.ini", table_limit=0)  # the scorer needs every pair, not the top 20
     inputs = [line.split() for line in (folder / "to-translate.txt").read_text(encoding="utf-8").splitlines()]
     entries = parse_results((folder / "truth" / "results.txt").read_text(encoding="utf-8"))

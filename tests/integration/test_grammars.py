@@ -20,7 +20,8 @@ import pynini
 import pytest
 import pywrapfst as fst
 
-ROOT = Path(__file__).resolve().parents[2]
+from shared import ROOT
+
 sys.path.insert(0, str(ROOT))  # grammars/ is not installed with fstdecode
 
 from fstdecode import Decoder  # noqa: E402

@@ -29,6 +29,7 @@ def hansards():
     )
 
 
+@pytest.mark.slow
 def test_hansards_fst_equals_dp_on_short_sentences(hansards):
     # The shorter sentences keep the test quick; scripts/bench_fst.py runs all 48.
     lines = data_path("hansards-fr-en-decoder", "input").read_text(encoding="utf-8").splitlines()
@@ -48,8 +49,9 @@ def test_hansards_oov_words_are_copied(hansards):
     assert result.best.features.unknown == -100
 
 
-def test_moses_de_en_fst_equals_dp():
-    folder = data_path("moses-early-distortion-de-en")
+@pytest.mark.slow
+def test_moses_de_en_fst_equals_dp(moses_de_en):
+    folder = moses_de_en
     model = load_model(folder / "moses.ini", distortion_limit=3)
     decoder, cascade = Decoder(model), Cascade(model)
     for line in (folder / "to-translate.txt").read_text(encoding="utf-8").splitlines():

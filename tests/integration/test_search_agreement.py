@@ -6,15 +6,14 @@ The exhaustive oracle scores each complete derivation with the scorer
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 
 from fstdecode.decoder import Decoder
 from fstdecode.search import coverage_dp, signature_dp
 from fstdecode.reference import exhaustive, figure2
 
 from randmodels import NO_BUDGET, random_case
-
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+from shared import SEARCH_SETTINGS as SETTINGS
 
 
 @settings(max_examples=60, **SETTINGS)

@@ -4,7 +4,7 @@ minimisation) = coverage DP = exhaustive oracle (scored by the scorer) = FST cas
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 
 from fstdecode.decoder import Decoder
 from fstdecode.fst.cascade import Cascade
@@ -14,11 +14,7 @@ from fstdecode.reference import exhaustive
 from fstdecode.statespace.ngram import expand_ngram, start_state, goal_state
 
 from randmodels import NO_BUDGET, random_case
-
-SETTINGS = dict(
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
-)
+from shared import SEARCH_SETTINGS as SETTINGS
 
 
 @settings(max_examples=40, **SETTINGS)

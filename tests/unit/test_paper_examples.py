@@ -13,7 +13,7 @@ import math
 import pytest
 
 from fstdecode.decoder import Decoder
-from fstdecode.model.model import load_model, with_distortion_limit
+from fstdecode.model.model import with_distortion_limit
 from fstdecode.search import signature_dp
 from fstdecode.reference import exhaustive
 from fstdecode.statespace.signature import PHI, expand, goal_state, replay, valid
@@ -22,11 +22,6 @@ from randmodels import NO_BUDGET
 
 FIGURE1 = "wir müssen auch diese kritik ernst nehmen"
 SLIDES = "das muss unsere sorge gleichermaßen sein"
-
-
-@pytest.fixture(scope="module")
-def decoder():
-    return Decoder(load_model())
 
 
 def best_path(decoder, sentence):
@@ -41,9 +36,9 @@ def paper_signatures(problem, sigs):
     return {(s + 1, problem.vocab[ws], t + 1, problem.vocab[wt]) for s, ws, t, wt in sigs}
 
 
-def test_figure1_derivation(decoder):
+def test_figure1_derivation(example_decoder):
     # H = (1,1,<s>)(2,3,we must)(4,4,also)(8,8,take)(5,6,these criticisms)(7,7,seriously)(9,9,</s>)
-    best = decoder.decode(FIGURE1).best
+    best = example_decoder.decode(FIGURE1).best
     spans = [(p.start + 2, p.end + 2, " ".join(p.target)) for p in best.phrases]
     assert spans == [(2, 3, "we must"), (4, 4, "also"), (8, 8, "take"), (5, 6, "these criticisms"), (7, 7, "seriously")]
     # Eq. (1)'s distortion by hand: |1+1-2| + |3+1-4| + |4+1-8| + |8+1-5| + |6+1-7| + |7+1-9| = 0+0+3+4+0+1.
@@ -53,8 +48,8 @@ def test_figure1_derivation(decoder):
     assert best.features.tm[0] == pytest.approx(math.log(0.8 * 0.8 * 0.9 * 0.7 * 0.7))
 
 
-def test_figure3_states_along_the_best_path(decoder):
-    problem, chart, steps = best_path(decoder, FIGURE1)
+def test_figure3_states_along_the_best_path(example_decoder):
+    problem, chart, steps = best_path(example_decoder, FIGURE1)
     figure3 = {
         3: {(1, "<s>", 3, "must")},
         4: {(1, "<s>", 4, "also")},
@@ -72,10 +67,10 @@ def test_figure3_states_along_the_best_path(decoder):
     assert seen == figure3
 
 
-def test_figure3_join_transition(decoder):
+def test_figure3_join_transition(example_decoder):
     # From T = (7, {(1,<s>,4,also), (5,these,7,seriously)}) the transition σ1 (8,8,take) σ2
     # leads to (8, {(1,<s>,7,seriously)}): a join (Case 4 of Section 4.2.1).
-    problem, chart, _ = best_path(decoder, FIGURE1)
+    problem, chart, _ = best_path(example_decoder, FIGURE1)
     ids = {w: i for i, w in enumerate(problem.vocab)}
     state = ((0, ids["<s>"], 3, ids["also"]), (4, ids["these"], 6, ids["seriously"]))
     assert state in chart.layers[6]
@@ -94,9 +89,9 @@ def test_figure5_valid():
     assert valid(7, ((0, 0, 7, 0),), 0)
 
 
-def test_distortion_limit_excludes_figure1_at_d3():
+def test_distortion_limit_excludes_figure1_at_d3(example_model):
     # Figure 1's derivation jumps |8+1-5| = 4, so with d = 3 it is not a derivation.
-    decoder = Decoder(with_distortion_limit(load_model(), 3))
+    decoder = Decoder(with_distortion_limit(example_model, 3))
     problem = decoder.problem(FIGURE1.split())
     dp = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET))
     oracle = exhaustive.search(problem, exhaustive.ExhaustiveOptions(max_states=NO_BUDGET))
@@ -104,10 +99,10 @@ def test_distortion_limit_excludes_figure1_at_d3():
     assert " ".join(w for p in dp.hypotheses[0][1] for w in p.target) != "we must also take these criticisms seriously"
 
 
-def test_slides_tapes(decoder):
+def test_slides_tapes(example_decoder):
     # The slides build π1 = (1,2,this must)(5,5,also)(6,6,be)(3,4,our concern) with a second
     # tape π2 = (3,4,our concern) until (6,6,be) joins them. Slide positions = ours.
-    problem, _, steps = best_path(decoder, SLIDES)
+    problem, _, steps = best_path(example_decoder, SLIDES)
     tapes = [
         [[(o.s, o.t, " ".join(o.phrase.target)) for o in tape if o.phrase] for tape in t.values()]
         for t in replay(steps, problem.bos_option)

@@ -10,13 +10,12 @@ import math
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fstdecode.decoder import Decoder
 from fstdecode.search.base import OptionsError
 from fstdecode.model.features import UNKNOWN_WORD_VALUE
-from fstdecode.model.model import load_model
 from fstdecode.problem.scorer import jumps
 from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.search import coverage_dp, stack
@@ -24,8 +23,8 @@ from fstdecode.reference import exhaustive
 from fstdecode.problem.problem import SearchError, SearchLimitError
 
 from randmodels import NO_BUDGET, random_case
+from shared import SEARCH_SETTINGS as SETTINGS
 
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
 HUGE = 10**6
 
 #: The switch combinations of M&Q's evaluation (Section 6), each with a beam that keeps everything.
@@ -272,9 +271,8 @@ def test_early_pruning_skips_exactly_the_extensions_below_the_minimum(mq, data):
         hyp = stack.Hypothesis(key[0], key[1], key[2], hyp.score + delta, future, hyp, cand.option)
 
 
-def test_early_pruning_evaluates_fewer_hypotheses_on_the_example():
-    decoder = Decoder(load_model())
-    problem = decoder.problem("das muss unsere sorge gleichermaßen sein".split())
+def test_early_pruning_evaluates_fewer_hypotheses_on_the_example(example_decoder):
+    problem = example_decoder.problem("das muss unsere sorge gleichermaßen sein".split())
     without = stack.search(problem, stack.StackOptions(beam_size=10, distortion_estimate=True, early_pruning=False))
     early = stack.search(problem, stack.StackOptions(beam_size=10, distortion_estimate=True, early_pruning=True))
     assert early.transitions < without.transitions
@@ -284,16 +282,16 @@ def test_early_pruning_evaluates_fewer_hypotheses_on_the_example():
 # --- limits and errors ------------------------------------------------------------------
 
 
-def test_empty_input_is_just_the_sentence_markers():
+def test_empty_input_is_just_the_sentence_markers(example_decoder):
     # n = 0: no stack is expanded; <s> is closed with </s> at once, as in the coverage DP.
-    problem = Decoder(load_model()).problem(())
+    problem = example_decoder.problem(())
     result = stack.search(problem, stack.StackOptions(distortion_estimate=False, early_pruning=False))
     assert result.hypotheses[0][1] == ()
     assert result.hypotheses[0][0] == pytest.approx(coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET)).hypotheses[0][0], abs=1e-12)
 
 
-def test_max_states_raises_search_limit_error():
-    problem = Decoder(load_model()).problem("das muss unsere sorge gleichermaßen sein".split())
+def test_max_states_raises_search_limit_error(example_decoder):
+    problem = example_decoder.problem("das muss unsere sorge gleichermaßen sein".split())
     with pytest.raises(SearchLimitError, match="more than 5 hypotheses"):
         stack.search(problem, stack.StackOptions(max_states=5, distortion_estimate=False, early_pruning=False))
 

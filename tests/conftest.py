@@ -1,0 +1,46 @@
+"""Fixtures shared by tests/unit and tests/integration.
+
+* ``example_model`` / ``example_decoder``: the built-in example (fstdecode/data), loaded once.
+* ``shared_data`` / ``moses_de_en``: the real models in ../shared/data; a test that asks for
+  them is skipped, with the reason, on a machine without that folder.
+
+Random models are hypothesis strategies (``randmodels.random_case``): hypothesis draws a new
+model per example, which a fixture cannot do. The plain helpers (paths, the CLI runner, ARPA
+text, the hypothesis settings of the search tests) are in ``shared.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shared import data_path
+
+
+@pytest.fixture(scope="session")
+def example_model():
+    """The built-in example model (frozen; tests must not change it)."""
+    from fstdecode.model.model import load_model
+
+    return load_model()
+
+
+@pytest.fixture(scope="session")
+def example_decoder(example_model):
+    """A DP decoder of the built-in example model."""
+    from fstdecode.decoder import Decoder
+
+    return Decoder(example_model)
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """../shared/data (skips the test when the folder is absent)."""
+    return data_path()
+
+
+@pytest.fixture(scope="session")
+def moses_de_en(shared_data) -> Path:
+    """Moses' regression-test model (de-en, trigram LM, early distortion cost) with its truth files."""
+    return data_path("moses-early-distortion-de-en")
