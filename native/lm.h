@@ -4,7 +4,8 @@
 // Invariants (as ArpaLM's): 1 <= order; <unk> is always in the vocabulary (log10 prob -100,
 // KenLM's default, when the file has none); backoffs are kept only for n-grams shorter than
 // the order; scores are natural logs (log10 x ln 10). N-grams are stored in one hash table per
-// order keyed by a 64-bit hash of their word ids, as KenLM's probing tables are.
+// order >= 2 keyed by a 64-bit hash of their word ids, as KenLM's probing tables are (a
+// collision between two n-grams of one order is ignored, as in KenLM; unigrams are a vector).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace fstdecode {
@@ -29,14 +31,23 @@ struct ArpaFormatError : std::runtime_error {
 class Vocab {
  public:
   WordId intern(std::string_view word);
-  // The id of `word`, or -1 when it was never interned.
+  // The id of `word`, or -1 when it was never interned (nor made an alias).
   WordId find(std::string_view word) const;
+  // Makes `spelling` another name of the word `id`: find(spelling) == id, word(id) unchanged
+  // (how "<UNK>" in an ARPA file reads as "<unk>").
+  void alias(std::string_view spelling, WordId id);
   const std::string& word(WordId id) const { return words_[static_cast<std::size_t>(id)]; }
   std::size_t size() const { return words_.size(); }
 
  private:
-  std::unordered_map<std::string, WordId> ids_;
+  struct Slot {
+    std::uint64_t hash = 0;
+    WordId id = -1;  // -1: empty
+  };
+  void grow();
+  std::vector<Slot> slots_;  // open addressing, linear probing; size a power of 2
   std::vector<std::string> words_;
+  std::vector<std::pair<std::string, WordId>> aliases_;
 };
 
 class NgramLM {
@@ -54,6 +65,8 @@ class NgramLM {
 
   // ln p(w | ctx[0..n)), the context's most recent word last; only the last order-1 are used.
   double logprob(const WordId* ctx, int n, WordId w) const;
+  // ln p(w) as stored (ArpaLM.unigram_logprob); w must be a valid id.
+  double unigram(WordId w) const { return unigrams_[static_cast<std::size_t>(w)].prob; }
   // ln backoff of the n-gram ctx[0..n) (0 when absent).
   double backoff(const WordId* ctx, int n) const;
   // True iff some stored n-gram longer than ctx[0..n) starts with it (KenLM's right-state
@@ -62,23 +75,59 @@ class NgramLM {
   // The number of n-grams of each order read from the file (ARPA's \data\ counts).
   const std::vector<long>& counts() const { return counts_; }
 
+  // A model using only n-grams up to `order` (1 <= order <= order()), exactly as
+  // parse_arpa(text, order) would read it: the backoffs of order `order` are dropped and
+  // extends() only counts n-grams up to `order`. Throws std::invalid_argument otherwise.
+  NgramLM restrict(int order) const;
+
  private:
   struct Entry {
-    double prob = 0.0;     // ln; -inf for probability zero
-    double backoff = 0.0;  // ln
-    bool stored = false;   // an n-gram of the model (not only a prefix of one)
-    bool extends = false;  // a prefix of a longer stored n-gram
+    double prob = 0.0;        // ln; -inf for probability zero
+    double backoff = 0.0;     // ln; nonzero only for stored n-grams shorter than the order
+    bool stored = false;      // an n-gram of the model (not only a prefix of one)
+    std::int32_t min_ext = 0; // the length of the shortest stored n-gram that has this one as a
+                              // proper prefix (0: none), so restrict() can recompute extends
   };
-  const Entry* lookup(const WordId* ids, int n) const;
-  Entry& slot(const WordId* ids, int n);
+  // One order's n-grams: open addressing with linear probing, keyed by hash_ngram (never 0).
+  class Table {
+   public:
+    void reserve(std::size_t n);
+    const Entry* find(std::uint64_t key) const {
+      if (slots_.empty()) return nullptr;
+      for (std::size_t i = key & mask_;; i = (i + 1) & mask_) {
+        const Slot& s = slots_[i];
+        if (s.key == key) return &s.entry;
+        if (s.key == 0) return nullptr;
+      }
+    }
+    // The entry of `key`, default-constructed if new. References die at the next insert.
+    Entry& insert(std::uint64_t key);
+    template <class F>
+    void for_each(F&& f) const {
+      for (const Slot& s : slots_)
+        if (s.key != 0) f(s.key, s.entry);
+    }
+
+   private:
+    struct Slot {
+      std::uint64_t key = 0;  // 0: empty
+      Entry entry;
+    };
+    std::vector<Slot> slots_;
+    std::size_t mask_ = 0, size_ = 0;
+  };
+  friend class ArpaParser;
 
   int order_ = 0;
   WordId unk_ = 0;
   Vocab vocab_;
   std::vector<long> counts_;
-  std::vector<std::unordered_map<std::uint64_t, Entry>> tables_;  // tables_[n-1]: n-grams
+  std::vector<Entry> unigrams_;  // by WordId
+  std::vector<Table> tables_;    // tables_[n-2]: the n-grams of order n >= 2
 };
 
+// The key of the n-gram ids[0..n) in its order's table: a fold from the last word to the
+// first (so the keys of all suffixes come in one pass), never 0.
 std::uint64_t hash_ngram(const WordId* ids, int n);
 
 }  // namespace fstdecode

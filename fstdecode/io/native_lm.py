@@ -1,0 +1,141 @@
+"""The ARPA n-gram LM of the native core, behind :class:`~fstdecode.io.arpa.ArpaLM`'s interface.
+
+:class:`NativeLM` is a drop-in for :class:`ArpaLM`: it accepts and refuses the same files,
+with the same :class:`ArpaError` messages, and returns the same floats, bit for bit (the core
+computes every value with the same double operations, in the same order). It reads the file
+through :mod:`fstdecode.io.files` as ArpaLM does, then hands the bytes to the C++ reader
+(``fstdecode._native._core.NgramLM.parse_arpa``), which is many times faster than the Python
+parser. When the C++ reader refuses a file, the Python parser reads it again to raise its own
+message, so every error a user sees is ArpaLM's.
+
+Words are interned to integer ids in the core; :meth:`NativeLM.index` gives a word's id and
+:attr:`NativeLM.core` the core model, for native code that scores over ids.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+from collections.abc import Sequence
+
+from fstdecode._native import _core
+from fstdecode.io.arpa import ArpaError, ArpaLM
+from fstdecode.io.files import open_binary
+
+__all__ = ["NativeLM"]
+
+# The core takes max_order as a C int; larger values mean "the file's order" anyway.
+_INT_MAX = 2**31 - 1
+
+
+def _read(path: str, max_order: int | None) -> bytes:
+    """The file's bytes, un-gzipped; every problem raises ArpaLM's ArpaError for it."""
+    try:
+        with open_binary(path, ArpaError) as stream:
+            return stream.read()
+    except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as err:
+        failure = err  # corrupt gzip data, a failing disk, ...
+    # ArpaLM streams the file line by line, so its message names the line that failed.
+    ArpaLM.from_file(path, max_order)
+    raise ArpaError(f"{path}: cannot read: {failure}")
+
+
+class NativeLM:
+    """A back-off n-gram LM read from an ARPA file, scored by the native core; natural logs.
+
+    Built with :meth:`from_file`. Same public surface and invariants as :class:`ArpaLM`:
+    ``path``, ``order`` (``>= 1``), ``counts`` (the ``\\data\\`` counts of the kept orders),
+    :meth:`restrict`, ``in``, :meth:`logprob`, :meth:`score_sentence`,
+    :meth:`phrase_estimate`, :meth:`word`, :attr:`vocabulary`, :meth:`backoff`,
+    :meth:`extends`, :meth:`unigram_logprob`; plus :attr:`core` and :meth:`index` for code
+    that works over word ids.
+    """
+
+    __slots__ = ("path", "order", "counts", "core", "_vocabulary")
+
+    def __init__(self, path: str, core: _core.NgramLM) -> None:
+        self.path = path
+        self.core = core
+        self.order: int = core.order
+        self.counts: tuple[int, ...] = core.counts
+        self._vocabulary: frozenset[str] | None = None
+
+    def __repr__(self) -> str:
+        return f"NativeLM(path={self.path!r}, order={self.order!r}, counts={self.counts!r})"
+
+    # ------------------------------------------------------------------ loading
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], max_order: int | None = None) -> NativeLM:
+        """Read an ARPA file (plain or gzip, UTF-8) up to ``max_order``: :meth:`ArpaLM.from_file`.
+
+        The same files are accepted, with the same relaxations, and the same ArpaError
+        messages are raised for the rest.
+        """
+        spath = os.fspath(path)
+        if not isinstance(spath, str):
+            spath = os.fsdecode(spath)
+        if max_order is not None and max_order < 1:
+            ArpaLM.from_file(spath, max_order)  # raises its ArpaError
+        data = _read(spath, max_order)
+        limit = 0 if max_order is None or max_order > _INT_MAX else max_order
+        try:
+            core = _core.NgramLM.parse_arpa(data, limit)
+        except _core.ArpaFormatError as err:
+            ArpaLM.from_file(spath, max_order)  # raises the canonical ArpaError
+            raise ArpaError(f"{spath}: {err} (the Python reader accepts this file: please report)") from None
+        return cls(spath, core)
+
+    def restrict(self, order: int) -> NativeLM:
+        """The model using only n-grams up to ``order``: :meth:`ArpaLM.restrict`."""
+        if not 1 <= order <= self.order:
+            raise ArpaError(f"{self.path}: cannot restrict an order-{self.order} model to order {order}")
+        if order == self.order:
+            return self
+        return NativeLM(self.path, self.core.restrict(order))
+
+    # ------------------------------------------------------------------ queries
+
+    def __contains__(self, word: object) -> bool:
+        """True iff ``word`` is in the unigram vocabulary (``<unk>`` always is)."""
+        return self.core.contains(word)
+
+    def logprob(self, context: Sequence[str], word: str) -> float:
+        """Natural-log p(word | context) with back-off: :meth:`ArpaLM.logprob`."""
+        return self.core.logprob_words(context, word)
+
+    def score_sentence(self, words: Sequence[str], bos: bool = True, eos: bool = True) -> float:
+        """ln p(``<s> w1 .. wn </s>``): :meth:`ArpaLM.score_sentence`."""
+        return self.core.score_sentence(words, bool(bos), bool(eos))
+
+    def phrase_estimate(self, words: Sequence[str]) -> float:
+        """Moses/KenLM's context-free estimate of a target phrase: :meth:`ArpaLM.phrase_estimate`."""
+        return self.core.phrase_estimate(words)
+
+    def word(self, word: str) -> str:
+        """The LM's spelling of ``word``: itself if in the vocabulary, else ``<unk>``."""
+        return self.core.spelling(word)
+
+    @property
+    def vocabulary(self) -> frozenset[str]:
+        """The unigram vocabulary (``<unk>`` included)."""
+        if self._vocabulary is None:
+            self._vocabulary = frozenset(self.core.words())
+        return self._vocabulary
+
+    def backoff(self, context: Sequence[str]) -> float:
+        """ln backoff weight of the n-gram ``context`` (0 if it is not in the model)."""
+        return self.core.backoff_words(context)
+
+    def extends(self, context: Sequence[str]) -> bool:
+        """True iff some stored n-gram longer than ``context`` starts with it: :meth:`ArpaLM.extends`."""
+        return self.core.extends_words(context)
+
+    def unigram_logprob(self, word: str) -> float:
+        """Natural-log unigram probability of ``word`` (``<unk>``'s if out of vocabulary)."""
+        return self.core.unigram_logprob(word)
+
+    def index(self, word: str) -> int:
+        """The core's id of ``word`` (``<unk>``'s if out of vocabulary)."""
+        return self.core.index(word)

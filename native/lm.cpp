@@ -1,0 +1,768 @@
+// The n-gram LM: ARPA reading and back-off scoring, value for value as fstdecode/io/arpa.py.
+//
+// The reader accepts exactly what ArpaLM.from_file accepts (the Python layer has already read
+// and gunzipped the file): lines end at '\n', with one '\r' before it dropped (read_lines of
+// io/files.py), a UTF-8 BOM may start the file, header lines are compared after Python's
+// str.strip() (Unicode whitespace),
+// counts match ArpaLM's regex (`\s` and `\d` are Unicode there too), n-gram fields are split
+// on spaces and tabs only, and numbers are read as Python's float() reads them (underscores,
+// Unicode digits and spaces, inf/nan spellings). Values become natural logs as `v * LN10`
+// with LN10 = log(10), the same double operation as Python's, so scores are bit-identical.
+#include "lm.h"
+
+#include <locale.h>
+#include <stdlib.h>
+#if defined(__APPLE__)
+#include <xlocale.h>
+#endif
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+namespace fstdecode {
+
+namespace {
+
+const double kLn10 = std::log(10.0);  // Python's math.log(10)
+constexpr double kMissingUnkLog10 = -100.0;
+constexpr std::uint64_t kSeed = 0x2545F4914F6CDD1DULL;
+// A \data\ count above this cannot match a section of a file that fits in memory.
+constexpr long kCountCap = std::numeric_limits<long>::max() / 4;
+
+inline std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBULL;
+  x ^= x >> 31;
+  return x;
+}
+
+inline std::uint64_t hash_step(std::uint64_t h, WordId id) {
+  return mix64(h ^ (static_cast<std::uint64_t>(static_cast<std::uint32_t>(id)) * 0x9E3779B97F4A7C15ULL +
+                    0x632BE59BD9B4E019ULL));
+}
+
+inline std::uint64_t nonzero(std::uint64_t h) { return h ? h : 1; }
+
+std::uint64_t hash_bytes(std::string_view s) {
+  std::uint64_t h = kSeed ^ (s.size() * 0x9E3779B97F4A7C15ULL);
+  const char* p = s.data();
+  std::size_t n = s.size();
+  while (n >= 8) {
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    h = mix64(h ^ v) + 0x9E3779B97F4A7C15ULL;
+    p += 8;
+    n -= 8;
+  }
+  if (n) {
+    std::uint64_t v = 0;
+    std::memcpy(&v, p, n);
+    h = mix64(h ^ v ^ 0xA0761D6478BD642FULL);
+  }
+  return mix64(h);
+}
+
+// ---- UTF-8 and Python's character classes ---------------------------------------------------
+
+// Offset of the first byte that makes `s` invalid UTF-8 as Python's strict decoder sees it
+// (overlongs, surrogates, > U+10FFFF, truncated sequences), or s.size() when valid.
+std::size_t utf8_error(std::string_view s) {
+  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  std::size_t i = 0;
+  while (i < n) {
+    if (i + 8 <= n) {
+      std::uint64_t v;
+      std::memcpy(&v, b + i, 8);
+      if (!(v & 0x8080808080808080ULL)) {
+        i += 8;
+        continue;
+      }
+    }
+    const unsigned c = b[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    auto cont = [&](std::size_t k) { return i + k < n && (b[i + k] & 0xC0) == 0x80; };
+    if (c < 0xC2) return i;
+    if (c < 0xE0) {
+      if (!cont(1)) return i;
+      i += 2;
+    } else if (c < 0xF0) {
+      if (!cont(1) || !cont(2)) return i;
+      const unsigned c1 = b[i + 1];
+      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) return i;
+      i += 3;
+    } else if (c < 0xF5) {
+      if (!cont(1) || !cont(2) || !cont(3)) return i;
+      const unsigned c1 = b[i + 1];
+      if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90)) return i;
+      i += 4;
+    } else {
+      return i;
+    }
+  }
+  return n;
+}
+
+// The code point at p (valid UTF-8, p < end); *len gets its length in bytes.
+inline char32_t decode(const char* p, std::size_t* len) {
+  const auto* b = reinterpret_cast<const unsigned char*>(p);
+  const unsigned c = b[0];
+  if (c < 0x80) {
+    *len = 1;
+    return c;
+  }
+  if (c < 0xE0) {
+    *len = 2;
+    return ((c & 0x1F) << 6) | (b[1] & 0x3F);
+  }
+  if (c < 0xF0) {
+    *len = 3;
+    return ((c & 0x0F) << 12) | ((b[1] & 0x3F) << 6) | (b[2] & 0x3F);
+  }
+  *len = 4;
+  return ((c & 0x07) << 18) | ((b[1] & 0x3F) << 12) | ((b[2] & 0x3F) << 6) | (b[3] & 0x3F);
+}
+
+// Python's str.isspace() (also re's `\s` for str patterns).
+inline bool py_space(char32_t c) {
+  if (c < 0x80) return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20);
+  return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
+         c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+// The first code point (digit zero) of each run of ten Unicode decimal digits (category Nd),
+// as Python 3.11 (Unicode 14.0) knows them: re's `\d`, int() and float() accept them all.
+constexpr char32_t kDigitZeros[] = {
+    0x30,    0x660,   0x6f0,   0x7c0,   0x966,   0x9e6,   0xa66,   0xae6,   0xb66,   0xbe6,
+    0xc66,   0xce6,   0xd66,   0xde6,   0xe50,   0xed0,   0xf20,   0x1040,  0x1090,  0x17e0,
+    0x1810,  0x1946,  0x19d0,  0x1a80,  0x1a90,  0x1b50,  0x1bb0,  0x1c40,  0x1c50,  0xa620,
+    0xa8d0,  0xa900,  0xa9d0,  0xa9f0,  0xaa50,  0xabf0,  0xff10,  0x104a0, 0x10d30, 0x11066,
+    0x110f0, 0x11136, 0x111d0, 0x112f0, 0x11450, 0x114d0, 0x11650, 0x116c0, 0x11730, 0x118e0,
+    0x11950, 0x11c50, 0x11d50, 0x11da0, 0x16a60, 0x16ac0, 0x16b50, 0x1d7ce, 0x1d7d8, 0x1d7e2,
+    0x1d7ec, 0x1d7f6, 0x1e140, 0x1e2f0, 0x1e950, 0x1fbf0};
+
+// The value of a Unicode decimal digit, or -1.
+inline int py_decimal(char32_t c) {
+  if (c >= '0' && c <= '9') return static_cast<int>(c - '0');
+  if (c < 0x660) return -1;
+  const char32_t* end = kDigitZeros + sizeof(kDigitZeros) / sizeof(kDigitZeros[0]);
+  const char32_t* it = std::upper_bound(kDigitZeros, end, c);
+  const char32_t zero = *(it - 1);
+  return c - zero < 10 ? static_cast<int>(c - zero) : -1;
+}
+
+// Python's str.strip() of valid UTF-8.
+std::string_view py_strip(std::string_view s) {
+  const char* b = s.data();
+  const char* e = b + s.size();
+  while (b < e) {
+    const auto c = static_cast<unsigned char>(*b);
+    if (c < 0x80) {
+      if (!py_space(c)) break;
+      ++b;
+    } else {
+      std::size_t len;
+      if (!py_space(decode(b, &len))) break;
+      b += len;
+    }
+  }
+  while (e > b) {
+    const auto c = static_cast<unsigned char>(e[-1]);
+    if (c < 0x80) {
+      if (!py_space(c)) break;
+      --e;
+    } else {
+      const char* k = e - 1;
+      while (k > b && (static_cast<unsigned char>(*k) & 0xC0) == 0x80) --k;
+      std::size_t len;
+      if (!py_space(decode(k, &len))) break;
+      e = k;
+    }
+  }
+  return {b, static_cast<std::size_t>(e - b)};
+}
+
+// ---- numbers as Python's float() reads them ---------------------------------------------------
+
+locale_t c_locale() {
+  static locale_t loc = newlocale(LC_ALL_MASK, "C", static_cast<locale_t>(nullptr));
+  return loc;
+}
+
+inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// [sign] decimal number (Python's dtoa grammar: digits [. digits] or . digits, optional
+// exponent), the whole of [p, end); overflow gives +-inf and underflow 0, as in Python.
+bool parse_decimal(const char* p, const char* end, double& out) {
+  bool neg = false;
+  if (p < end && (*p == '+' || *p == '-')) {
+    neg = *p == '-';
+    ++p;
+  }
+  if (p == end || !(is_digit(*p) || *p == '.')) return false;
+  double v = 0.0;
+  const auto r = std::from_chars(p, end, v, std::chars_format::general);
+  if (r.ptr != end) return false;
+  if (r.ec == std::errc::result_out_of_range) {
+    // from_chars leaves v alone then; strtod rounds correctly to +-inf, 0 or a subnormal.
+    const std::string copy(p, end);
+    v = strtod_l(copy.c_str(), nullptr, c_locale());
+  } else if (r.ec != std::errc()) {
+    return false;
+  }
+  out = neg ? -v : v;
+  return true;
+}
+
+bool iequals(std::string_view a, std::string_view lower) {
+  if (a.size() != lower.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    char c = a[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != lower[i]) return false;
+  }
+  return true;
+}
+
+// Everything float() accepts that the fast path does not: CPython's float_from_string, i.e.
+// Unicode spaces and digits made ASCII, underscores between digits, ASCII spaces stripped,
+// then inf/infinity/nan (any case, signed) or a decimal number.
+bool parse_py_float_slow(std::string_view s, double& out) {
+  std::string a;
+  a.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == 0) return false;  // an embedded NUL ends CPython's parse early: refused
+    if (c < 0x7F) {
+      a.push_back(static_cast<char>(c));
+      ++i;
+      continue;
+    }
+    if (c == 0x7F) return false;
+    std::size_t len;
+    const char32_t cp = decode(s.data() + i, &len);
+    i += len;
+    if (py_space(cp)) {
+      a.push_back(' ');
+    } else {
+      const int d = py_decimal(cp);
+      if (d < 0) return false;
+      a.push_back(static_cast<char>('0' + d));
+    }
+  }
+  if (a.find('_') != std::string::npos) {
+    std::string b;
+    char prev = '\0';
+    for (const char c : a) {
+      if (c == '_') {
+        if (!is_digit(prev)) return false;
+      } else {
+        if (prev == '_' && !is_digit(c)) return false;
+        b.push_back(c);
+      }
+      prev = c;
+    }
+    if (prev == '_') return false;
+    a.swap(b);
+  }
+  auto ascii_space = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
+  const char* p = a.data();
+  const char* end = p + a.size();
+  while (p < end && ascii_space(*p)) ++p;
+  if (p == end) return false;
+  while (end - p > 1 && ascii_space(end[-1])) --end;
+  std::string_view t(p, static_cast<std::size_t>(end - p));
+  std::string_view body = t;
+  bool neg = false;
+  if (!body.empty() && (body[0] == '+' || body[0] == '-')) {
+    neg = body[0] == '-';
+    body.remove_prefix(1);
+  }
+  if (iequals(body, "inf") || iequals(body, "infinity")) {
+    out = neg ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+    return true;
+  }
+  if (iequals(body, "nan")) {
+    out = neg ? -std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::quiet_NaN();
+    return true;
+  }
+  return parse_decimal(t.data(), t.data() + t.size(), out);
+}
+
+// float(token) of Python, or false where it raises ValueError.
+inline bool parse_py_float(std::string_view s, double& out) {
+  for (const char c : s) {
+    if (!(is_digit(c) || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+'))
+      return parse_py_float_slow(s, out);
+  }
+  return parse_decimal(s.data(), s.data() + s.size(), out);
+}
+
+}  // namespace
+
+std::uint64_t hash_ngram(const WordId* ids, int n) {
+  std::uint64_t h = kSeed;
+  for (int i = n - 1; i >= 0; --i) h = hash_step(h, ids[i]);
+  return nonzero(h);
+}
+
+// ---- Vocab --------------------------------------------------------------------------------
+
+void Vocab::grow() {
+  const std::size_t cap = slots_.empty() ? 64 : slots_.size() * 2;
+  std::vector<Slot> fresh(cap);
+  const std::size_t mask = cap - 1;
+  for (const Slot& s : slots_) {
+    if (s.id < 0) continue;
+    std::size_t i = s.hash & mask;
+    while (fresh[i].id >= 0) i = (i + 1) & mask;
+    fresh[i] = s;
+  }
+  slots_.swap(fresh);
+}
+
+WordId Vocab::find(std::string_view word) const {
+  if (!slots_.empty()) {
+    const std::uint64_t h = hash_bytes(word);
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+      const Slot& s = slots_[i];
+      if (s.id < 0) break;
+      if (s.hash == h && words_[static_cast<std::size_t>(s.id)] == word) return s.id;
+    }
+  }
+  for (const auto& a : aliases_)
+    if (a.first == word) return a.second;
+  return -1;
+}
+
+WordId Vocab::intern(std::string_view word) {
+  if ((words_.size() + 1) * 2 > slots_.size()) grow();
+  const std::uint64_t h = hash_bytes(word);
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t i = h & mask;
+  for (;; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (s.id < 0) break;
+    if (s.hash == h && words_[static_cast<std::size_t>(s.id)] == word) return s.id;
+  }
+  const auto id = static_cast<WordId>(words_.size());
+  words_.emplace_back(word);
+  slots_[i] = Slot{h, id};
+  return id;
+}
+
+void Vocab::alias(std::string_view spelling, WordId id) { aliases_.emplace_back(std::string(spelling), id); }
+
+// ---- NgramLM::Table -------------------------------------------------------------------------
+
+void NgramLM::Table::reserve(std::size_t n) {
+  std::size_t cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  if (cap <= slots_.size()) return;
+  std::vector<Slot> fresh(cap);
+  const std::size_t mask = cap - 1;
+  for (const Slot& s : slots_) {
+    if (s.key == 0) continue;
+    std::size_t i = s.key & mask;
+    while (fresh[i].key != 0) i = (i + 1) & mask;
+    fresh[i] = s;
+  }
+  slots_.swap(fresh);
+  mask_ = mask;
+}
+
+NgramLM::Entry& NgramLM::Table::insert(std::uint64_t key) {
+  if ((size_ + 1) * 2 > slots_.size()) reserve(std::max<std::size_t>(size_ + 1, slots_.size()));
+  std::size_t i = key & mask_;
+  for (;; i = (i + 1) & mask_) {
+    Slot& s = slots_[i];
+    if (s.key == key) return s.entry;
+    if (s.key == 0) break;
+  }
+  slots_[i].key = key;
+  ++size_;
+  return slots_[i].entry;
+}
+
+// ---- the ARPA reader ----------------------------------------------------------------------
+
+class ArpaParser {
+ public:
+  explicit ArpaParser(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+
+  NgramLM parse(int max_order);
+
+ private:
+  struct Mark {
+    const char* p;
+    long lineno;
+  };
+  Mark mark() const { return {p_, lineno_}; }
+  void reset(Mark m) {
+    p_ = m.p;
+    lineno_ = m.lineno;
+  }
+
+  [[noreturn]] void fail(long line, const std::string& what) const {
+    throw ArpaFormatError(line, "line " + std::to_string(line) + ": " + what);
+  }
+
+  // The next line without its '\n' and one '\r' before it; false at the end of the text.
+  bool next_line(std::string_view& line) {
+    if (p_ == end_) return false;
+    const void* nl = std::memchr(p_, '\n', static_cast<std::size_t>(end_ - p_));
+    const char* e = nl ? static_cast<const char*>(nl) : end_;
+    const char* b = p_;
+    p_ = nl ? e + 1 : end_;
+    ++lineno_;
+    if (e > b && e[-1] == '\r') --e;
+    line = std::string_view(b, static_cast<std::size_t>(e - b));
+    return true;
+  }
+
+  // The next line that is not blank, stripped; false at the end of the text.
+  bool next_nonblank(std::string_view& line) {
+    std::string_view raw;
+    while (next_line(raw)) {
+      line = py_strip(raw);
+      if (!line.empty()) return true;
+    }
+    return false;
+  }
+
+  bool count_line(std::string_view s, long& n, long& count) const;
+  void expect_section(int n);
+  long read_section(int n, bool keep_backoff);
+  long skip_section();
+  void expect_end();
+
+  const char* p_;
+  const char* end_;
+  long lineno_ = 0;
+  NgramLM lm_;
+  bool have_unk_ = false;
+};
+
+// `ngram\s+(\d+)\s*=\s*(\d+)`, the whole of s (Unicode \s and \d, as Python's re).
+bool ArpaParser::count_line(std::string_view s, long& n, long& count) const {
+  if (s.substr(0, 5) != "ngram") return false;
+  std::size_t i = 5;
+  auto spaces = [&]() {
+    std::size_t k = 0;
+    while (i < s.size()) {
+      std::size_t len;
+      if (!py_space(decode(s.data() + i, &len))) break;
+      i += len;
+      ++k;
+    }
+    return k;
+  };
+  auto number = [&](long& v) {
+    std::size_t k = 0;
+    v = 0;
+    while (i < s.size()) {
+      std::size_t len;
+      const int d = py_decimal(decode(s.data() + i, &len));
+      if (d < 0) break;
+      i += len;
+      ++k;
+      v = v > kCountCap / 10 ? kCountCap : v * 10 + d;
+    }
+    return k > 0;
+  };
+  if (spaces() == 0 || !number(n)) return false;
+  spaces();
+  if (i >= s.size() || s[i] != '=') return false;
+  ++i;
+  spaces();
+  return number(count) && i == s.size();
+}
+
+void ArpaParser::expect_section(int n) {
+  std::string_view line;
+  if (!next_nonblank(line)) fail(lineno_, "file ended before section \\" + std::to_string(n) + "-grams:");
+  if (line != "\\" + std::to_string(n) + "-grams:")
+    fail(lineno_, "expected section header \\" + std::to_string(n) + "-grams:");
+}
+
+long ArpaParser::read_section(int n, bool keep_backoff) {
+  NgramLM& lm = lm_;
+  const int cap = n + 2;  // fields of a valid line: prob, n words, optional backoff
+  std::vector<std::string_view> f(static_cast<std::size_t>(cap));
+  std::vector<WordId> ids(static_cast<std::size_t>(n));
+  NgramLM::Table* table = n >= 2 ? &lm.tables_[static_cast<std::size_t>(n - 2)] : nullptr;
+  long entries = 0;
+  std::string_view line;
+  for (;;) {
+    const Mark before = mark();
+    if (!next_line(line)) break;
+    // Split on spaces and tabs; nf == cap + 1 means "too many".
+    int nf = 0;
+    const char* p = line.data();
+    const char* e = p + line.size();
+    for (;;) {
+      while (p < e && (*p == ' ' || *p == '\t')) ++p;
+      if (p == e) break;
+      const char* s = p;
+      while (p < e && *p != ' ' && *p != '\t') ++p;
+      if (nf == cap) {
+        nf = cap + 1;
+        break;
+      }
+      f[static_cast<std::size_t>(nf++)] = std::string_view(s, static_cast<std::size_t>(p - s));
+    }
+    if (nf == 0) continue;
+    if (f[0][0] == '\\') {  // the next section header or \end\ (a probability never starts so)
+      reset(before);
+      break;
+    }
+    ++entries;
+    if (nf != n + 1 && nf != n + 2)
+      fail(lineno_, "expected a log10 probability, " + std::to_string(n) + " word(s) and an optional backoff");
+    double v;
+    if (!parse_py_float(f[0], v)) fail(lineno_, "log10 probability is not a number");
+    if (v > 0.0) fail(lineno_, "positive log10 probability");
+    if (v != v) fail(lineno_, "log10 probability is NaN");
+    const double prob = v * kLn10;
+    double backoff = 0.0;
+    if (nf == n + 2) {
+      double b;
+      if (!parse_py_float(f[static_cast<std::size_t>(n + 1)], b) || !std::isfinite(b))
+        fail(lineno_, "log10 backoff is not a finite number");
+      backoff = b * kLn10;
+    }
+    const bool set_backoff = keep_backoff && backoff != 0.0;
+    if (n == 1) {
+      const std::string_view w = f[1];
+      WordId id;
+      if (w == "<unk>" || w == "<UNK>") {
+        if (have_unk_) fail(lineno_, "duplicate unigram");
+        id = lm.vocab_.intern("<unk>");
+        if (w == "<UNK>") lm.vocab_.alias("<UNK>", id);
+        have_unk_ = true;
+        lm.unk_ = id;
+      } else {
+        const std::size_t before_size = lm.vocab_.size();
+        id = lm.vocab_.intern(w);
+        if (lm.vocab_.size() == before_size) fail(lineno_, "duplicate unigram");
+      }
+      if (static_cast<std::size_t>(id) >= lm.unigrams_.size()) lm.unigrams_.resize(static_cast<std::size_t>(id) + 1);
+      NgramLM::Entry& u = lm.unigrams_[static_cast<std::size_t>(id)];
+      u.stored = true;
+      u.prob = prob;
+      if (set_backoff) u.backoff = backoff;
+      continue;
+    }
+    for (int k = 0; k < n; ++k) {
+      const WordId id = lm.vocab_.find(f[static_cast<std::size_t>(k + 1)]);
+      if (id < 0) fail(lineno_, "word not in \\1-grams:");
+      ids[static_cast<std::size_t>(k)] = id;
+    }
+    {
+      NgramLM::Entry& x = table->insert(hash_ngram(ids.data(), n));
+      if (x.stored) fail(lineno_, "duplicate n-gram");
+      x.stored = true;
+      x.prob = prob;
+      if (set_backoff) x.backoff = backoff;
+    }
+    // Mark the proper prefixes as extended by an n-gram of length n. A prefix already marked
+    // was marked with its own prefixes (by an n-gram no longer than this one): stop there.
+    for (int k = n - 1; k >= 1; --k) {
+      NgramLM::Entry& pre = k == 1 ? lm.unigrams_[static_cast<std::size_t>(ids[0])]
+                                   : lm.tables_[static_cast<std::size_t>(k - 2)].insert(hash_ngram(ids.data(), k));
+      if (pre.min_ext != 0) break;
+      pre.min_ext = n;
+    }
+  }
+  return entries;
+}
+
+long ArpaParser::skip_section() {
+  long entries = 0;
+  std::string_view line;
+  for (;;) {
+    const Mark before = mark();
+    if (!next_line(line)) break;
+    const std::string_view s = py_strip(line);
+    if (s.empty()) continue;
+    if (s[0] == '\\') {
+      reset(before);
+      break;
+    }
+    ++entries;
+  }
+  return entries;
+}
+
+void ArpaParser::expect_end() {
+  std::string_view line;
+  if (!next_nonblank(line)) fail(lineno_, "missing \\end\\");
+  if (line != "\\end\\") fail(lineno_, "expected \\end\\");
+  if (next_nonblank(line)) fail(lineno_, "text after \\end\\");
+}
+
+NgramLM ArpaParser::parse(int max_order) {
+  std::string_view line;
+  if (!next_nonblank(line)) fail(std::max(lineno_, 1L), "missing \\data\\ header (file is empty)");
+  if (line != "\\data\\") fail(lineno_, "missing \\data\\ header");
+  const long data_lineno = lineno_;
+
+  std::vector<long> declared;
+  for (;;) {
+    const Mark before = mark();
+    if (!next_nonblank(line)) fail(lineno_, "file ended inside the \\data\\ header");
+    if (line[0] == '\\') {
+      reset(before);
+      break;
+    }
+    long n, count;
+    if (!count_line(line, n, count)) fail(lineno_, "malformed count line in \\data\\");
+    if (n != static_cast<long>(declared.size()) + 1) fail(lineno_, "n-gram counts must be consecutive from 1");
+    declared.push_back(count);
+  }
+  if (declared.empty()) fail(data_lineno, "\\data\\ declares no n-gram counts");
+
+  const int file_order = static_cast<int>(declared.size());
+  const int keep = max_order == 0 ? file_order : std::min(max_order, file_order);
+  lm_.order_ = keep;
+  lm_.counts_.assign(declared.begin(), declared.begin() + keep);
+  lm_.tables_.resize(static_cast<std::size_t>(keep - 1));
+  // Reserve from the counts, but no more than the text could hold (the counts are not trusted).
+  const auto room = static_cast<long>((end_ - p_) / 4 + 1);
+  lm_.unigrams_.reserve(static_cast<std::size_t>(std::min(declared[0], room) + 1));
+  for (int n = 2; n <= keep; ++n)
+    lm_.tables_[static_cast<std::size_t>(n - 2)].reserve(
+        static_cast<std::size_t>(std::min(declared[static_cast<std::size_t>(n - 1)], room)));
+
+  for (int n = 1; n <= file_order; ++n) {
+    expect_section(n);
+    const long header_lineno = lineno_;
+    const long entries = n <= keep ? read_section(n, n < keep) : skip_section();
+    if (entries != declared[static_cast<std::size_t>(n - 1)])
+      fail(header_lineno, "section \\" + std::to_string(n) + "-grams: has " + std::to_string(entries) +
+                              " entries but \\data\\ declares " +
+                              std::to_string(declared[static_cast<std::size_t>(n - 1)]));
+    if (n == 1 && !have_unk_) {
+      const WordId id = lm_.vocab_.intern("<unk>");
+      lm_.unigrams_.resize(static_cast<std::size_t>(id) + 1);
+      NgramLM::Entry& u = lm_.unigrams_[static_cast<std::size_t>(id)];
+      u.stored = true;
+      u.prob = kMissingUnkLog10 * kLn10;
+      lm_.unk_ = id;
+      have_unk_ = true;
+    }
+  }
+  expect_end();
+  return std::move(lm_);
+}
+
+// ---- NgramLM --------------------------------------------------------------------------------
+
+NgramLM NgramLM::parse_arpa(std::string_view text, int max_order) {
+  if (max_order < 0) throw ArpaFormatError(0, "max_order must be >= 1");
+  const std::size_t bad = utf8_error(text);
+  if (bad != text.size()) {
+    const long line = 1 + static_cast<long>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n'));
+    throw ArpaFormatError(line, "line " + std::to_string(line) + ": invalid UTF-8");
+  }
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  return ArpaParser(text).parse(max_order);
+}
+
+WordId NgramLM::index(std::string_view word) const {
+  const WordId id = vocab_.find(word);
+  return id < 0 ? unk_ : id;
+}
+
+double NgramLM::logprob(const WordId* ctx, int n, WordId w) const {
+  const int m = order_ - 1;
+  if (n > m) {
+    ctx += n - m;
+    n = m;
+  }
+  if (n <= 0) return 0.0 + unigrams_[static_cast<std::size_t>(w)].prob;
+  // hw[L]: key of ctx[n-L..n) + w; hc[L]: key of ctx[n-L..n). Folded from the right.
+  constexpr int kStack = 32;
+  std::uint64_t stack_buf[2 * (kStack + 1)];
+  std::vector<std::uint64_t> heap_buf;
+  std::uint64_t* hw = stack_buf;
+  if (n > kStack) {
+    heap_buf.resize(2 * (static_cast<std::size_t>(n) + 1));
+    hw = heap_buf.data();
+  }
+  std::uint64_t* hc = hw + n + 1;
+  std::uint64_t h = hash_step(kSeed, w);
+  std::uint64_t g = kSeed;
+  for (int L = 1; L <= n; ++L) {
+    const WordId c = ctx[n - L];
+    h = hash_step(h, c);
+    g = hash_step(g, c);
+    hw[L] = nonzero(h);
+    hc[L] = nonzero(g);
+  }
+  // ArpaLM._score: the longest stored ctx[s:] + w, after the backoffs of the longer ctx[s:].
+  double total = 0.0;
+  for (int L = n; L >= 1; --L) {
+    const Entry* e = tables_[static_cast<std::size_t>(L - 1)].find(hw[L]);
+    if (e != nullptr && e->stored) return total + e->prob;
+    const Entry* b = L == 1 ? &unigrams_[static_cast<std::size_t>(ctx[n - 1])]
+                            : tables_[static_cast<std::size_t>(L - 2)].find(hc[L]);
+    if (b != nullptr && b->backoff != 0.0) total += b->backoff;
+  }
+  return total + unigrams_[static_cast<std::size_t>(w)].prob;
+}
+
+double NgramLM::backoff(const WordId* ctx, int n) const {
+  if (n <= 0 || n >= order_) return 0.0;
+  if (n == 1) return unigrams_[static_cast<std::size_t>(ctx[0])].backoff;
+  const Entry* e = tables_[static_cast<std::size_t>(n - 2)].find(hash_ngram(ctx, n));
+  return e != nullptr ? e->backoff : 0.0;
+}
+
+bool NgramLM::extends(const WordId* ctx, int n) const {
+  if (n <= 0 || n >= order_) return false;
+  if (n == 1) return unigrams_[static_cast<std::size_t>(ctx[0])].min_ext != 0;
+  const Entry* e = tables_[static_cast<std::size_t>(n - 2)].find(hash_ngram(ctx, n));
+  return e != nullptr && e->min_ext != 0;
+}
+
+NgramLM NgramLM::restrict(int order) const {
+  if (order < 1 || order > order_)
+    throw std::invalid_argument("cannot restrict an order-" + std::to_string(order_) + " model to order " +
+                                std::to_string(order));
+  NgramLM out;
+  out.order_ = order;
+  out.unk_ = unk_;
+  out.vocab_ = vocab_;
+  out.counts_.assign(counts_.begin(), counts_.begin() + order);
+  auto adjust = [order](Entry& e, int length) {
+    if (e.min_ext > order) e.min_ext = 0;
+    if (length >= order) e.backoff = 0.0;
+  };
+  out.unigrams_ = unigrams_;
+  for (Entry& e : out.unigrams_) adjust(e, 1);
+  out.tables_.resize(static_cast<std::size_t>(order - 1));
+  for (int n = 2; n <= order; ++n) {
+    const Table& from = tables_[static_cast<std::size_t>(n - 2)];
+    Table& to = out.tables_[static_cast<std::size_t>(n - 2)];
+    from.for_each([&](std::uint64_t key, const Entry& e) {
+      if (!e.stored && !(e.min_ext != 0 && e.min_ext <= order)) return;
+      Entry& x = to.insert(key);
+      x = e;
+      adjust(x, n);
+    });
+  }
+  return out;
+}
+
+}  // namespace fstdecode
