@@ -139,7 +139,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
 
         table = compiled_table(args.phrase_fst)
     model = _load(args, table)
-    nbest = (getattr(model, "nbest_size", None) or 1) if args.format == "nbest" else 1
+    nbest = (model.nbest_size or 1) if args.format == "nbest" else 1
     decoder = Decoder(model, args.method, search_options(args.method, args, nbest=nbest), engine=args.engine)
     write = output.writer(args.format, model.weights)
     for result in decode_lines(decoder, input_lines(sys.stdin), runner):
