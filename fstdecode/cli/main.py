@@ -23,9 +23,9 @@ from fstdecode.cli.options import add_search_flags, search_options
 from fstdecode.decoder import DEFAULT_METHOD, DecodeResult, Decoder
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.phrase_table import SCORE_FORMATS
-from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, load_model
+from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, ENGINES, load_model
 from fstdecode.run import decode_lines, input_lines, runner_for
-from fstdecode.search.base import ENGINES, METHODS
+from fstdecode.search.base import METHODS
 
 DESCRIPTION = (
     "Exact phrase-based machine translation decoding under a hard distortion limit "
@@ -116,6 +116,7 @@ def _check_min(flag: str, value: int | None, minimum: int) -> None:
 
 
 def _load(args: argparse.Namespace, table=None):
+    """The model the flags name; ``--engine python`` reads its LM with the Python reference reader."""
     _check_min("--lm-order", args.lm_order, 1)
     _check_min("--table-limit", args.table_limit, 0)
     return load_model(
@@ -128,6 +129,7 @@ def _load(args: argparse.Namespace, table=None):
         tm_score_format=args.tm_score_format,
         table_limit=args.table_limit,
         lm_order=args.lm_order,
+        engine=getattr(args, "engine", "auto"),
     )
 
 

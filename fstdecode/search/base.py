@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from fstdecode.errors import FstdecodeError
-from fstdecode.model.model import Model
+from fstdecode.model.model import ENGINES, Model
 from fstdecode.problem.problem import SearchProblem, SearchResult
 
 
@@ -140,10 +140,6 @@ class Searcher(Protocol):
     """
 
     def search(self, problem: SearchProblem) -> SearchResult: ...
-
-
-#: ``--engine``: ``auto`` takes the native core where the method has one, else Python.
-ENGINES = ("auto", "native", "python")
 
 
 @dataclass(frozen=True)
