@@ -27,7 +27,7 @@ from fstdecode.io.arpa import (
     ArpaLM,
 )
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+from shared import arpa_text, data_path
 
 # A hand-made trigram model. It mixes tabs and spaces, has a padded IRSTLM-style header,
 # <s> at -99, a positive backoff (b, c a), n-grams without a backoff field, -inf and
@@ -316,22 +316,8 @@ def test_str_instead_of_words_is_a_type_error(hand: ArpaLM) -> None:
 
 # --------------------------------------------------------------------------- errors
 
-GOOD_BIGRAM = """\
-\\data\\
-ngram 1=3
-ngram 2=2
-
-\\1-grams:
--1.0\t<s>\t-0.2
--0.5\t</s>
--0.6\ta\t-0.1
-
-\\2-grams:
--0.3\t<s> a
--0.4\ta </s>
-
-\\end\\
-"""
+# \data\, ngram 1=3, ngram 2=2, then the two sections, each after a blank line, and \end\.
+GOOD_BIGRAM = arpa_text(["-1.0\t<s>\t-0.2", "-0.5\t</s>", "-0.6\ta\t-0.1"], ["-0.3\t<s> a", "-0.4\ta </s>"])
 
 
 def lineno_of(text: str, needle: str, nth: int = 1) -> int:
@@ -546,13 +532,6 @@ def test_bigram_logprob_matches_reference(model, sep, queries) -> None:  # type:
 # --------------------------------------------------------------------------- real data
 
 
-def data_file(rel: str) -> Path:
-    p = DATA / rel
-    if not p.is_file():
-        pytest.skip(f"shared test data not present: {p}")
-    return p
-
-
 MOSES_KENLM0 = [
     ("despite progress human rights is unknown . the end of", -52.0398),
     ("the end of right is unknown despite progress people", -56.4222),
@@ -572,7 +551,7 @@ _CACHE: dict[str, ArpaLM] = {}
 
 
 def _mini_lm() -> ArpaLM:
-    p = data_file("moses-early-distortion-de-en/mini.irstlm.en.3g.lm")
+    p = data_path("moses-early-distortion-de-en", "mini.irstlm.en.3g.lm")
     if "mini" not in _CACHE:
         _CACHE["mini"] = ArpaLM.from_file(p)
     return _CACHE["mini"]
@@ -587,7 +566,7 @@ def test_mini_lm_header() -> None:
 
 
 def test_english_un_lm_full_and_bigram() -> None:
-    p = data_file("english-lm-un/lm.en.arpa")
+    p = data_path("english-lm-un", "lm.en.arpa")
     full = ArpaLM.from_file(p)
     assert full.order == 3 and full.counts == (10605, 61672, 24317)
     # Lines read off the file:
@@ -614,7 +593,7 @@ def test_english_un_lm_full_and_bigram() -> None:
 
 
 def test_moses_toy_numbers_lm() -> None:
-    lm = ArpaLM.from_file(data_file("moses-toy-numbers/small.lm"))
+    lm = ArpaLM.from_file(data_path("moses-toy-numbers", "small.lm"))
     assert lm.order == 3 and lm.counts == (21, 42, 10)
     # -99 <s> -0.3836367 ; no <unk> in the file
     assert lm.unigram_logprob(BOS) == pytest.approx(ln(-99))

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from fstdecode.errors import FstdecodeError
 from fstdecode.io.moses_ini import (
     DEFAULT_TABLE_LIMIT,
     SUPPORTED_KINDS,
@@ -17,13 +16,7 @@ from fstdecode.io.moses_ini import (
     load_moses_ini,
 )
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-
-
-def need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"shared data not available: {path} is absent")
-    return path
+from shared import data_path, expect_reader_error
 
 
 def write(tmp_path: Path, text: str, name: str = "moses.ini") -> Path:
@@ -52,7 +45,7 @@ PhraseDictionaryMemory0= 0.2 0.2
 
 
 def test_moses_early_distortion_de_en() -> None:
-    ini = need(DATA / "moses-early-distortion-de-en" / "moses.ini")
+    ini = data_path("moses-early-distortion-de-en", "moses.ini")
     folder = os.path.dirname(os.path.abspath(ini))
     config = load_moses_ini(ini)
     assert config.path == str(ini)
@@ -102,7 +95,7 @@ def test_moses_toy_numbers_is_rejected_clearly() -> None:
     (InputFeature adds lattice arc weights to every score), so loading fails and
     the message names both.
     """
-    ini = need(DATA / "moses-toy-numbers" / "moses.ini")
+    ini = data_path("moses-toy-numbers", "moses.ini")
     with pytest.raises(MosesIniError) as info:
         load_moses_ini(ini)
     message = str(info.value)
@@ -115,7 +108,7 @@ def test_moses_toy_numbers_is_rejected_clearly() -> None:
 
 def test_moses_toy_numbers_adapted_to_the_subset(tmp_path: Path) -> None:
     """The same ini with a text table and without InputFeature loads."""
-    ini = need(DATA / "moses-toy-numbers" / "moses.ini")
+    ini = data_path("moses-toy-numbers", "moses.ini")
     kept = [
         line.replace("PhraseDictionaryBinary", "PhraseDictionaryMemory")
         for line in ini.read_text(encoding="utf-8").splitlines()
@@ -286,14 +279,7 @@ def test_config_is_frozen_and_hashable(tmp_path: Path) -> None:
 
 
 def expect_error(path: Path, lineno: int | None, fragment: str) -> str:
-    with pytest.raises(MosesIniError) as info:
-        load_moses_ini(path)
-    message = str(info.value)
-    prefix = f"{path}:{lineno}: " if lineno is not None else f"{path}: "
-    assert message.startswith(prefix), message
-    assert fragment in message, message
-    assert isinstance(info.value, FstdecodeError)
-    return message
+    return expect_reader_error(MosesIniError, load_moses_ini, path, lineno, fragment)
 
 
 def test_error_missing_file(tmp_path: Path) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import gzip
 import math
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstdecode.errors import FstdecodeError
 from fstdecode.io.phrase_table import (
     LOWEST_SCORE,
     PhrasePair,
@@ -20,7 +20,8 @@ from fstdecode.io.phrase_table import (
     load_phrase_table,
 )
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+from shared import data_path, expect_reader_error
+
 LN10 = math.log(10.0)
 
 
@@ -261,14 +262,7 @@ def test_vocabulary_filter_still_validates_every_line(tmp_path: Path) -> None:
 
 
 def expect_error(path: Path, lineno: int | None, fragment: str, **kwargs: object) -> str:
-    with pytest.raises(PhraseTableError) as info:
-        load_phrase_table(path, **kwargs)  # type: ignore[arg-type]
-    message = str(info.value)
-    prefix = f"{path}:{lineno}: " if lineno is not None else f"{path}: "
-    assert message.startswith(prefix), message
-    assert fragment in message, message
-    assert isinstance(info.value, FstdecodeError)
-    return message
+    return expect_reader_error(PhraseTableError, partial(load_phrase_table, **kwargs), path, lineno, fragment)
 
 
 def test_error_missing_file(tmp_path: Path) -> None:
@@ -350,14 +344,8 @@ def test_error_truncated_gzip(tmp_path: Path) -> None:
 # Real data
 
 
-def need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"shared data not available: {path} is absent")
-    return path
-
-
 def test_hansards_tm_log10() -> None:
-    path = need(DATA / "hansards-fr-en-decoder" / "tm")
+    path = data_path("hansards-fr-en-decoder", "tm")
     start = time.perf_counter()
     table = load_phrase_table(path, score_format="log10")
     elapsed = time.perf_counter() - start
@@ -378,7 +366,7 @@ def test_hansards_tm_log10() -> None:
 
 
 def test_moses_de_en_phrase_table_gz() -> None:
-    path = need(DATA / "moses-early-distortion-de-en" / "phrase-table.gz")
+    path = data_path("moses-early-distortion-de-en", "phrase-table.gz")
     table = load_phrase_table(path)
     assert len(table) == 4_813
     assert table.num_scores == 5
@@ -391,7 +379,7 @@ def test_moses_de_en_phrase_table_gz() -> None:
 
 
 def test_moses_de_en_table_limit() -> None:
-    path = need(DATA / "moses-early-distortion-de-en" / "phrase-table.gz")
+    path = data_path("moses-early-distortion-de-en", "phrase-table.gz")
     table = load_phrase_table(path, num_features=5, table_limit=20)
     assert all(len(table.lookup(s)) <= 20 for s in table.sources())
     for source in table.sources():
