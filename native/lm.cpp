@@ -49,23 +49,37 @@ inline std::uint64_t hash_step(std::uint64_t h, WordId id) {
 
 inline std::uint64_t nonzero(std::uint64_t h) { return h ? h : 1; }
 
+inline std::uint64_t load64(const char* p) {
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+inline std::uint64_t load32(const char* p) {
+  std::uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// A word's hash: whole 8-byte words, the tail read as one overlapping load (no byte loops).
 std::uint64_t hash_bytes(std::string_view s) {
-  std::uint64_t h = kSeed ^ (s.size() * 0x9E3779B97F4A7C15ULL);
   const char* p = s.data();
-  std::size_t n = s.size();
-  while (n >= 8) {
-    std::uint64_t v;
-    std::memcpy(&v, p, 8);
-    h = mix64(h ^ v) + 0x9E3779B97F4A7C15ULL;
-    p += 8;
-    n -= 8;
+  const std::size_t n = s.size();
+  std::uint64_t h = kSeed ^ (n * 0x9E3779B97F4A7C15ULL);
+  std::uint64_t v;
+  if (n >= 8) {
+    std::size_t i = 0;
+    for (; i + 8 < n; i += 8) h = mix64(h ^ load64(p + i)) + 0x9E3779B97F4A7C15ULL;
+    v = load64(p + n - 8);
+  } else if (n >= 4) {
+    v = load32(p) | (load32(p + n - 4) << 32);
+  } else if (n > 0) {
+    v = static_cast<unsigned char>(p[0]) | (static_cast<std::uint64_t>(static_cast<unsigned char>(p[n / 2])) << 8) |
+        (static_cast<std::uint64_t>(static_cast<unsigned char>(p[n - 1])) << 16);
+  } else {
+    v = 0;
   }
-  if (n) {
-    std::uint64_t v = 0;
-    std::memcpy(&v, p, n);
-    h = mix64(h ^ v ^ 0xA0761D6478BD642FULL);
-  }
-  return mix64(h);
+  return mix64(h ^ v);
 }
 
 // ---- UTF-8 and Python's character classes ---------------------------------------------------
@@ -160,6 +174,31 @@ inline int py_decimal(char32_t c) {
   return c - zero < 10 ? static_cast<int>(c - zero) : -1;
 }
 
+// The first space or tab in [p, e), or e; reads up to `limit` (>= e), 8 bytes at a time.
+inline const char* field_end(const char* p, const char* e, const char* limit) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
+  while (p + 8 <= limit && p < e) {
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    const std::uint64_t sp = v ^ (kOnes * ' ');
+    const std::uint64_t tab = v ^ (kOnes * '\t');
+    // The lowest set high bit marks the first zero byte exactly (little-endian order).
+    const std::uint64_t hit = ((sp - kOnes) & ~sp & kHigh) | ((tab - kOnes) & ~tab & kHigh);
+    if (hit) {
+      const char* q = p + (__builtin_ctzll(hit) >> 3);
+      return q < e ? q : e;
+    }
+    p += 8;
+  }
+#else
+  (void)limit;
+#endif
+  while (p < e && *p != ' ' && *p != '\t') ++p;
+  return p < e ? p : e;
+}
+
 // Python's str.strip() of valid UTF-8.
 std::string_view py_strip(std::string_view s) {
   const char* b = s.data();
@@ -193,9 +232,15 @@ std::string_view py_strip(std::string_view s) {
 
 // ---- numbers as Python's float() reads them ---------------------------------------------------
 
-locale_t c_locale() {
-  static locale_t loc = newlocale(LC_ALL_MASK, "C", static_cast<locale_t>(nullptr));
-  return loc;
+// strtod in the "C" locale (the decimal point is '.' whatever setlocale() did).
+double strtod_c(const char* s) {
+#if defined(_WIN32)
+  static const _locale_t loc = _create_locale(LC_ALL, "C");
+  return _strtod_l(s, nullptr, loc);
+#else
+  static const locale_t loc = newlocale(LC_ALL_MASK, "C", static_cast<locale_t>(nullptr));
+  return strtod_l(s, nullptr, loc);
+#endif
 }
 
 inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -215,7 +260,7 @@ bool parse_decimal(const char* p, const char* end, double& out) {
   if (r.ec == std::errc::result_out_of_range) {
     // from_chars leaves v alone then; strtod rounds correctly to +-inf, 0 or a subnormal.
     const std::string copy(p, end);
-    v = strtod_l(copy.c_str(), nullptr, c_locale());
+    v = strtod_c(copy.c_str());
   } else if (r.ec != std::errc()) {
     return false;
   }
@@ -298,13 +343,47 @@ bool parse_py_float_slow(std::string_view s, double& out) {
   return parse_decimal(t.data(), t.data() + t.size(), out);
 }
 
-// float(token) of Python, or false where it raises ValueError.
-inline bool parse_py_float(std::string_view s, double& out) {
-  for (const char c : s) {
-    if (!(is_digit(c) || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+'))
-      return parse_py_float_slow(s, out);
+// Plain [sign] digits [. digits] (no exponent) whose digits make an integer m <= 2^53 with at
+// most 22 after the point: m / 10^k is then correctly rounded (Clinger's fast path), as every
+// correct parser's result. False: not of that shape, use the general parsers.
+inline bool parse_plain(const char* p, const char* end, double& out) {
+  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  bool neg = false;
+  if (p < end && (*p == '-' || *p == '+')) {
+    neg = *p == '-';
+    ++p;
   }
-  return parse_decimal(s.data(), s.data() + s.size(), out);
+  std::uint64_t m = 0;
+  int digits = 0;
+  int frac = -1;  // digits after the point; -1: no point yet
+  for (; p < end; ++p) {
+    const char c = *p;
+    if (is_digit(c)) {
+      if (++digits > 19) return false;
+      m = m * 10 + static_cast<std::uint64_t>(c - '0');
+      if (frac >= 0) ++frac;
+    } else if (c == '.' && frac < 0) {
+      frac = 0;
+    } else {
+      return false;
+    }
+  }
+  if (digits == 0 || m > (std::uint64_t{1} << 53) || frac > 22) return false;
+  double v = static_cast<double>(m);
+  if (frac > 0) v /= kPow10[frac];
+  out = neg ? -v : v;
+  return true;
+}
+
+// float(token) of Python, or false where it raises ValueError: the fast path, the decimal
+// grammar (all that from_chars accepts after a digit or a point is Python's grammar too),
+// then CPython's whole procedure.
+inline bool parse_py_float(std::string_view s, double& out) {
+  const char* b = s.data();
+  const char* e = b + s.size();
+  return parse_plain(b, e, out) || parse_decimal(b, e, out) || parse_py_float_slow(s, out);
 }
 
 }  // namespace
@@ -500,7 +579,44 @@ long ArpaParser::read_section(int n, bool keep_backoff) {
   const int cap = n + 2;  // fields of a valid line: prob, n words, optional backoff
   std::vector<std::string_view> f(static_cast<std::size_t>(cap));
   std::vector<WordId> ids(static_cast<std::size_t>(n));
+  // The words of the n-gram line above (views into the text) and their ids.
+  std::vector<std::string_view> prev_words(static_cast<std::size_t>(n));
+  std::vector<WordId> prev_ids(static_cast<std::size_t>(n));
+  bool have_prev = false;
   NgramLM::Table* table = n >= 2 ? &lm.tables_[static_cast<std::size_t>(n - 2)] : nullptr;
+  struct Pending {
+    std::uint64_t key;
+    double prob, backoff;
+    bool set_backoff, mark_prefixes;
+    long lineno;
+  };
+  constexpr std::size_t kBatch = 16;
+  Pending batch[kBatch];
+  std::vector<WordId> batch_ids(kBatch * static_cast<std::size_t>(n));
+  std::size_t pending = 0;
+  // Stores the batch in file order (so duplicates and prefix marks are as line by line).
+  auto store = [&]() {
+    for (std::size_t b = 0; b < pending; ++b) {
+      const Pending& q = batch[b];
+      NgramLM::Entry& x = table->insert(q.key);
+      if (x.stored) fail(q.lineno, "duplicate n-gram");
+      x.stored = true;
+      x.prob = q.prob;
+      if (q.set_backoff) x.backoff = q.backoff;
+      // Mark the proper prefixes as extended by an n-gram of length n (unless the line above,
+      // of the same context, has). A prefix already marked was marked with its own prefixes,
+      // by an n-gram no longer than this one: stop there.
+      if (!q.mark_prefixes) continue;
+      const WordId* w = batch_ids.data() + b * static_cast<std::size_t>(n);
+      for (int k = n - 1; k >= 1; --k) {
+        NgramLM::Entry& pre = k == 1 ? lm.unigrams_[static_cast<std::size_t>(w[0])]
+                                     : lm.tables_[static_cast<std::size_t>(k - 2)].insert(hash_ngram(w, k));
+        if (pre.min_ext != 0) break;
+        pre.min_ext = n;
+      }
+    }
+    pending = 0;
+  };
   long entries = 0;
   std::string_view line;
   for (;;) {
@@ -514,7 +630,7 @@ long ArpaParser::read_section(int n, bool keep_backoff) {
       while (p < e && (*p == ' ' || *p == '\t')) ++p;
       if (p == e) break;
       const char* s = p;
-      while (p < e && *p != ' ' && *p != '\t') ++p;
+      p = field_end(p, e, end_);
       if (nf == cap) {
         nf = cap + 1;
         break;
@@ -563,27 +679,39 @@ long ArpaParser::read_section(int n, bool keep_backoff) {
       if (set_backoff) u.backoff = backoff;
       continue;
     }
+    // ARPA files list n-grams sorted by their context, so a word is mostly the one above it.
+    bool same_context = have_prev;
     for (int k = 0; k < n; ++k) {
-      const WordId id = lm.vocab_.find(f[static_cast<std::size_t>(k + 1)]);
+      const auto i = static_cast<std::size_t>(k);
+      const std::string_view w = f[i + 1];
+      if (have_prev && w == prev_words[i]) {
+        ids[i] = prev_ids[i];
+        continue;
+      }
+      if (k < n - 1) same_context = false;
+      const WordId id = lm.vocab_.find(w);
       if (id < 0) fail(lineno_, "word not in \\1-grams:");
-      ids[static_cast<std::size_t>(k)] = id;
+      ids[i] = id;
+      prev_words[i] = w;
+      prev_ids[i] = id;
     }
-    {
-      NgramLM::Entry& x = table->insert(hash_ngram(ids.data(), n));
-      if (x.stored) fail(lineno_, "duplicate n-gram");
-      x.stored = true;
-      x.prob = prob;
-      if (set_backoff) x.backoff = backoff;
+    have_prev = true;
+    // Stored in batches: the slots of a batch are prefetched, so their cache misses overlap.
+    Pending& q = batch[pending];
+    q.key = hash_ngram(ids.data(), n);
+    q.prob = prob;
+    q.backoff = backoff;
+    q.set_backoff = set_backoff;
+    q.mark_prefixes = !same_context;
+    q.lineno = lineno_;
+    table->prefetch(q.key);
+    if (q.mark_prefixes) {
+      std::copy(ids.begin(), ids.end(), batch_ids.begin() + static_cast<std::ptrdiff_t>(pending * static_cast<std::size_t>(n)));
+      if (n >= 3) lm.tables_[static_cast<std::size_t>(n - 3)].prefetch(hash_ngram(ids.data(), n - 1));
     }
-    // Mark the proper prefixes as extended by an n-gram of length n. A prefix already marked
-    // was marked with its own prefixes (by an n-gram no longer than this one): stop there.
-    for (int k = n - 1; k >= 1; --k) {
-      NgramLM::Entry& pre = k == 1 ? lm.unigrams_[static_cast<std::size_t>(ids[0])]
-                                   : lm.tables_[static_cast<std::size_t>(k - 2)].insert(hash_ngram(ids.data(), k));
-      if (pre.min_ext != 0) break;
-      pre.min_ext = n;
-    }
+    if (++pending == kBatch) store();
   }
+  store();
   return entries;
 }
 
@@ -709,6 +837,8 @@ double NgramLM::logprob(const WordId* ctx, int n, WordId w) const {
     g = hash_step(g, c);
     hw[L] = nonzero(h);
     hc[L] = nonzero(g);
+    tables_[static_cast<std::size_t>(L - 1)].prefetch(hw[L]);
+    if (L >= 2) tables_[static_cast<std::size_t>(L - 2)].prefetch(hc[L]);
   }
   // ArpaLM._score: the longest stored ctx[s:] + w, after the backoffs of the longer ctx[s:].
   double total = 0.0;

@@ -100,6 +100,14 @@ class NgramLM {
         if (s.key == 0) return nullptr;
       }
     }
+    // Starts loading the slot where find(key) begins (lookups of several orders overlap).
+    void prefetch(std::uint64_t key) const {
+#if defined(__GNUC__)
+      if (!slots_.empty()) __builtin_prefetch(&slots_[key & mask_]);
+#else
+      (void)key;
+#endif
+    }
     // The entry of `key`, default-constructed if new. References die at the next insert.
     Entry& insert(std::uint64_t key);
     template <class F>
