@@ -1,11 +1,11 @@
 """The native core: C++ (``native/``) behind a narrow seam, compiled by ``pip install``.
 
-``_core`` is the compiled module; ``native/bindings.cpp`` is the one file where
+``core`` is the compiled module (``_core``); ``native/bindings.cpp`` is the one file where
 the two languages meet. Python adapters live in their layers:
 :mod:`fstdecode.io.native_lm` (the LM) and :mod:`fstdecode.search.native`
 (one whole search per sentence).
 """
 
-from fstdecode._native import _core
+from fstdecode._native import _core as core
 
-__all__ = ["_core"]
+__all__ = ["core"]

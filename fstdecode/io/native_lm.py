@@ -19,7 +19,7 @@ import os
 import zlib
 from collections.abc import Sequence
 
-from fstdecode._native import _core
+from fstdecode._native import core as _core
 from fstdecode.io.arpa import ArpaError, ArpaLM
 from fstdecode.io.files import open_binary
 

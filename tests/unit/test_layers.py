@@ -35,7 +35,7 @@ RANKS = {
     "model": 2,
     "problem": 3,
     "statespace": 4,
-    "_native": 4,
+    "_native": 1,  # the compiled core: the LM reader (io) and the searches stand on it
     "search": 5,
     "fst": 6,
     "reference": 6,
