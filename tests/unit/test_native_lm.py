@@ -127,7 +127,7 @@ def arpa_files(draw: st.DrawFn) -> tuple[str, int]:
     return bom + end.join(lines), order
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(arpa=arpa_files(), data=st.data(), rnd=st.randoms(use_true_random=False))
 def test_random_models_equal_arpalm(arpa: tuple[str, int], data: st.DataObject, rnd: random.Random) -> None:
     text, order = arpa
@@ -352,6 +352,21 @@ def test_core_api_over_ids(tmp_path: Path) -> None:
     with pytest.raises(_core.ArpaFormatError):
         _core.NgramLM.parse_arpa(b"not arpa", 0)
     assert _core.NgramLM.parse_arpa(GOOD.encode(), 2).order == 2
+
+
+def test_parses_in_threads_side_by_side(tmp_path: Path) -> None:
+    """parse_arpa releases the GIL; models parsed concurrently are the same as one alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    text = GOOD.encode()
+    alone = _core.NgramLM.parse_arpa(text, 0)
+    with ThreadPoolExecutor(4) as pool:
+        cores = list(pool.map(lambda k: _core.NgramLM.parse_arpa(text, k % 4), range(16)))
+    for k, core in enumerate(cores):
+        assert core.order == (k % 4 or 3)
+        if core.order == 3:
+            assert core.words() == alone.words()
+            assert core.score_sentence(["a", "b"], True, True) == alone.score_sentence(["a", "b"], True, True)
 
 
 def test_type_errors_as_arpalm(tmp_path: Path) -> None:
