@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fstdecode._native import _core
+from fstdecode._native import core as _core
 from fstdecode.io.arpa import BOS, EOS, UNK, ArpaError, ArpaLM
 from fstdecode.io.native_lm import NativeLM
 from shared import data_path
