@@ -253,7 +253,110 @@ PYBIND11_MODULE(_core, m) {
 
   // ---- Problem and results --------------------------------------------------------------
   // (section: problem)
+  py::class_<Problem>(m, "Problem",
+                      "One sentence's search problem (fstdecode.problem.problem.SearchProblem): "
+                      "options over the problem's word ids, scored with an NgramLM through lm_id.")
+      .def(py::init<const NgramLM&, std::vector<WordId>, int, int, double, double, WordId, WordId>(),
+           py::arg("lm"), py::arg("lm_id"), py::arg("n"), py::arg("d"), py::arg("eta"),
+           py::arg("lm_weight"), py::arg("bos"), py::arg("eos"),
+           py::keep_alive<1, 2>())  // the problem keeps its LM alive
+      .def(
+          "add_option",
+          [](Problem& p, int s, int t, double score, std::vector<WordId> words, int index) {
+            Option o;
+            o.s = s;
+            o.t = t;
+            o.score = score;
+            o.words = std::move(words);
+            o.index = index;
+            p.add_option(std::move(o));
+          },
+          py::arg("s"), py::arg("t"), py::arg("score"), py::arg("words"), py::arg("index"))
+      .def(
+          "add_options",
+          [](Problem& p, const std::vector<int>& s, const std::vector<int>& t,
+             const std::vector<double>& score, const std::vector<WordId>& words,
+             const std::vector<int>& lengths, const std::vector<int>& index) {
+            const std::size_t k = s.size();
+            if (t.size() != k || score.size() != k || lengths.size() != k || index.size() != k)
+              throw std::invalid_argument("add_options: s, t, score, lengths and index differ in length");
+            std::size_t at = 0;
+            for (std::size_t i = 0; i < k; ++i) {
+              if (lengths[i] < 0 || at + static_cast<std::size_t>(lengths[i]) > words.size())
+                throw std::invalid_argument("add_options: lengths do not fit words");
+              Option o;
+              o.s = s[i];
+              o.t = t[i];
+              o.score = score[i];
+              o.words.assign(words.begin() + static_cast<std::ptrdiff_t>(at),
+                             words.begin() + static_cast<std::ptrdiff_t>(at + lengths[i]));
+              o.index = index[i];
+              at += static_cast<std::size_t>(lengths[i]);
+              p.add_option(std::move(o));
+            }
+            if (at != words.size()) throw std::invalid_argument("add_options: words longer than the lengths say");
+          },
+          "add_option for many options at once: words holds their words one after another",
+          py::arg("s"), py::arg("t"), py::arg("score"), py::arg("words"), py::arg("lengths"),
+          py::arg("index"))
+      .def("finish", &Problem::finish)
+      .def_property_readonly("n", &Problem::n)
+      .def_property_readonly("d", &Problem::d)
+      .def_property_readonly("eta", &Problem::eta)
+      .def_property_readonly("order", &Problem::order)
+      .def_property_readonly("option_count", &Problem::option_count)
+      .def(
+          "ngram",
+          [](const Problem& p, const std::vector<WordId>& context, WordId w) { return p.ngram(context, w); },
+          "weighted ln p(w | context) over problem ids (SearchProblem.ngram)", py::arg("context"),
+          py::arg("w"))
+      .def(
+          "backoff", [](const Problem& p, const std::vector<WordId>& context) { return p.backoff(context); },
+          py::arg("context"))
+      .def(
+          "extends", [](const Problem& p, const std::vector<WordId>& context) { return p.extends(context); },
+          py::arg("context"));
+
+  py::class_<Hypothesis>(m, "Hypothesis")
+      .def_readonly("score", &Hypothesis::score)
+      .def_readonly("options", &Hypothesis::options,
+                    "the Python indices (add_option's index) of its options in target order");
+
+  py::class_<Result>(m, "Result")
+      .def_readonly("hypotheses", &Result::hypotheses, "best first")
+      .def_readonly("optimal", &Result::optimal)
+      .def_readonly("states", &Result::states)
+      .def_readonly("transitions", &Result::transitions)
+      .def_readonly("status", &Result::status, "'' (finished), 'budget' or 'none'")
+      .def_readonly("message", &Result::message);
 
   // ---- Searches -------------------------------------------------------------------------
   // (section: searches)
+  py::class_<StackOptions>(m, "StackOptions", "fstdecode.search.stack.StackOptions; thresholds < 0 are off")
+      .def(py::init([](int nbest, long max_states, int beam_size, double beam_threshold,
+                       bool distortion_estimate, bool early_pruning, double early_threshold) {
+             StackOptions o;
+             o.nbest = nbest;
+             o.max_states = max_states;
+             o.beam_size = beam_size;
+             o.beam_threshold = beam_threshold;
+             o.distortion_estimate = distortion_estimate;
+             o.early_pruning = early_pruning;
+             o.early_threshold = early_threshold;
+             if (nbest < 1) throw std::invalid_argument("nbest must be >= 1");
+             if (beam_size < 1) throw std::invalid_argument("beam_size must be >= 1");
+             return o;
+           }),
+           py::arg("nbest") = 1, py::arg("max_states") = 2000000L, py::arg("beam_size") = 100,
+           py::arg("beam_threshold") = -1.0, py::arg("distortion_estimate") = true,
+           py::arg("early_pruning") = true, py::arg("early_threshold") = -1.0)
+      .def_readwrite("nbest", &StackOptions::nbest)
+      .def_readwrite("max_states", &StackOptions::max_states)
+      .def_readwrite("beam_size", &StackOptions::beam_size)
+      .def_readwrite("beam_threshold", &StackOptions::beam_threshold)
+      .def_readwrite("distortion_estimate", &StackOptions::distortion_estimate)
+      .def_readwrite("early_pruning", &StackOptions::early_pruning)
+      .def_readwrite("early_threshold", &StackOptions::early_threshold);
+  m.def("stack_search", &stack_search, "the stack decoder (fstdecode.search.stack.search)",
+        py::arg("problem"), py::arg("options"), py::call_guard<py::gil_scoped_release>());
 }

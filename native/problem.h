@@ -7,8 +7,10 @@
 // Python engine's; lm_id maps them to the LM's ids for scoring.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <limits>
-#include <unordered_map>
+#include <string>
 #include <vector>
 
 #include "lm.h"
@@ -20,6 +22,7 @@ struct Option {
   double score = 0.0;         // ŵ(p): the weighted features p alone determines (Figure 4)
   std::vector<WordId> words;  // the target words (problem ids)
   int index = -1;             // position in the Python option list (-1: <s> or </s>)
+  int id = -1;                // set by Problem: order of add_option from 0; </s> is option_count()
   WordId first() const { return words.front(); }
   WordId last() const { return words.back(); }
 };
@@ -44,10 +47,28 @@ class Problem {
   // by_start[p]: the options starting at position p (1 <= p <= end; [end] holds only </s>).
   const std::vector<std::vector<Option>>& by_start() const { return by_start_; }
 
-  // Weighted LM scores over problem ids, cached per problem (as SearchProblem.ngram/backoff).
-  double ngram(const std::vector<WordId>& context, WordId w) const;
-  double backoff(const std::vector<WordId>& context) const;
-  bool extends(const std::vector<WordId>& context) const;
+  // The number of options added (their ids are 0 .. option_count() - 1, in order of addition).
+  int option_count() const { return option_count_; }
+  bool finished() const { return finished_; }
+  // The LM id of a problem id.
+  WordId lm_id(WordId w) const { return lm_id_[static_cast<std::size_t>(w)]; }
+
+  // Weighted LM scores over problem ids (as SearchProblem.ngram/backoff/extends: weight x
+  // lm.logprob, the same floating-point operations). ngram is cached per problem on the exact
+  // (context, word) ids. Only the last order - 1 context words are used. Not thread-safe: a
+  // Problem is searched by one thread at a time (each sentence has its own Problem).
+  double ngram(const WordId* context, int n, WordId w) const;
+  double backoff(const WordId* context, int n) const;
+  bool extends(const WordId* context, int n) const;
+  double ngram(const std::vector<WordId>& context, WordId w) const {
+    return ngram(context.data(), static_cast<int>(context.size()), w);
+  }
+  double backoff(const std::vector<WordId>& context) const {
+    return backoff(context.data(), static_cast<int>(context.size()));
+  }
+  bool extends(const std::vector<WordId>& context) const {
+    return extends(context.data(), static_cast<int>(context.size()));
+  }
 
  private:
   const NgramLM& lm_;
@@ -57,7 +78,22 @@ class Problem {
   WordId bos_, eos_;
   Option bos_option_, eos_option_;
   std::vector<std::vector<Option>> by_start_;
-  mutable std::unordered_map<std::uint64_t, double> ngram_cache_;
+  int option_count_ = 0;
+  bool finished_ = false;
+  // ngram's cache: open addressing keyed on the exact ids (the last order - 1 context words
+  // and the word; a hash of them alone could collide), keys stored inline.
+  struct NgramCache {
+    struct Slot {
+      std::uint64_t hash = 0;
+      std::int32_t id = -1;  // -1: empty
+    };
+    std::vector<Slot> slots;
+    std::vector<WordId> keys;  // per entry: length, then up to `order` ids (stride order + 1)
+    std::vector<double> values;
+  };
+  mutable NgramCache cache_;
+  void grow_cache() const;
+  mutable std::vector<WordId> lm_buffer_;
 };
 
 // A search result: up to k hypotheses, best first; each is its score and the Python indices of

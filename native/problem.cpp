@@ -1,0 +1,132 @@
+// Problem (problem.h): the options of one sentence grouped by start, and the weighted LM
+// scores of SearchProblem (fstdecode/problem/problem.py) over the problem's word ids.
+#include "problem.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace fstdecode {
+
+Problem::Problem(const NgramLM& lm, std::vector<WordId> lm_id, int n, int d, double eta,
+                 double lm_weight, WordId bos, WordId eos)
+    : lm_(lm), lm_id_(std::move(lm_id)), n_(n), d_(d), eta_(eta), lm_weight_(lm_weight),
+      bos_(bos), eos_(eos) {
+  if (lm_.order() < 2)
+    throw std::invalid_argument("the search needs an LM of order >= 2, got order " +
+                                std::to_string(lm_.order()));
+  if (n_ < 0) throw std::invalid_argument("n must be >= 0, got " + std::to_string(n_));
+  if (d_ < 0) throw std::invalid_argument("d must be >= 0, got " + std::to_string(d_));
+  const auto size = static_cast<WordId>(lm_id_.size());
+  for (WordId id : lm_id_)
+    if (id < 0 || static_cast<std::size_t>(id) >= lm_.vocab().size())
+      throw std::invalid_argument("lm_id holds " + std::to_string(id) +
+                                  ", not an id of the LM's vocabulary");
+  if (bos_ < 0 || bos_ >= size || eos_ < 0 || eos_ >= size)
+    throw std::invalid_argument("bos and eos must be problem ids (indices into lm_id)");
+  bos_option_.s = bos_option_.t = 0;
+  bos_option_.words = {bos_};
+  eos_option_.s = eos_option_.t = end();
+  eos_option_.words = {eos_};
+  by_start_.assign(static_cast<std::size_t>(end()) + 1, {});
+}
+
+void Problem::add_option(Option option) {
+  if (finished_) throw std::logic_error("Problem.add_option after finish()");
+  if (!(1 <= option.s && option.s <= option.t && option.t <= n_))
+    throw std::invalid_argument("option span [" + std::to_string(option.s) + ", " +
+                                std::to_string(option.t) + "] is not within 1.." +
+                                std::to_string(n_));
+  if (option.words.empty()) throw std::invalid_argument("an option needs at least one word");
+  for (WordId w : option.words)
+    if (w < 0 || static_cast<std::size_t>(w) >= lm_id_.size())
+      throw std::invalid_argument("option word " + std::to_string(w) +
+                                  " is not a problem id (an index into lm_id)");
+  option.id = option_count_++;
+  by_start_[static_cast<std::size_t>(option.s)].push_back(std::move(option));
+}
+
+void Problem::finish() {
+  if (finished_) throw std::logic_error("Problem.finish() called twice");
+  finished_ = true;
+  eos_option_.id = option_count_;
+  by_start_[static_cast<std::size_t>(end())].push_back(eos_option_);
+}
+
+namespace {
+inline std::uint64_t mix(std::uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+}  // namespace
+
+void Problem::grow_cache() const {
+  const std::size_t cap = cache_.slots.empty() ? 1024 : cache_.slots.size() * 2;
+  std::vector<NgramCache::Slot> fresh(cap);
+  for (const auto& slot : cache_.slots) {
+    if (slot.id < 0) continue;
+    std::size_t i = slot.hash & (cap - 1);
+    while (fresh[i].id >= 0) i = (i + 1) & (cap - 1);
+    fresh[i] = slot;
+  }
+  cache_.slots.swap(fresh);
+}
+
+double Problem::ngram(const WordId* context, int n, WordId w) const {
+  // ArpaLM.logprob uses context[-(order - 1):] only, so the cache keys on those words.
+  const int k = order() - 1;
+  if (n > k) {
+    context += n - k;
+    n = k;
+  }
+  std::uint64_t h = mix(static_cast<std::uint64_t>(n) * 0x9e3779b97f4a7c15ULL ^ static_cast<std::uint32_t>(w));
+  for (int i = 0; i < n; ++i) h = mix(h ^ (static_cast<std::uint64_t>(static_cast<std::uint32_t>(context[i])) << 7));
+  const std::size_t stride = static_cast<std::size_t>(k) + 2;
+  if (!cache_.slots.empty()) {
+    const std::size_t mask = cache_.slots.size() - 1;
+    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+      const auto& slot = cache_.slots[i];
+      if (slot.id < 0) break;
+      if (slot.hash != h) continue;
+      const WordId* key = cache_.keys.data() + static_cast<std::size_t>(slot.id) * stride;
+      if (key[0] == n && key[1] == w && std::equal(context, context + n, key + 2))
+        return cache_.values[static_cast<std::size_t>(slot.id)];
+    }
+  }
+  lm_buffer_.clear();
+  for (int i = 0; i < n; ++i) lm_buffer_.push_back(lm_id_[static_cast<std::size_t>(context[i])]);
+  const double v = lm_weight_ * lm_.logprob(lm_buffer_.data(), n, lm_id_[static_cast<std::size_t>(w)]);
+  const auto id = static_cast<std::int32_t>(cache_.values.size());
+  cache_.values.push_back(v);
+  const std::size_t at = cache_.keys.size();
+  cache_.keys.resize(at + stride, 0);
+  cache_.keys[at] = n;
+  cache_.keys[at + 1] = w;
+  std::copy(context, context + n, cache_.keys.begin() + static_cast<std::ptrdiff_t>(at + 2));
+  if (2 * cache_.values.size() > cache_.slots.size()) grow_cache();
+  const std::size_t mask = cache_.slots.size() - 1;
+  std::size_t i = h & mask;
+  while (cache_.slots[i].id >= 0) i = (i + 1) & mask;
+  cache_.slots[i] = {h, id};
+  return v;
+}
+
+double Problem::backoff(const WordId* context, int n) const {
+  // ArpaLM.backoff looks the whole context up (a context longer than order - 1 has none).
+  lm_buffer_.clear();
+  for (int i = 0; i < n; ++i) lm_buffer_.push_back(lm_id_[static_cast<std::size_t>(context[i])]);
+  return lm_weight_ * lm_.backoff(lm_buffer_.data(), n);
+}
+
+bool Problem::extends(const WordId* context, int n) const {
+  lm_buffer_.clear();
+  for (int i = 0; i < n; ++i) lm_buffer_.push_back(lm_id_[static_cast<std::size_t>(context[i])]);
+  return lm_.extends(lm_buffer_.data(), n);
+}
+
+}  // namespace fstdecode

@@ -1,0 +1,777 @@
+// The stack decoder (stack.h): a port of fstdecode/search/stack.py, function for function.
+//
+// The Python names are kept: Tables (tables()), candidates (_candidates), extend (_extend),
+// prune (_prune), first_step (_first_step), is_dead, minimal_completion_fits, mq_delta. Every
+// floating-point sum is formed in the Python order, so scores agree bit for bit with the Python
+// engine given the same LM values; orders that decide ties are replicated (stable sorts, dict
+// insertion order = the order keys are first created, k-best lists with earlier insertions first).
+//
+// Layout: a coverage is a fixed array of W 64-bit words (W = 1 for n <= 64), bit p - 1 for
+// position p. LM contexts are interned per search (ids into one table); a recombination key is
+// (coverage, last_t, context id). Hypotheses live in one arena per search (score, back-pointer,
+// option); a stack holds its keys in creation order with an open-addressing index, and is freed
+// once expanded (as Python's `stacks[c] = {}`).
+#include "stack.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fstdecode {
+namespace {
+
+constexpr double NEG_INF = -std::numeric_limits<double>::infinity();
+
+inline std::uint64_t mix(std::uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Coverage bits: bit i (0-based) is position i + 1.
+
+template <int W>
+struct Cov {
+  std::uint64_t w[W] = {};
+
+  bool get(int i) const { return (w[i >> 6] >> (i & 63)) & 1U; }
+  // Bits lo..hi (0-based, inclusive) of word k.
+  static std::uint64_t mask(int k, int lo, int hi) {
+    const int a = std::max(lo, k * 64), b = std::min(hi, k * 64 + 63);
+    if (a > b) return 0;
+    const int len = b - a + 1;
+    const std::uint64_t m = len == 64 ? ~0ULL : ((1ULL << len) - 1);
+    return m << (a - k * 64);
+  }
+  void set_range(int lo, int hi) {
+    for (int k = lo >> 6; k <= (hi >> 6); ++k) w[k] |= mask(k, lo, hi);
+  }
+  bool any_in_range(int lo, int hi) const {
+    if (lo > hi) return false;
+    for (int k = lo >> 6; k <= (hi >> 6); ++k)
+      if (w[k] & mask(k, lo, hi)) return true;
+    return false;
+  }
+  bool any_zero_in_range(int lo, int hi) const {
+    if (lo > hi) return false;
+    for (int k = lo >> 6; k <= (hi >> 6); ++k)
+      if (~w[k] & mask(k, lo, hi)) return true;
+    return false;
+  }
+  // The index of the lowest zero bit.
+  int first_zero() const {
+    for (int k = 0; k < W; ++k)
+      if (~w[k]) return k * 64 + __builtin_ctzll(~w[k]);
+    return W * 64;
+  }
+  // The first set (or clear, with ones = false) bit at index >= i, or limit if none below limit.
+  int next(int i, int limit, bool ones) const {
+    for (int k = i >> 6; k < W && k * 64 < limit; ++k) {
+      std::uint64_t v = ones ? w[k] : ~w[k];
+      if (k == (i >> 6)) v &= ~0ULL << (i & 63);
+      if (v) return std::min(limit, k * 64 + __builtin_ctzll(v));
+    }
+    return limit;
+  }
+  // The number of set bits at index >= i.
+  int count_from(int i) const {
+    int total = 0;
+    for (int k = i >> 6; k < W; ++k) {
+      std::uint64_t v = w[k];
+      if (k == (i >> 6)) v &= ~0ULL << (i & 63);
+      total += __builtin_popcountll(v);
+    }
+    return total;
+  }
+  bool operator==(const Cov& o) const {
+    for (int k = 0; k < W; ++k)
+      if (w[k] != o.w[k]) return false;
+    return true;
+  }
+  bool operator!=(const Cov& o) const { return !(*this == o); }
+  std::uint64_t hash() const {
+    std::uint64_t h = 0;
+    for (int k = 0; k < W; ++k) h = mix(h ^ w[k]) + k;
+    return h;
+  }
+};
+
+// lowest_uncovered: g, the leftmost uncovered position (n + 1 when all n are covered).
+template <int W>
+inline int lowest_uncovered(const Cov<W>& c) { return c.first_zero() + 1; }
+
+// The maximal covered runs [a, b] (positions) right of g, left to right (_covered_blocks).
+template <int W, class F>
+inline bool any_block(const Cov<W>& c, int g, int n, F&& f) {
+  int i = g;  // index g is position g + 1
+  while (i < n) {
+    const int a = c.next(i, n, true);
+    if (a >= n) break;
+    const int b = c.next(a, n, false);  // first uncovered index after the run
+    if (f(a + 1, b)) return true;       // positions a + 1 .. b
+    i = b;
+  }
+  return false;
+}
+
+template <int W>
+int mq_delta(const Cov<W>& cov, int last_t, int s, int t) {
+  const int g = lowest_uncovered(cov);
+  const int length = t - s + 1;
+  if (s == g) return 0;
+  if (s <= last_t) return 2 * length;
+  if (last_t < g) return 2 * (s - g + length);
+  return 2 * (s - last_t - 1 + length);
+}
+
+inline int plain_delta(int last_t, int s) { return std::abs(last_t + 1 - s); }
+
+template <int W>
+bool is_dead(const Cov<W>& cov, int last_t, int n, int d) {
+  const int g = lowest_uncovered(cov);
+  if (g > n) return n - last_t > d;
+  if (std::abs(last_t + 1 - g) > d) {
+    const int hi = std::min(g + d - 1, n);
+    if (hi <= g || !cov.any_zero_in_range(g, hi - 1)) return true;  // positions g+1..hi
+  }
+  return any_block(cov, g, n, [&](int a, int b) {
+    const int length = b - a + 1;
+    return length > d || (last_t >= b && length + (last_t == b ? 1 : 2) > d);
+  });
+}
+
+template <int W>
+bool minimal_completion_fits(const Cov<W>& cov, int last_t, int n, int d) {
+  const int g = lowest_uncovered(cov);
+  if (g > n) return n - last_t <= d;
+  if (std::abs(last_t + 1 - g) > d) return false;
+  return !any_block(cov, g, n, [&](int a, int b) { return b - a + 1 > d; });
+}
+
+// ---------------------------------------------------------------------------------------------
+// A small open-addressing index of ints (ids into a caller's table), probed linearly.
+
+class Index {
+ public:
+  explicit Index(std::size_t capacity = 16) { reset(capacity); }
+  void reset(std::size_t capacity) {
+    std::size_t cap = 16;
+    while (cap < 2 * capacity) cap <<= 1;
+    slots_.assign(cap, -1);
+    hashes_.assign(cap, 0);
+    size_ = 0;
+  }
+  // The id whose key equals the probe's (eq(id)), or -1.
+  template <class Eq>
+  int find(std::uint64_t h, Eq&& eq) const {
+    const std::size_t m = slots_.size() - 1;
+    for (std::size_t i = h & m;; i = (i + 1) & m) {
+      const int id = slots_[i];
+      if (id < 0) return -1;
+      if (hashes_[i] == h && eq(id)) return id;
+    }
+  }
+  // Inserts id (whose key is known to be absent).
+  void insert(std::uint64_t h, int id) {
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    place(h, id);
+    ++size_;
+  }
+  void release() {
+    std::vector<int>().swap(slots_);
+    std::vector<std::uint64_t>().swap(hashes_);
+    size_ = 0;
+  }
+
+ private:
+  void place(std::uint64_t h, int id) {
+    const std::size_t m = slots_.size() - 1;
+    std::size_t i = h & m;
+    while (slots_[i] >= 0) i = (i + 1) & m;
+    slots_[i] = id;
+    hashes_[i] = h;
+  }
+  void grow() {
+    std::vector<int> old_slots;
+    std::vector<std::uint64_t> old_hashes;
+    old_slots.swap(slots_);
+    old_hashes.swap(hashes_);
+    const std::size_t cap = std::max<std::size_t>(16, old_slots.size() * 2);
+    slots_.assign(cap, -1);
+    hashes_.assign(cap, 0);
+    for (std::size_t i = 0; i < old_slots.size(); ++i)
+      if (old_slots[i] >= 0) place(old_hashes[i], old_slots[i]);
+  }
+  std::vector<int> slots_;
+  std::vector<std::uint64_t> hashes_;
+  std::size_t size_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// LM contexts (tuples of at most K = order - 1 problem ids), interned per search, and the joins
+// of fstdecode.statespace.ngram.join for the stack's <s>-tapes, cached per (option, context).
+
+class Contexts {
+ public:
+  explicit Contexts(int k) : k_(k) {}
+  int intern(const WordId* words, int len) {
+    const std::uint64_t h = hash(words, len);
+    int id = index_.find(h, [&](int i) {
+      return len_[static_cast<std::size_t>(i)] == len &&
+             std::equal(words, words + len, this->words(i));
+    });
+    if (id >= 0) return id;
+    id = static_cast<int>(len_.size());
+    len_.push_back(len);
+    words_.insert(words_.end(), words, words + len);
+    words_.resize(static_cast<std::size_t>(id + 1) * static_cast<std::size_t>(k_), 0);
+    index_.insert(h, id);
+    return id;
+  }
+  const WordId* words(int id) const { return words_.data() + static_cast<std::size_t>(id) * k_; }
+  int len(int id) const { return len_[static_cast<std::size_t>(id)]; }
+
+ private:
+  static std::uint64_t hash(const WordId* words, int len) {
+    std::uint64_t h = static_cast<std::uint64_t>(len);
+    for (int i = 0; i < len; ++i) h = mix(h * 0x100000001b3ULL ^ static_cast<std::uint32_t>(words[i]));
+    return h;
+  }
+  int k_;
+  std::vector<WordId> words_;  // k_ per context, padded
+  std::vector<int> len_;
+  Index index_;
+};
+
+struct Joined {
+  int context;  // the new tape's last words (minimised), an id of Contexts
+  double lm;    // the weighted LM score of the join's events
+};
+
+class Joins {
+ public:
+  Joins(const Problem& problem, Contexts& contexts)
+      : problem_(problem), contexts_(contexts), k_(problem.order() - 1) {}
+
+  // joined(problem, (0, (), last_t, context), opt, None, True): the tape ending in `context`
+  // (an <s>-tape) with opt appended.
+  const Joined& get(int context, const Option& opt) {
+    const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(context)) << 32) |
+                              static_cast<std::uint32_t>(opt.id);
+    const std::uint64_t h = mix(key);
+    const int id = index_.find(h, [&](int i) { return keys_[static_cast<std::size_t>(i)] == key; });
+    if (id >= 0) return values_[static_cast<std::size_t>(id)];
+    keys_.push_back(key);
+    values_.push_back(join(context, opt));
+    index_.insert(h, static_cast<int>(values_.size() - 1));
+    return values_.back();
+  }
+
+ private:
+  Joined join(int context, const Option& opt) {
+    const Problem& p = problem_;
+    const int k = k_;
+    seq_.assign(contexts_.words(context), contexts_.words(context) + contexts_.len(context));
+    double total = 0.0;  // event_score: the events' scores summed in order from 0.0
+    if (opt.s == p.end()) {  // </s> closes the <s> tape: one event, nothing follows
+      const int m = std::min<int>(k, static_cast<int>(seq_.size()));
+      total += p.ngram(seq_.data() + seq_.size() - m, m, p.eos());
+      const WordId eos = p.eos();
+      return {contexts_.intern(&eos, 1), total};
+    }
+    // The <s> tape's words are all scored in context: each word of p before its N-th gets an
+    // event (the later ones are in ŵ(p)).
+    const int len = static_cast<int>(opt.words.size());
+    for (int i = 0; i < len; ++i) {
+      const WordId w = opt.words[static_cast<std::size_t>(i)];
+      if (i < k) {
+        const int m = std::min<int>(k, static_cast<int>(seq_.size()));
+        total += p.ngram(seq_.data() + seq_.size() - m, m, w);
+      }
+      seq_.push_back(w);
+    }
+    // last = (context + e)[-k:], then KenLM's right-state minimisation (minimise()).
+    int m = std::min<int>(k, static_cast<int>(seq_.size()));
+    const WordId* last = seq_.data() + seq_.size() - m;
+    while (m > 0 && !p.extends(last, m)) {
+      total += p.backoff(last, m);
+      ++last;
+      --m;
+    }
+    return {contexts_.intern(last, m), total};
+  }
+
+  const Problem& problem_;
+  Contexts& contexts_;
+  int k_;
+  std::vector<WordId> seq_;
+  std::vector<std::uint64_t> keys_;
+  std::vector<Joined> values_;
+  Index index_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Tables (stack.py's Tables/tables()): ranked options per span, ends per start, Pharaoh's
+// future-cost table and the one-word-option positions.
+
+struct Ranked {
+  double estimate;
+  const Option* option;
+};
+
+struct Tables {
+  int n = 0;
+  std::vector<std::vector<int>> ends;            // ends[s]: ascending
+  std::vector<std::vector<Ranked>> options;      // options[s * (n + 2) + t]: best estimate first
+  std::vector<double> span;                      // span[i * (n + 2) + j]
+  std::vector<char> single;                      // single[p]: position p has a one-word option
+
+  const std::vector<Ranked>& at(int s, int t) const {
+    return options[static_cast<std::size_t>(s) * (n + 2) + t];
+  }
+  double span_of(int i, int j) const { return span[static_cast<std::size_t>(i) * (n + 2) + j]; }
+
+  // future_of: the sum of span over the maximal uncovered runs, left to right.
+  template <int W>
+  double future_of(const Cov<W>& cov) const {
+    double got = 0.0;
+    int i = 0;
+    while (i < n) {
+      const int a = cov.next(i, n, false);
+      if (a >= n) break;
+      const int b = cov.next(a, n, true);  // positions a + 1 .. b are free
+      got += span_of(a + 1, b);
+      i = b;
+    }
+    return got;
+  }
+};
+
+// option_estimate: ŵ(p) plus the LM scores of its first N − 1 words with in-phrase context.
+double option_estimate(const Problem& problem, const Option& opt) {
+  const int len = static_cast<int>(opt.words.size());
+  const int upto = std::min(problem.order() - 1, len);
+  double extra = 0.0;  // Python's sum(): 0 + x is x
+  for (int i = 0; i < upto; ++i) extra += problem.ngram(opt.words.data(), i, opt.words[static_cast<std::size_t>(i)]);
+  return opt.score + extra;
+}
+
+Tables make_tables(const Problem& problem) {
+  Tables tabs;
+  const int n = tabs.n = problem.n();
+  const std::size_t width = static_cast<std::size_t>(n) + 2;
+  tabs.options.assign(width * width, {});
+  for (int s = 1; s <= n; ++s)
+    for (const Option& opt : problem.by_start()[static_cast<std::size_t>(s)])
+      tabs.options[static_cast<std::size_t>(s) * width + opt.t].push_back({option_estimate(problem, opt), &opt});
+  for (auto& ranked : tabs.options)  // sorted(v, key=lambda e: -e[0]): stable, best first
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const Ranked& a, const Ranked& b) { return -a.estimate < -b.estimate; });
+  tabs.span.assign(width * width, NEG_INF);
+  for (int length = 1; length <= n; ++length)
+    for (int i = 1; i <= n - length + 1; ++i) {
+      const int j = i + length - 1;
+      const auto& ranked = tabs.at(i, j);
+      double best = ranked.empty() ? NEG_INF : ranked.front().estimate;
+      for (int k = i; k < j; ++k) {
+        const double split = tabs.span_of(i, k) + tabs.span_of(k + 1, j);
+        if (split > best) best = split;  // max(best, split) keeps best on ties
+      }
+      tabs.span[static_cast<std::size_t>(i) * width + j] = best;
+    }
+  tabs.ends.assign(width, {});
+  for (int s = 1; s <= n; ++s)
+    for (int t = s; t <= n; ++t)
+      if (!tabs.at(s, t).empty()) tabs.ends[static_cast<std::size_t>(s)].push_back(t);
+  tabs.single.assign(width, 0);
+  for (int s = 1; s <= n; ++s) tabs.single[static_cast<std::size_t>(s)] = !tabs.at(s, s).empty();
+  return tabs;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The search.
+
+struct Hyp {
+  double score;
+  int prev;  // arena index, -1 for the start
+  int option;  // Option::id, -1 for the start
+};
+
+template <int W>
+struct Candidate {
+  const Option* option;
+  int delta_d;
+  Cov<W> coverage;
+  double future;
+};
+
+template <int W>
+struct Entry {  // one recombination key of a stack and its k-best hypotheses
+  Cov<W> coverage;
+  int last_t;
+  int context;
+  double future;  // the same for every hypothesis of the key
+  int best;       // nbest == 1: the hypothesis; else an index into Stack::lists
+};
+
+struct BudgetExceeded {};
+
+template <int W>
+struct Stack {
+  std::vector<Entry<W>> entries;  // in order of creation (Python's dict order)
+  std::vector<std::vector<int>> lists;
+  Index index;
+  void release() {
+    std::vector<Entry<W>>().swap(entries);
+    std::vector<std::vector<int>>().swap(lists);
+    index.release();
+  }
+};
+
+std::string py_float(double x) {  // Python's repr of a float (the shortest that round-trips)
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  if (std::isnan(x)) return "nan";
+  char buffer[40];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", precision, x);
+    if (std::strtod(buffer, nullptr) == x) break;
+  }
+  std::string out = buffer;
+  if (out.find_first_of(".en") == std::string::npos) out += ".0";
+  return out;
+}
+
+template <int W>
+class Search {
+ public:
+  Search(const Problem& problem, const StackOptions& options)
+      // A limit beyond n + 2 allows every jump (no distance here exceeds n + 1); clamping it
+      // keeps the arithmetic in range for "no limit" (UNLIMITED = 2**31 - 1).
+      : p_(problem), o_(options), n_(problem.n()), d_(std::min(problem.d(), problem.n() + 2)),
+        eta_(problem.eta()),
+        contexts_(problem.order() - 1), joins_(problem, contexts_), tabs_(make_tables(problem)) {
+    full_.set_range(0, n_ - 1);
+    nbest_ = std::max(1, o_.nbest);
+    threshold_ = o_.early_threshold >= 0 ? o_.early_threshold
+                 : o_.beam_threshold >= 0 ? o_.beam_threshold
+                                          : std::log(1e5);
+    options_by_id_.assign(static_cast<std::size_t>(problem.option_count()) + 1, nullptr);
+    for (const auto& opts : problem.by_start())
+      for (const Option& opt : opts)
+        if (opt.id >= 0) options_by_id_[static_cast<std::size_t>(opt.id)] = &opt;
+  }
+
+  Result run() {
+    Result result;
+    stacks_.resize(static_cast<std::size_t>(n_) + 1);
+    try {
+      const WordId bos = p_.bos();
+      int context = contexts_.intern(&bos, 1);
+      Cov<W> zero;
+      double score = 0.0, future = tabs_.future_of(zero);
+      int last_t = 0;
+      if (n_ == 0) {  // nothing to translate: close <s> with </s> at once
+        const Joined& close = joins_.get(context, p_.eos_option());
+        score = close.lm;
+        future = 0.0;
+        last_t = p_.end();
+        context = close.context;
+      }
+      push(0, zero, last_t, context, future, score, -1, -1);
+      for (int c = 0; c < n_; ++c) expand_stack(c);
+    } catch (const BudgetExceeded&) {
+      result.status = "budget";
+      result.message = "more than " + std::to_string(o_.max_states) + " hypotheses (--max-states)";
+      result.states = states_;
+      result.transitions = transitions_;
+      return result;
+    }
+    Stack<W>& last = stacks_[static_cast<std::size_t>(n_)];
+    std::vector<int> finals;
+    for (std::size_t e = 0; e < last.entries.size(); ++e) for_each_hyp(last, e, [&](int h) { finals.push_back(h); });
+    states_ += static_cast<long>(last.entries.size());
+    result.states = states_;
+    result.transitions = transitions_;
+    if (finals.empty()) {
+      result.status = "none";
+      result.message =
+          "no complete hypothesis: every partial hypothesis was pruned or could not finish within "
+          "the distortion limit d=" + std::to_string(p_.d()) + "; widen the beam (beam size " +
+          std::to_string(o_.beam_size) + ", beam threshold " +
+          (o_.beam_threshold >= 0 ? py_float(o_.beam_threshold) : std::string("None")) +
+          ", early threshold " + (o_.early_pruning ? py_float(threshold_) : std::string("None")) + ")";
+      return result;
+    }
+    std::stable_sort(finals.begin(), finals.end(),
+                     [&](int a, int b) { return -arena_[a].score < -arena_[b].score; });
+    const std::size_t k = std::min<std::size_t>(finals.size(), static_cast<std::size_t>(nbest_));
+    for (std::size_t i = 0; i < k; ++i) {
+      Hypothesis out;
+      out.score = arena_[static_cast<std::size_t>(finals[i])].score;
+      for (int h = finals[i]; h >= 0 && arena_[static_cast<std::size_t>(h)].option >= 0;
+           h = arena_[static_cast<std::size_t>(h)].prev)
+        out.options.push_back(options_by_id_[static_cast<std::size_t>(arena_[static_cast<std::size_t>(h)].option)]->index);
+      std::reverse(out.options.begin(), out.options.end());
+      result.hypotheses.push_back(std::move(out));
+    }
+    return result;
+  }
+
+ private:
+  // ---- stacks and k-best lists
+
+  template <class F>
+  void for_each_hyp(const Stack<W>& stack, std::size_t e, F&& f) const {
+    const Entry<W>& entry = stack.entries[e];
+    if (nbest_ == 1) {
+      f(entry.best);
+    } else {
+      for (int h : stack.lists[static_cast<std::size_t>(entry.best)]) f(h);
+    }
+  }
+  int head(const Stack<W>& stack, const Entry<W>& entry) const {
+    return nbest_ == 1 ? entry.best : stack.lists[static_cast<std::size_t>(entry.best)].front();
+  }
+  double estimate(const Stack<W>& stack, const Entry<W>& entry) const {
+    return arena_[static_cast<std::size_t>(head(stack, entry))].score + entry.future;
+  }
+
+  static std::uint64_t key_hash(const Cov<W>& cov, int last_t, int context) {
+    return mix(cov.hash() ^ (static_cast<std::uint64_t>(static_cast<std::uint32_t>(last_t)) << 40) ^
+               static_cast<std::uint32_t>(context));
+  }
+
+  // push(c, key, hyp) with insert_best into the key's list.
+  void push(int c, const Cov<W>& cov, int last_t, int context, double future, double score,
+            int prev, int option) {
+    Stack<W>& stack = stacks_[static_cast<std::size_t>(c)];
+    const std::uint64_t h = key_hash(cov, last_t, context);
+    int e = stack.index.find(h, [&](int i) {
+      const Entry<W>& x = stack.entries[static_cast<std::size_t>(i)];
+      return x.last_t == last_t && x.context == context && x.coverage == cov;
+    });
+    if (e < 0) {
+      ++created_;
+      if (o_.max_states > 0 && created_ > o_.max_states) throw BudgetExceeded{};
+      e = static_cast<int>(stack.entries.size());
+      stack.entries.push_back({cov, last_t, context, future, -1});
+      stack.index.insert(h, e);
+      if (nbest_ > 1) {
+        stack.entries.back().best = static_cast<int>(stack.lists.size());
+        stack.lists.emplace_back();
+      }
+    }
+    Entry<W>& entry = stack.entries[static_cast<std::size_t>(e)];
+    if (nbest_ == 1) {
+      if (entry.best >= 0 && score <= arena_[static_cast<std::size_t>(entry.best)].score) return;
+      entry.best = new_hyp(score, prev, option);
+      return;
+    }
+    std::vector<int>& list = stack.lists[static_cast<std::size_t>(entry.best)];
+    const std::size_t k = static_cast<std::size_t>(nbest_);
+    if (list.size() >= k && score <= arena_[static_cast<std::size_t>(list.back())].score) return;
+    std::size_t i = list.size();
+    while (i > 0 && arena_[static_cast<std::size_t>(list[i - 1])].score < score) --i;
+    list.insert(list.begin() + static_cast<std::ptrdiff_t>(i), new_hyp(score, prev, option));
+    if (list.size() > k) list.resize(k);
+  }
+  int new_hyp(double score, int prev, int option) {
+    arena_.push_back({score, prev, option});
+    return static_cast<int>(arena_.size() - 1);
+  }
+
+  // ---- pruning (_prune)
+
+  bool fits(const Entry<W>& entry) const {
+    // not full & ~coverage & ~singles: every uncovered position has a one-word option
+    for (int p = entry.coverage.next(0, n_, false); p < n_; p = entry.coverage.next(p + 1, n_, false))
+      if (!tabs_.single[static_cast<std::size_t>(p) + 1]) return false;
+    return minimal_completion_fits(entry.coverage, entry.last_t, n_, d_);
+  }
+
+  // kept: entry indices in rank order; returns the anchor's index into kept, or -1.
+  int prune(const Stack<W>& stack, std::vector<int>& kept) {
+    const std::size_t size = stack.entries.size();
+    ranked_.resize(size);
+    estimates_.resize(size);
+    for (std::size_t e = 0; e < size; ++e) {
+      ranked_[e] = static_cast<int>(e);
+      estimates_[e] = estimate(stack, stack.entries[e]);
+    }
+    std::stable_sort(ranked_.begin(), ranked_.end(),
+                     [&](int a, int b) { return -estimates_[static_cast<std::size_t>(a)] < -estimates_[static_cast<std::size_t>(b)]; });
+    kept.assign(ranked_.begin(), ranked_.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(size, static_cast<std::size_t>(std::max(0, o_.beam_size)))));
+    if (o_.beam_threshold >= 0 && !kept.empty()) {
+      const double floor = estimates_[static_cast<std::size_t>(kept[0])] - o_.beam_threshold;
+      std::size_t w = 0;
+      for (int e : kept)
+        if (estimates_[static_cast<std::size_t>(e)] >= floor) kept[w++] = e;
+      kept.resize(w);
+    }
+    for (std::size_t i = 0; i < kept.size(); ++i)
+      if (fits(stack.entries[static_cast<std::size_t>(kept[i])])) return static_cast<int>(i);
+    for (std::size_t i = kept.size(); i < size; ++i)
+      if (fits(stack.entries[static_cast<std::size_t>(ranked_[i])])) {
+        kept.push_back(ranked_[i]);
+        return static_cast<int>(kept.size() - 1);
+      }
+    return -1;
+  }
+
+  // ---- expansion (_candidates, _first_step, _extend)
+
+  void candidates(const Entry<W>& entry, double score, bool early, double min_ok,
+                  std::vector<Candidate<W>>& out) const {
+    const Cov<W>& cov = entry.coverage;
+    const int last_t = entry.last_t;
+    const bool mq = o_.distortion_estimate;
+    const bool bound_by_distortion = early && eta_ >= 0;
+    const double estimate = score + entry.future;
+    const int lo = std::max(1, last_t + 1 - d_), hi = std::min(n_, last_t + 1 + d_);
+    for (int s = lo; s <= hi; ++s) {
+      if (cov.get(s - 1)) continue;
+      if (bound_by_distortion) {
+        const int least = mq ? mq_delta(cov, last_t, s, s) : plain_delta(last_t, s);
+        if (estimate - eta_ * least < min_ok) {
+          if (mq || s > last_t) break;
+          continue;
+        }
+      }
+      for (int t : tabs_.ends[static_cast<std::size_t>(s)]) {
+        if (cov.any_in_range(s - 1, t - 1)) break;  // ends ascend: longer phrases overlap too
+        const int delta_d = mq ? mq_delta(cov, last_t, s, t) : plain_delta(last_t, s);
+        if (bound_by_distortion && estimate - eta_ * delta_d < min_ok) break;
+        Cov<W> new_cov = cov;
+        new_cov.set_range(s - 1, t - 1);
+        if (is_dead(new_cov, t, n_, d_)) continue;
+        const double future = tabs_.future_of(new_cov);
+        if (future == NEG_INF) continue;
+        const double base = score + future - eta_ * delta_d;
+        for (const Ranked& r : tabs_.at(s, t)) {
+          if (early && base + r.estimate < min_ok) break;
+          out.push_back({r.option, delta_d, new_cov, future});
+        }
+      }
+    }
+  }
+
+  Candidate<W> first_step(const Entry<W>& entry) const {
+    const int g = lowest_uncovered(entry.coverage);
+    Cov<W> coverage = entry.coverage;
+    coverage.set_range(g - 1, g - 1);
+    const int delta_d = o_.distortion_estimate ? mq_delta(entry.coverage, entry.last_t, g, g)
+                                               : plain_delta(entry.last_t, g);
+    return {tabs_.at(g, g).front().option, delta_d, coverage, tabs_.future_of(coverage)};
+  }
+
+  void expand_stack(int c) {
+    Stack<W>& stack = stacks_[static_cast<std::size_t>(c)];
+    const int anchor = prune(stack, kept_);
+    states_ += static_cast<long>(kept_.size());
+    const bool early = o_.early_pruning && !kept_.empty();
+    const double min_ok = early ? estimates_[static_cast<std::size_t>(kept_[0])] - threshold_ : 0.0;
+    const bool mq = o_.distortion_estimate;
+    const WordId eos = p_.eos();
+    const int eos_context = contexts_.intern(&eos, 1);
+    for (std::size_t i = 0; i < kept_.size(); ++i) {
+      const Entry<W> entry = stack.entries[static_cast<std::size_t>(kept_[i])];
+      const int head_hyp = head(stack, entry);
+      const double head_score = arena_[static_cast<std::size_t>(head_hyp)].score;
+      cands_.clear();
+      candidates(entry, head_score, early, min_ok, cands_);
+      if (static_cast<int>(i) == anchor && early) {
+        // Early pruning may skip the anchor's minimal step; keep it (see stack.py).
+        const int g = lowest_uncovered(entry.coverage);
+        bool found = false;
+        for (const auto& cand : cands_)
+          if (cand.option->s == g && cand.option->t == g) { found = true; break; }
+        if (!found) cands_.push_back(first_step(entry));
+      }
+      // The hypotheses of the key (copied: pushes may grow the arena).
+      scores_.clear();
+      prevs_.clear();
+      for_each_hyp(stack, static_cast<std::size_t>(kept_[i]), [&](int h) {
+        scores_.push_back(arena_[static_cast<std::size_t>(h)].score);
+        prevs_.push_back(h);
+      });
+      for (const auto& cand : cands_) {
+        ++transitions_;
+        const Option& opt = *cand.option;
+        const Joined joined = joins_.get(entry.context, opt);  // a copy: get may grow the cache
+        const int new_context = joined.context;
+        double delta = opt.score + joined.lm - eta_ * cand.delta_d;
+        Cov<W> key_cov = cand.coverage;
+        int key_t = opt.t, key_context = new_context;
+        double future = cand.future;
+        if (cand.coverage == full_) {
+          const double close = joins_.get(new_context, p_.eos_option()).lm;
+          const int final_delta = mq ? 0 : p_.end() - 1 - opt.t;
+          delta += close - eta_ * final_delta;
+          key_t = p_.end();
+          key_context = eos_context;
+          future = 0.0;
+        }
+        const int target = c + opt.t - opt.s + 1;
+        for (std::size_t h = 0; h < scores_.size(); ++h)
+          push(target, key_cov, key_t, key_context, future, scores_[h] + delta, prevs_[h], opt.id);
+      }
+    }
+    stack.release();  // expanded stacks are reached only through back-pointers
+  }
+
+  const Problem& p_;
+  const StackOptions& o_;
+  const int n_, d_;
+  const double eta_;
+  int nbest_ = 1;
+  double threshold_ = 0.0;
+  Cov<W> full_;
+  Contexts contexts_;
+  Joins joins_;
+  Tables tabs_;
+  std::vector<const Option*> options_by_id_;
+  std::vector<Stack<W>> stacks_;
+  std::vector<Hyp> arena_;
+  long created_ = 0, states_ = 0, transitions_ = 0;
+  // scratch
+  std::vector<int> kept_, ranked_;
+  std::vector<double> estimates_, scores_;
+  std::vector<int> prevs_;
+  std::vector<Candidate<W>> cands_;
+};
+
+template <int W>
+Result run(const Problem& problem, const StackOptions& options) {
+  Search<W> search(problem, options);
+  return search.run();
+}
+
+}  // namespace
+
+Result stack_search(const Problem& problem, const StackOptions& options) {
+  if (!problem.finished()) throw std::logic_error("stack_search: call Problem.finish() first");
+  const int n = problem.n();
+  if (n <= 64) return run<1>(problem, options);
+  if (n <= 128) return run<2>(problem, options);
+  if (n <= 256) return run<4>(problem, options);
+  if (n <= 512) return run<8>(problem, options);
+  Result result;
+  result.status = "none";
+  result.message = "the native stack decoder takes sentences of up to 512 words, got " +
+                   std::to_string(n) + " (use the Python engine)";
+  return result;
+}
+
+}  // namespace fstdecode

@@ -1,0 +1,234 @@
+"""The native stack decoder (fstdecode.search.native.stack_search) against the Python one.
+
+The native core is a port of fstdecode/search/stack.py: on every instance both engines must
+return the same derivations with the same scores (to 1e-9), the same ``states`` and
+``transitions``, and raise the same errors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fstdecode.decoder import Decoder
+from fstdecode.io.arpa import ArpaLM
+from fstdecode.model.model import load_model
+from fstdecode.problem.problem import SearchError, SearchLimitError
+from fstdecode.search import native, stack
+
+from randmodels import arpa_bigram, arpa_trigram, random_case
+from shared import data_path
+
+SETTINGS = dict(
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
+
+#: test_stack.py's SWITCHES (M&Q's evaluation settings), plus early pruning at its default
+#: threshold with either distortion accounting (the default setting is the last one).
+SWITCHES = [
+    dict(distortion_estimate=False, early_pruning=False),
+    dict(distortion_estimate=True, early_pruning=False),
+    dict(distortion_estimate=True, early_pruning=True, early_threshold=math.inf),
+    dict(distortion_estimate=False, early_pruning=True),
+    dict(distortion_estimate=True, early_pruning=True),
+]
+
+
+def problem_of(case):
+    model, sentence = case
+    return Decoder(model).problem(sentence)
+
+
+def outcome(search, problem, options):
+    """A search's result, or the class and message of the error it raised."""
+    try:
+        return search(problem, options)
+    except SearchLimitError as e:
+        return (SearchLimitError, str(e), e.best)
+    except SearchError as e:
+        return (SearchError, str(e))
+
+
+def assert_same(problem, options):
+    python = outcome(stack.search, problem, options)
+    core = outcome(native.stack_search, problem, options)
+    if isinstance(python, tuple):
+        assert core == python
+        return
+    assert not isinstance(core, tuple), core
+    assert (core.states, core.transitions) == (python.states, python.transitions)
+    assert len(core.hypotheses) == len(python.hypotheses)
+    for (a, pa), (b, pb) in zip(core.hypotheses, python.hypotheses):
+        assert abs(a - b) < 1e-9
+        assert pa == pb  # the same Phrase objects, in the same order
+    assert core.optimal is python.optimal is False
+
+
+@st.composite
+def stack_options(draw):
+    return stack.StackOptions(
+        nbest=draw(st.integers(1, 5)),
+        beam_size=draw(st.integers(1, 20)),
+        beam_threshold=draw(st.one_of(st.none(), st.floats(0, 3))),
+        **draw(st.sampled_from(SWITCHES)),
+    )
+
+
+# --- agreement on random instances ------------------------------------------------------
+
+
+@pytest.mark.parametrize("order", [2, 3])
+@settings(max_examples=100, **SETTINGS)
+@given(data=st.data())
+def test_native_equals_python_on_random_instances(order, data):
+    problem = problem_of(data.draw(random_case(max_n=7, order=order)))
+    assert_same(problem, data.draw(stack_options()))
+
+
+@pytest.mark.parametrize("order", [2, 3])
+@settings(max_examples=20, **SETTINGS)
+@given(data=st.data())
+def test_native_equals_python_with_huge_beams(order, data):
+    # Everything is kept: the most states, recombinations and k-best insertions.
+    problem = problem_of(data.draw(random_case(max_n=6, order=order)))
+    for switches in SWITCHES:
+        assert_same(problem, stack.StackOptions(nbest=data.draw(st.integers(1, 5)), beam_size=10**6, **switches))
+
+
+@pytest.mark.parametrize("copies", [11, 22])  # 66 and 132 words: coverages of 2 and 4 64-bit words
+def test_native_equals_python_beyond_64_words(copies):
+    problem = Decoder(load_model()).problem("das muss unsere sorge gleichermaßen sein".split() * copies)
+    for switches in SWITCHES:
+        assert_same(problem, stack.StackOptions(nbest=2, beam_size=3, **switches))
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(random_case(max_n=6, order=3), st.integers(1, 40))
+def test_budget_errors_agree(case, max_states):
+    assert_same(problem_of(case), stack.StackOptions(max_states=max_states, beam_size=10**6))
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(random_case(max_n=6, order=3))
+def test_core_lm_scores_equal_the_problems(case):
+    # The seam: the core Problem scores the problem's ids as SearchProblem does, bit for bit.
+    problem = problem_of(case)
+    core = native.native_problem(problem)
+    ids = range(len(problem.vocab))
+    for a in ids:
+        assert core.extends([a]) == problem.extends((a,))
+        assert core.backoff([a]) == problem.backoff((a,))
+        for b in ids:
+            assert core.ngram([a], b) == problem.ngram((a,), b)
+            assert core.ngram([], b) == problem.ngram((), b)
+            for c in ids:
+                assert core.ngram([a, b], c) == problem.ngram((a, b), c)
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(random_case(min_n=2, max_n=7, order=3), st.data())
+def test_native_equals_python_without_one_word_options(case, data):
+    # A position without a one-word option has no anchor: small beams may then end with no
+    # complete hypothesis (SearchError), which both engines must raise alike.
+    problem = problem_of(case)
+    p = data.draw(st.integers(1, problem.n))
+    problem.by_start[p] = [opt for opt in problem.by_start[p] if opt.t != p]
+    assert_same(problem, data.draw(stack_options()))
+
+
+@st.composite
+def python_lm_case(draw, order: int):
+    """A random_case whose LM is a Python ArpaLM read from a file that is gone afterwards:
+    the core then reads the ArpaLM's n-grams from memory (native._arpa_bytes)."""
+    model, sentence = draw(random_case(max_n=6, order=order))
+    text = draw(arpa_bigram() if order == 2 else arpa_trigram())
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "lm.arpa"
+        path.write_text(text, encoding="utf-8")
+        lm = ArpaLM.from_file(path)
+    return dataclasses.replace(model, lm=lm), sentence
+
+
+@pytest.mark.parametrize("order", [2, 3])
+@settings(max_examples=30, **SETTINGS)
+@given(data=st.data())
+def test_native_equals_python_with_a_python_lm(order, data):
+    problem = problem_of(data.draw(python_lm_case(order)))
+    assert isinstance(problem.lm, ArpaLM) and not Path(problem.lm.path).exists()
+    assert_same(problem, data.draw(stack_options()))
+
+
+# --- the built-in model -----------------------------------------------------------------
+
+
+def test_example_sentence_and_empty_input():
+    decoder = Decoder(load_model())
+    for words in ["das muss unsere sorge gleichermaßen sein".split(), []]:
+        problem = decoder.problem(words)
+        for switches in SWITCHES:
+            for beam_size in (1, 3, 10, 100):
+                assert_same(problem, stack.StackOptions(nbest=3, beam_size=beam_size, **switches))
+
+
+def test_python_lm_read_from_its_file():
+    # An ArpaLM (--engine python) whose file exists: the core parses that file once.
+    model = load_model(engine="python")
+    assert isinstance(model.lm, ArpaLM)
+    problem = Decoder(model).problem("das muss unsere sorge gleichermaßen sein".split())
+    assert native.lm_core(problem.lm) is native.lm_core(load_model(engine="python").lm)  # cached per (path, order)
+    for switches in SWITCHES:
+        assert_same(problem, stack.StackOptions(nbest=3, beam_size=4, **switches))
+
+
+def test_no_distortion_limit():
+    # -1 (no limit) is UNLIMITED = 2**31 - 1: the core must not overflow on it.
+    problem = Decoder(load_model(distortion_limit=-1)).problem("das muss unsere sorge gleichermaßen sein".split())
+    for switches in SWITCHES:
+        assert_same(problem, stack.StackOptions(nbest=2, beam_size=5, **switches))
+
+
+def test_budget_raises_as_in_python():
+    decoder = Decoder(load_model())
+    problem = decoder.problem("das muss unsere sorge gleichermaßen sein".split())
+    with pytest.raises(SearchLimitError, match="more than 5 hypotheses"):
+        native.stack_search(problem, stack.StackOptions(max_states=5, distortion_estimate=False, early_pruning=False))
+
+
+def test_native_problem_keeps_the_option_order():
+    problem = Decoder(load_model()).problem("das muss unsere sorge gleichermaßen sein".split())
+    core = native.native_problem(problem)
+    assert core.option_count == sum(len(problem.by_start[s]) for s in range(1, problem.n + 1))
+    assert (core.n, core.d, core.order) == (problem.n, problem.d, problem.order)
+
+
+# --- the real model (../shared/data) ----------------------------------------------------
+
+
+@pytest.mark.slow
+def test_hansards_native_equals_python():
+    model = load_model(
+        phrase_table=data_path("hansards-fr-en-decoder", "tm"),
+        tm_score_format="log10",
+        lm=data_path("english-lm-un", "lm.en.arpa"),
+        lm_order=3,
+        distortion_limit=4,
+        table_limit=20,
+    )
+    decoder = Decoder(model)
+    lines = data_path("hansards-fr-en-decoder", "input").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 48
+    options = stack.StackOptions()
+    for i, line in enumerate(lines):
+        problem = decoder.problem(line.split(), i)
+        python = stack.search(problem, options)
+        core = native.stack_search(problem, options)
+        assert core.hypotheses[0][0] == pytest.approx(python.hypotheses[0][0], abs=1e-9), line
+        assert core.hypotheses[0][1] == python.hypotheses[0][1], line
+        assert (core.states, core.transitions) == (python.states, python.transitions), line
