@@ -12,6 +12,7 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
+from fstdecode.decoder import Decoder
 from fstdecode.model.features import Weights
 from fstdecode.model.model import load_model
 
@@ -102,3 +103,9 @@ def random_case(draw, min_n: int = 1, max_n: int = 6, max_d: int = 5, order: int
 #: The state budget of cross-solver checks: the solvers must finish to be compared, and these
 #: instances are small; the library's own default budget (200,000 states) is for users.
 NO_BUDGET = 10**9
+
+
+def problem_of(case):
+    """The search problem of a ``random_case`` draw: its sentence under its model (a DP decoder's)."""
+    model, sentence = case
+    return Decoder(model).problem(sentence)

@@ -12,15 +12,14 @@ from fstdecode.decoder import Decoder
 from fstdecode.search import coverage_dp, signature_dp
 from fstdecode.reference import exhaustive, figure2
 
-from randmodels import NO_BUDGET, random_case
+from randmodels import NO_BUDGET, problem_of, random_case
 from shared import SEARCH_SETTINGS as SETTINGS
 
 
 @settings(max_examples=60, **SETTINGS)
 @given(random_case(max_n=5))
 def test_dp_coverage_figure2_and_oracle_agree(case):
-    model, sentence = case
-    problem = Decoder(model).problem(sentence)
+    problem = problem_of(case)
     dp = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET))
     cov = coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET))
     fig2, _, _ = figure2.best_score(problem)
@@ -34,8 +33,7 @@ def test_dp_coverage_figure2_and_oracle_agree(case):
 @settings(max_examples=40, **SETTINGS)
 @given(random_case(min_n=4, max_n=8))
 def test_dp_and_coverage_agree_on_longer_inputs(case):
-    model, sentence = case
-    problem = Decoder(model).problem(sentence)
+    problem = problem_of(case)
     assert abs(signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET)).hypotheses[0][0] - coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET)).hypotheses[0][0]) < 1e-9
 
 
@@ -43,8 +41,7 @@ def test_dp_and_coverage_agree_on_longer_inputs(case):
 @given(random_case(max_n=4))
 def test_nbest_scores_agree_with_oracle(case):
     # The k-best DP must return the same top-k scores as enumeration, and k distinct derivations.
-    model, sentence = case
-    problem = Decoder(model).problem(sentence)
+    problem = problem_of(case)
     k = 8
     dp = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET, nbest=k))
     oracle = exhaustive.search(problem, exhaustive.ExhaustiveOptions(max_states=NO_BUDGET, nbest=k))

@@ -16,7 +16,7 @@ from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.search import coverage_dp, signature_beam
 from fstdecode.problem.problem import SearchError
 
-from randmodels import NO_BUDGET, random_case
+from randmodels import NO_BUDGET, problem_of, random_case
 from shared import SEARCH_SETTINGS as SETTINGS
 
 
@@ -29,8 +29,7 @@ def optimum(problem, nbest: int = 1) -> list[float]:
 @settings(max_examples=40, **SETTINGS)
 @given(random_case(max_n=6), st.sampled_from(signature_beam.HEURISTICS))
 def test_huge_beam_is_exact_bigram(case, heuristic):
-    model, sentence = case
-    problem = Decoder(model).problem(sentence)
+    problem = problem_of(case)
     beam = signature_beam.search(problem, signature_beam.BeamOptions(beam_size=10**6, heuristic=heuristic, nbest=3)).hypotheses
     assert [h[0] for h in beam] == pytest.approx(optimum(problem, nbest=3), abs=1e-9)
 
@@ -38,8 +37,7 @@ def test_huge_beam_is_exact_bigram(case, heuristic):
 @settings(max_examples=20, **SETTINGS)
 @given(random_case(max_n=5, order=3))
 def test_huge_beam_is_exact_trigram(case):
-    model, sentence = case
-    problem = Decoder(model).problem(sentence)
+    problem = problem_of(case)
     exact = optimum(problem)[0]
     assert signature_beam.search(problem, signature_beam.BeamOptions(beam_size=10**6)).hypotheses[0][0] == pytest.approx(exact, abs=1e-9)
 
@@ -85,8 +83,7 @@ def test_bounded_search_is_exact(case):
     # The bound filter must never drop a state of an optimal derivation.
     from fstdecode.search import bounded
 
-    model, sentence = case
-    problem = Decoder(model).problem(sentence)
+    problem = problem_of(case)
     out = bounded.search(problem, bounded.BoundedOptions(max_states=NO_BUDGET))
     assert out.hypotheses[0][0] == pytest.approx(optimum(problem)[0], abs=1e-9)
     assert out.optimal is True

@@ -13,7 +13,7 @@ from fstdecode.search import coverage_dp, signature_dp
 from fstdecode.reference import exhaustive
 from fstdecode.statespace.ngram import expand_ngram, start_state, goal_state
 
-from randmodels import NO_BUDGET, random_case
+from randmodels import NO_BUDGET, problem_of, random_case
 from shared import SEARCH_SETTINGS as SETTINGS
 
 
@@ -37,8 +37,7 @@ def test_trigram_solvers_agree(case):
 @settings(max_examples=20, **SETTINGS)
 @given(random_case(max_n=4, order=3))
 def test_trigram_nbest_agrees_with_oracle(case):
-    model, sentence = case
-    problem = Decoder(model).problem(sentence)
+    problem = problem_of(case)
     dp = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET, nbest=6)).hypotheses
     oracle = exhaustive.search(problem, exhaustive.ExhaustiveOptions(max_states=NO_BUDGET, nbest=6)).hypotheses
     assert [h[0] for h in dp] == pytest.approx([h[0] for h in oracle], abs=1e-9)
@@ -57,8 +56,7 @@ def test_trigram_fst_equals_dp(case):
 @given(random_case(min_n=3, max_n=6, order=3))
 def test_minimisation_never_adds_states(case):
     # Minimised states are merges of unminimised ones: never more states, same score.
-    model, sentence = case
-    problem = Decoder(model).problem(sentence)
+    problem = problem_of(case)
     a, b = signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET)), signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET, minimize=False))
     assert a.states <= b.states
     assert a.hypotheses[0][0] == pytest.approx(b.hypotheses[0][0], abs=1e-9)
@@ -68,8 +66,7 @@ def test_minimisation_never_adds_states(case):
 @given(random_case(max_n=6, order=2))
 def test_generic_ngram_signatures_reduce_to_figure4_for_bigrams(case):
     # expand_ngram at order 2 (F/L tuples) must find the bigram DP's best score.
-    model, sentence = case
-    problem = Decoder(model).problem(sentence)
+    problem = problem_of(case)
     layers = [dict() for _ in range(problem.end + 1)]
     layers[0][start_state(problem)] = 0.0
     for j in range(problem.end):

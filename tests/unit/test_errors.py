@@ -9,55 +9,27 @@ is either a tiny model written here or the built-in example's files.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "fstdecode" / "data"
-EXAMPLE_PT = DATA / "phrase-table"
-EXAMPLE_LM = DATA / "lm.arpa"
+from shared import EXAMPLE_DATA, ROOT, arpa_text, example_ini_text, run_cli
+
+EXAMPLE_PT = EXAMPLE_DATA / "phrase-table"
+EXAMPLE_LM = EXAMPLE_DATA / "lm.arpa"
 
 TINY_PT = "a ||| x ||| 0.5 0.5\nb ||| y ||| 0.5 0.5\na b ||| x y ||| 0.4 0.4\n"
-TINY_LM = """\
-\\data\\
-ngram 1=4
-ngram 2=2
-
-\\1-grams:
--99\t<s>\t-0.5
--0.5\t</s>
--0.6\tx\t-0.2
--0.7\ty\t-0.2
-
-\\2-grams:
--0.1\t<s> x
--0.2\tx y
-
-\\end\\
-"""
+TINY_LM = arpa_text(["-99\t<s>\t-0.5", "-0.5\t</s>", "-0.6\tx\t-0.2", "-0.7\ty\t-0.2"], ["-0.1\t<s> x", "-0.2\tx y"])
 
 
-def run_cli(args: list[str], stdin: str = "a b\n") -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        [sys.executable, "-m", "fstdecode", *args],
-        input=stdin.encode("utf-8"),
-        capture_output=True,
-        env=dict(os.environ, PYTHONUTF8="1"),
-        cwd=ROOT,
-        timeout=60,
-    )
-    proc.stdout = proc.stdout.decode("utf-8")
-    proc.stderr = proc.stderr.decode("utf-8")
-    return proc
+def decode_args(pt: Path, lm: Path, *more: str) -> list[str]:
+    """``decode --phrase-table PT --lm LM ...``"""
+    return ["decode", "--phrase-table", str(pt), "--lm", str(lm), *more]
 
 
 def expect_error(args: list[str], *needles: str, stdin: str = "a b\n") -> str:
     """Run the CLI, check the error contract and that the message contains every needle."""
-    proc = run_cli(args, stdin)
+    proc = run_cli(args, stdin, timeout=60)
     err = proc.stderr
     assert proc.returncode == 2, (proc.returncode, err, proc.stdout)
     assert "Traceback" not in err, err
@@ -85,7 +57,7 @@ def tiny(tmp_path):
 def test_tiny_model_is_valid(tiny):
     """The good half really is good, so that each failure below is the bad half's."""
     pt, lm = tiny
-    proc = run_cli(["decode", "--phrase-table", str(pt), "--lm", str(lm)], "a b\nb\n")
+    proc = run_cli(decode_args(pt, lm), "a b\nb\n", timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "x y\ny\n"
 
@@ -95,25 +67,13 @@ def test_tiny_model_is_valid(tiny):
 
 
 def test_phrase_table_line_with_two_fields(tmp_path, tiny):
+    """The message names the file and line, the path as the user gave it ("pt:3")."""
     _, lm = tiny
     pt = write(tmp_path / "pt", "a ||| x ||| 0.5 0.5\nb ||| y ||| 0.5 0.5\na b ||| x y\n")
-    expect_error(["decode", "--phrase-table", str(pt), "--lm", str(lm)], f"{pt}:3")
-
-
-def test_phrase_table_two_fields_relative_path(tmp_path, tiny):
-    """The message names the path as the user gave it ("pt:3")."""
-    _, lm = tiny
-    write(tmp_path / "pt", "a ||| x ||| 0.5 0.5\nb ||| y ||| 0.5 0.5\na b ||| x y\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "fstdecode", "decode", "--phrase-table", "pt", "--lm", str(lm)],
-        input=b"a\n",
-        capture_output=True,
-        cwd=tmp_path,
-        env=dict(os.environ, PYTHONUTF8="1", PYTHONPATH=str(ROOT)),
-    )
-    err = proc.stderr.decode("utf-8")
-    assert proc.returncode == 2 and "Traceback" not in err
-    assert err.startswith("fstdecode: error: pt:3"), err
+    expect_error(decode_args(pt, lm), f"{pt}:3")
+    relative = run_cli(decode_args("pt", lm), "a\n", cwd=tmp_path, PYTHONPATH=str(ROOT))
+    assert relative.returncode == 2 and "Traceback" not in relative.stderr
+    assert relative.stderr.startswith("fstdecode: error: pt:3"), relative.stderr
 
 
 @pytest.mark.parametrize(
@@ -130,19 +90,19 @@ def test_phrase_table_two_fields_relative_path(tmp_path, tiny):
 def test_phrase_table_bad_lines(tmp_path, tiny, text, line):
     _, lm = tiny
     pt = write(tmp_path / "bad.pt", text)
-    expect_error(["decode", "--phrase-table", str(pt), "--lm", str(lm)], f"{pt}:{line}")
+    expect_error(decode_args(pt, lm), f"{pt}:{line}")
 
 
 def test_phrase_table_invalid_utf8(tmp_path, tiny):
     _, lm = tiny
     pt = tmp_path / "latin1.pt"
     pt.write_bytes("a ||| x ||| 0.5 0.5\nb ||| gr\u00fc\u00dfe ||| 0.5 0.5\n".encode("latin-1"))
-    expect_error(["decode", "--phrase-table", str(pt), "--lm", str(lm)], f"{pt}:2")
+    expect_error(decode_args(pt, lm), f"{pt}:2")
 
 
 def test_phrase_table_tm_weights_wrong_count(tiny):
     pt, lm = tiny
-    expect_error(["decode", "--phrase-table", str(pt), "--lm", str(lm), "--weight", "tm=1,1,1"], "tm", "3")
+    expect_error(decode_args(pt, lm, "--weight", "tm=1,1,1"), "tm", "3")
 
 
 # --------------------------------------------------------------------------------------
@@ -161,7 +121,7 @@ def test_arpa_section_order_not_declared(tmp_path, tiny):
     pt, _ = tiny
     text = TINY_LM.replace("\\2-grams:", "\\3-grams:")
     lm = write(tmp_path / "bad.arpa", text)
-    err = expect_error(["decode", "--phrase-table", str(pt), "--lm", str(lm)], f"{lm}:{lineno(text, chr(92) + '3-grams:')}")
+    err = expect_error(decode_args(pt, lm), f"{lm}:{lineno(text, chr(92) + '3-grams:')}")
     assert "3" in err.split(f"{lm}:", 1)[1]
 
 
@@ -170,7 +130,7 @@ def test_arpa_section_order_example_lm(tmp_path):
     text = EXAMPLE_LM.read_text(encoding="utf-8").replace("\\2-grams:", "\\3-grams:")
     lm = write(tmp_path / "lm3.arpa", text)
     expect_error(
-        ["decode", "--phrase-table", str(EXAMPLE_PT), "--lm", str(lm)],
+        decode_args(EXAMPLE_PT, lm),
         f"{lm}:{lineno(text, chr(92) + '3-grams:')}",
     )
 
@@ -186,7 +146,7 @@ def test_arpa_fewer_entries_than_declared(tmp_path, tiny):
     pt, _ = tiny
     text = TINY_LM.replace("ngram 1=4", "ngram 1=5")
     lm = write(tmp_path / "count.arpa", text)
-    err = expect_error(["decode", "--phrase-table", str(pt), "--lm", str(lm)], f"{lm}:", "5", "4")
+    err = expect_error(decode_args(pt, lm), f"{lm}:", "5", "4")
     # the line named is the header's count or the section it contradicts
     assert _line_named(err, lm) in {lineno(text, "ngram 1="), lineno(text, "\\1-grams:"), lineno(text, "\\2-grams:")}
 
@@ -195,7 +155,7 @@ def test_arpa_more_entries_than_declared(tmp_path, tiny):
     pt, _ = tiny
     text = TINY_LM.replace("ngram 2=2", "ngram 2=1")
     lm = write(tmp_path / "count2.arpa", text)
-    err = expect_error(["decode", "--phrase-table", str(pt), "--lm", str(lm)], f"{lm}:", "2", "1")
+    err = expect_error(decode_args(pt, lm), f"{lm}:", "2", "1")
     assert _line_named(err, lm) in {
         lineno(text, "ngram 2="),
         lineno(text, "\\2-grams:"),
@@ -217,7 +177,7 @@ def test_arpa_bad_lines(tmp_path, tiny, old, new, where):
     text = TINY_LM.replace(old, new)
     assert text != TINY_LM
     lm = write(tmp_path / "bad.arpa", text)
-    err = expect_error(["decode", "--phrase-table", str(pt), "--lm", str(lm)], f"{lm}:")
+    err = expect_error(decode_args(pt, lm), f"{lm}:")
     if where is not None:
         assert _line_named(err, lm) == lineno(text, where)
 
@@ -225,7 +185,7 @@ def test_arpa_bad_lines(tmp_path, tiny, old, new, where):
 def test_arpa_empty_file(tmp_path, tiny):
     pt, _ = tiny
     lm = write(tmp_path / "empty.arpa", "")
-    expect_error(["decode", "--phrase-table", str(pt), "--lm", str(lm)], f"{lm}")
+    expect_error(decode_args(pt, lm), f"{lm}")
 
 
 # --------------------------------------------------------------------------------------
@@ -235,13 +195,13 @@ def test_arpa_empty_file(tmp_path, tiny):
 def test_missing_phrase_table(tmp_path, tiny):
     _, lm = tiny
     missing = tmp_path / "no-such.pt"
-    expect_error(["decode", "--phrase-table", str(missing), "--lm", str(lm)], str(missing))
+    expect_error(decode_args(missing, lm), str(missing))
 
 
 def test_missing_lm(tmp_path, tiny):
     pt, _ = tiny
     missing = tmp_path / "no-such.arpa"
-    expect_error(["decode", "--phrase-table", str(pt), "--lm", str(missing)], str(missing))
+    expect_error(decode_args(pt, missing), str(missing))
 
 
 def test_missing_config(tmp_path):
@@ -262,20 +222,16 @@ def test_missing_file_named_in_ini(tmp_path):
 
 def test_phrase_table_is_a_directory(tmp_path, tiny):
     _, lm = tiny
-    expect_error(["decode", "--phrase-table", str(tmp_path), "--lm", str(lm)], str(tmp_path))
+    expect_error(decode_args(tmp_path, lm), str(tmp_path))
 
 
 # --------------------------------------------------------------------------------------
 # moses.ini
 
 
-def example_ini() -> str:
-    return (DATA / "moses.ini").read_text(encoding="utf-8").replace("${MODEL_DIR}", str(DATA))
-
-
 def test_example_ini_copy_is_valid(tmp_path):
-    ini = write(tmp_path / "moses.ini", example_ini())
-    proc = run_cli(["decode", "-f", str(ini)], "das muss\n")
+    ini = write(tmp_path / "moses.ini", example_ini_text())
+    proc = run_cli(["decode", "-f", str(ini)], "das muss\n", timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "this must\n"
 
@@ -293,7 +249,7 @@ def test_example_ini_copy_is_valid(tmp_path):
     ],
 )
 def test_moses_ini_bad_line(tmp_path, old, new):
-    good = example_ini()
+    good = example_ini_text()
     text = good.replace(old, new, 1)
     assert text != good
     ini = write(tmp_path / "bad.ini", text)
@@ -303,7 +259,7 @@ def test_moses_ini_bad_line(tmp_path, old, new):
 
 
 def test_moses_ini_text_before_section(tmp_path):
-    ini = write(tmp_path / "bad.ini", "garbage\n" + example_ini())
+    ini = write(tmp_path / "bad.ini", "garbage\n" + example_ini_text())
     expect_error(["decode", "-f", str(ini)], f"{ini}:1")
 
 
@@ -355,7 +311,7 @@ def test_out_of_range_numeric_flags(flag, value):
 def test_argparse_errors_exit_2_without_traceback():
     """Type errors caught by argparse: status 2, usage message, no traceback."""
     for args in (["decode", "-d", "abc"], ["decode", "--method", "nosuch"], ["decode", "--format", "xml"], []):
-        proc = run_cli(args)
+        proc = run_cli(args, "a b\n", timeout=60)
         assert proc.returncode == 2, args
         assert "Traceback" not in proc.stderr
         assert "error:" in proc.stderr
@@ -369,19 +325,18 @@ def test_argparse_errors_exit_2_without_traceback():
 @pytest.mark.parametrize("threads", ["1", "2"])
 def test_invalid_utf8_on_stdin(threads):
     """Under a strict UTF-8 locale (e.g. en_US.UTF-8), bad input bytes: a message, not a traceback."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "fstdecode", "decode", "--threads", threads],
-        input="das muss\n".encode() + b"das\xff muss\n" + "wir\n".encode(),
-        capture_output=True,
-        env=dict(os.environ, PYTHONIOENCODING="utf-8:strict", PYTHONUTF8="0"),
-        cwd=ROOT,
+    proc = run_cli(
+        ["decode", "--threads", threads],
+        "das muss\n".encode() + b"das\xff muss\n" + "wir\n".encode(),
         timeout=60,
+        PYTHONIOENCODING="utf-8:strict",
+        PYTHONUTF8="0",
     )
-    err = proc.stderr.decode("utf-8")
+    err = proc.stderr
     # The bad line fails alone: reported on stderr, an empty line in its place, the batch goes on.
     assert proc.returncode == 0, err
     assert "Traceback" not in err
     assert err.startswith("fstdecode: warning: line 2: <stdin>:2: invalid UTF-8"), err
     assert err.count("\n") == 1
     # one output line per input line: the bad one is empty, the others translated
-    assert proc.stdout.decode("utf-8") == "this must\n\nwe\n"
+    assert proc.stdout == "this must\n\nwe\n"

@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstdecode.decoder import Decoder
 from fstdecode.search.base import OptionsError
 from fstdecode.model.features import UNKNOWN_WORD_VALUE
 from fstdecode.problem.scorer import jumps
@@ -22,7 +21,7 @@ from fstdecode.search import coverage_dp, stack
 from fstdecode.reference import exhaustive
 from fstdecode.problem.problem import SearchError, SearchLimitError
 
-from randmodels import NO_BUDGET, random_case
+from randmodels import NO_BUDGET, problem_of, random_case
 from shared import SEARCH_SETTINGS as SETTINGS
 
 HUGE = 10**6
@@ -37,11 +36,6 @@ SWITCHES = [
     # it is exact only with an infinite threshold; this runs its scans without pruning.
     dict(distortion_estimate=True, early_pruning=True, early_threshold=math.inf),
 ]
-
-
-def problem_of(case):
-    model, sentence = case
-    return Decoder(model).problem(sentence)
 
 
 def scorer_total(problem, phrases) -> float:
