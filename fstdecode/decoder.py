@@ -28,6 +28,7 @@ from fstdecode.problem.sentence import Phrase, Sentence, build_sentence
 from fstdecode.search import signature_dp, bounded, signature_beam, stack, coverage_dp  # noqa: F401, I001
 import fstdecode.fst.searcher  # noqa: F401, E402
 import fstdecode.reference.exhaustive  # noqa: F401, E402
+import fstdecode.search.native  # noqa: F401, E402  (the native twins)
 from fstdecode.search.base import METHODS, SearchOptions, Searcher
 
 #: The method of ``fstdecode decode`` and ``Decoder`` when none is named.

@@ -43,9 +43,7 @@ EPS = "<eps>"
 
 def vocabulary(lm: ArpaLM) -> list[str]:
     """The LM's unigram vocabulary (``<s>``, ``</s>``, ``<unk>`` included), sorted."""
-    # ArpaLM has no public vocabulary accessor; its word map is the vocabulary
-    # (aliases such as "<UNK>" map to their canonical word, hence the values).
-    return sorted(set(lm._vocab.values()))
+    return sorted(lm.vocabulary)
 
 
 def bigram_lm_fst(lm: ArpaLM) -> pynini.Fst:

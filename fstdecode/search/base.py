@@ -206,3 +206,9 @@ def register(
         factory = lambda model, opts: FunctionSearcher(function, opts)  # noqa: E731
     method = METHODS[name] = Method(name, options, factory, exact, summary, native)
     return method
+
+
+def attach_native(name: str, native: Callable[[SearchProblem, Any], SearchResult]) -> Method:
+    """Give the registered method ``name`` its native-core twin (:mod:`fstdecode.search.native`)."""
+    method = METHODS[name] = dataclasses.replace(METHODS[name], native=native)
+    return method

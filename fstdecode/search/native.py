@@ -24,6 +24,7 @@ from fstdecode._native import core as _core
 from fstdecode.io.arpa import LN10, ArpaLM
 from fstdecode.io.native_lm import NativeLM
 from fstdecode.problem.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult
+from fstdecode.search.base import attach_native
 from fstdecode.search.stack import StackOptions
 
 __all__ = ["native_problem", "to_result", "stack_search", "lm_core"]
@@ -171,3 +172,6 @@ def stack_search(problem: SearchProblem, options: StackOptions = StackOptions())
             f"{options.beam_threshold}, early threshold {options.threshold if options.early_pruning else None})"
         )
     return to_result(problem, result)
+
+
+attach_native("stack", stack_search)
