@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import re
 import subprocess
@@ -24,8 +23,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "fstdecode" / "data"
+from shared import EXAMPLE_DATA as DATA
+from shared import example_ini_text
+from shared import run_cli as run_fstdecode
+
 LN10 = math.log(10.0)
 
 SLIDES_SRC = "das muss unsere sorge gleichermaßen sein"
@@ -42,17 +43,7 @@ FEATURE_KEYS = {"lm", "tm", "distortion", "word", "phrase", "unknown"}
 
 
 def run_cli(args: list[str], stdin: str = "", *, ok: bool = True) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONUTF8="1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "fstdecode", *args],
-        input=stdin.encode("utf-8"),
-        capture_output=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
-    )
-    proc.stdout = proc.stdout.decode("utf-8")
-    proc.stderr = proc.stderr.decode("utf-8")
+    proc = run_fstdecode(args, stdin)
     if ok:
         assert proc.returncode == 0, proc.stderr
         assert "Traceback" not in proc.stderr, proc.stderr
@@ -704,9 +695,7 @@ def test_distortion_limit_one_respected():
 
 def test_explicit_files_and_ini_equal_builtin(tmp_path):
     ini = tmp_path / "moses.ini"
-    ini.write_text(
-        (DATA / "moses.ini").read_text(encoding="utf-8").replace("${MODEL_DIR}", str(DATA)), encoding="utf-8"
-    )
+    ini.write_text(example_ini_text(), encoding="utf-8")
     lines = [SLIDES_SRC, FIG1_SRC]
     builtin = decode_json(lines)
     via_ini = decode_json(lines, "-f", str(ini))
@@ -747,16 +736,11 @@ def test_demo_other_sentence():
 @pytest.mark.parametrize("io_encoding", ["ascii", "latin-1"])
 def test_utf8_input_and_output_whatever_the_locale(io_encoding):
     """stdin and stdout are UTF-8, like the model files, even under a non-UTF-8 locale."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "fstdecode", "decode", "--format", "json"],
-        input=(SLIDES_SRC + "\n").encode("utf-8"),
-        capture_output=True,
-        env=dict(os.environ, PYTHONIOENCODING=io_encoding, PYTHONUTF8="0"),
-        cwd=ROOT,
-        timeout=60,
+    proc = run_fstdecode(
+        ["decode", "--format", "json"], SLIDES_SRC + "\n", timeout=60, PYTHONIOENCODING=io_encoding, PYTHONUTF8="0"
     )
     assert proc.returncode == 0, proc.stderr
-    obj = json.loads(proc.stdout.decode("utf-8"))
+    obj = json.loads(proc.stdout)
     assert obj["source"] == SLIDES_SRC  # "gleichermaßen" read as one known word
     assert obj["translation"] == SLIDES_TGT
     assert obj["features"]["unknown"] == 0
