@@ -21,7 +21,7 @@ from typing import Any, Sequence
 from fstdecode.errors import FstdecodeError
 from fstdecode.model.features import Features
 from fstdecode.model.model import Model
-from fstdecode.problem.problem import SearchLimitError, SearchProblem, SearchResult
+from fstdecode.problem.problem import PhraseScores, SearchLimitError, SearchProblem, SearchResult
 from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.problem.sentence import Phrase, Sentence, build_sentence
 # Importing the method modules registers them, in this order (fstdecode.search.base.METHODS).
@@ -143,6 +143,7 @@ class Decoder:
         self.lm = model.search_lm()
         self.searcher: Searcher = entry.searcher(model, options, self.engine)
         self._fallback: Searcher | None = None
+        self._phrase_scores = PhraseScores()  # ŵ(p) of the model's pairs, shared by every sentence
 
     @property
     def nbest(self) -> int:
@@ -151,7 +152,9 @@ class Decoder:
     def problem(self, words: Sequence[str], id: int = 0) -> SearchProblem:
         """The integer search problem of one tokenized sentence."""
         sentence: Sentence = build_sentence(self.model.table, tuple(words))
-        return SearchProblem(sentence, self.lm, self.model.weights, self.model.distortion_limit, id=id)
+        return SearchProblem(
+            sentence, self.lm, self.model.weights, self.model.distortion_limit, id=id, phrase_scores=self._phrase_scores
+        )
 
     def decode(self, line: str | Sequence[str], id: int = 0) -> DecodeResult:
         """Decode one sentence (a string is whitespace-tokenized).

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.arpa import BOS, EOS, ArpaLM
+from fstdecode.io.phrase_table import PhrasePair
 from fstdecode.model.features import UNKNOWN_WORD_VALUE, Weights
 from fstdecode.problem.sentence import Phrase, Sentence
 
@@ -40,6 +41,16 @@ class SearchLimitError(SearchError):
     def __init__(self, message: str, best: SearchResult | None = None) -> None:
         super().__init__(message)
         self.best = best
+
+
+class PhraseScores(dict):
+    """``id(pair)`` -> ŵ(p) of a phrase-table pair, for one model and one set of weights.
+
+    Owned by whoever keeps the model's pairs alive for as long as the cache
+    (the :class:`~fstdecode.decoder.Decoder`), and shared by its problems:
+    ŵ(p) does not depend on the sentence. Unknown-word pairs, made per
+    sentence, are never cached.
+    """
 
 
 class JoinCache(dict):
@@ -81,7 +92,15 @@ class SearchProblem:
     (1 <= p <= n), and ``by_start[end]`` holds only the ``</s>`` option.
     """
 
-    def __init__(self, sentence: Sentence, lm: ArpaLM, weights: Weights, d: int, id: int = 0) -> None:
+    def __init__(
+        self,
+        sentence: Sentence,
+        lm: ArpaLM,
+        weights: Weights,
+        d: int,
+        id: int = 0,
+        phrase_scores: PhraseScores | None = None,
+    ) -> None:
         if lm.order < 2:
             raise SearchError(f"{lm.path}: the search needs an LM of order >= 2, got order {lm.order}")
         self.order = lm.order
@@ -103,6 +122,7 @@ class SearchProblem:
         self._ngram: dict[tuple[tuple[int, ...], int], float] = {}
         #: The joins scored so far (:func:`fstdecode.statespace.ngram.joined`).
         self.joins = JoinCache()
+        self._phrase_scores = phrase_scores
         self.bos_option = Option(0, 0, self.bos, self.bos, 0.0, None, (self.bos,))
         self.eos_option = Option(self.end, self.end, self.eos, self.eos, 0.0, None, (self.eos,))
         self.by_start: list[list[Option]] = [[] for _ in range(self.end + 1)]
@@ -174,9 +194,22 @@ class SearchProblem:
         return self.lm.extends([self.vocab[c] for c in context])
 
     def phrase_score(self, phrase: Phrase) -> float:
-        """ŵ(p): every feature of p that p alone determines, weighted."""
-        w = self.weights
+        """ŵ(p): every feature of p that p alone determines, weighted.
+
+        It depends on the pair alone, so a table pair's value is taken from
+        (and kept in) the ``phrase_scores`` the problem was given, if any.
+        """
         pair = phrase.pair
+        cache = self._phrase_scores
+        if cache is None or pair.unknown:
+            return self._pair_score(pair)
+        got = cache.get(id(pair))
+        if got is None:
+            got = cache[id(pair)] = self._pair_score(pair)
+        return got
+
+    def _pair_score(self, pair: PhrasePair) -> float:
+        w = self.weights
         score = sum(wk * v for wk, v in zip(w.tm, pair.scores))
         score += w.word * -len(pair.target) + w.phrase
         if pair.unknown:
@@ -188,15 +221,8 @@ class SearchProblem:
         return score
 
     def _option(self, phrase: Phrase) -> Option:
-        return Option(
-            s=phrase.start + 1,
-            t=phrase.end + 1,
-            first=self.word_id(phrase.target[0]),
-            last=self.word_id(phrase.target[-1]),
-            score=self.phrase_score(phrase),
-            phrase=phrase,
-            words=tuple(self.word_id(w) for w in phrase.target),
-        )
+        words = tuple(map(self.word_id, phrase.pair.target))
+        return Option(phrase.start + 1, phrase.end + 1, words[0], words[-1], self.phrase_score(phrase), phrase, words)
 
     def groups(self, start: int) -> list[tuple[int, list[Option]]]:
         """The options starting at ``start``, grouped by end position (ascending)."""
