@@ -32,7 +32,7 @@ import fstdecode.search.native  # noqa: F401, E402  (the native twins)
 from fstdecode.search.base import METHODS, SearchOptions, Searcher
 
 #: The method of ``fstdecode decode`` and ``Decoder`` when none is named.
-DEFAULT_METHOD = "dp"
+DEFAULT_METHOD = "stack"
 
 #: Tokens an input line may not hold: the LM's sentence markers (Moses' KenLM would score them as
 #: markers in mid-sentence) and Moses' field separator, which would break the n-best format.

@@ -44,7 +44,7 @@ def test_every_method_has_a_finite_default_budget(method):
 
 
 def test_over_budget_line_keeps_a_real_translation_and_says_so():
-    proc = fstdecode(["decode", "--max-states", "5", "--format", "json"], (SLIDES + "\n").encode())
+    proc = fstdecode(["decode", "--method", "dp", "--max-states", "5", "--format", "json"], (SLIDES + "\n").encode())
     assert proc.returncode == 0
     obj = json.loads(proc.stdout)
     assert obj["optimal"] is False
@@ -54,10 +54,18 @@ def test_over_budget_line_keeps_a_real_translation_and_says_so():
 
 
 def test_over_budget_text_line_is_reported_on_stderr():
-    proc = fstdecode(["decode", "--max-states", "5"], (SLIDES + "\n").encode())
+    proc = fstdecode(["decode", "--method", "dp", "--max-states", "5"], (SLIDES + "\n").encode())
     assert proc.returncode == 0
-    assert proc.stdout.decode().strip() != SLIDES  # not the source copied through
+    assert proc.stdout.decode().strip() == SLIDES_TGT  # not the source copied through
     assert "--max-states" in proc.stderr.decode()
+
+
+def test_a_line_with_no_derivation_found_passes_its_source_through_and_says_so():
+    # The stack decoder over a 5-hypothesis budget has completed nothing: the one case of a copy.
+    proc = fstdecode(["decode", "--method", "stack", "--max-states", "5"], (SLIDES + "\n").encode())
+    assert proc.returncode == 0
+    assert proc.stdout.decode().strip() == SLIDES
+    assert "line 1: more than 5 hypotheses (--max-states); its source is passed through" in proc.stderr.decode()
 
 
 def test_exhaustive_over_budget_returns_its_best_so_far(model):
