@@ -315,7 +315,8 @@ def test_paper_example_derivation():
     assert sum(1 << b for b in prefix) in live
 
 
-@pytest.mark.parametrize("n", [6, 10, 14])  # one, two and three blocks
+# One, two and three blocks; the larger two take seconds.
+@pytest.mark.parametrize("n", [6, pytest.param(10, marks=pytest.mark.slow), pytest.param(14, marks=pytest.mark.slow)])
 def test_section52_count_matches_enumeration(n):
     N, d = n - 2, 5
     brute = enumerate_coverages(section52_spans(n), N, d)

@@ -56,6 +56,7 @@ def test_scorer_total_equals_path_weight(example_model, cascade, sentence):
     assert -float_cost == pytest.approx(exact, abs=1e-3)
 
 
+@pytest.mark.slow
 @settings(max_examples=30, **SETTINGS)
 @given(random_case(max_n=6))
 def test_fst_equals_dp_on_random_models(case):

@@ -6,6 +6,7 @@ The exhaustive oracle scores each complete derivation with the scorer
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 
 from fstdecode.decoder import Decoder
@@ -16,6 +17,7 @@ from randmodels import NO_BUDGET, problem_of, random_case
 from shared import SEARCH_SETTINGS as SETTINGS
 
 
+@pytest.mark.slow
 @settings(max_examples=60, **SETTINGS)
 @given(random_case(max_n=5))
 def test_dp_coverage_figure2_and_oracle_agree(case):
@@ -30,6 +32,7 @@ def test_dp_coverage_figure2_and_oracle_agree(case):
     assert abs(fig2 - best) < 1e-9
 
 
+@pytest.mark.slow
 @settings(max_examples=40, **SETTINGS)
 @given(random_case(min_n=4, max_n=8))
 def test_dp_and_coverage_agree_on_longer_inputs(case):
@@ -52,6 +55,7 @@ def test_nbest_scores_agree_with_oracle(case):
     assert len({h[1] for h in dp.hypotheses}) == len(dp.hypotheses)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, **SETTINGS)
 @given(random_case(max_n=6))
 def test_scorer_total_equals_search_score(case):

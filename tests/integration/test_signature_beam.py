@@ -13,11 +13,13 @@ from hypothesis import strategies as st
 
 from fstdecode.decoder import Decoder
 from fstdecode.problem.scorer import score as score_derivation
-from fstdecode.search import coverage_dp, signature_beam
+from fstdecode.search import bounded, coverage_dp, signature_beam
 from fstdecode.problem.problem import SearchError
 
 from randmodels import NO_BUDGET, problem_of, random_case
 from shared import SEARCH_SETTINGS as SETTINGS
+
+EXAMPLES = ("das muss unsere sorge gleichermaßen sein", "wir müssen auch diese kritik ernst nehmen")
 
 
 def optimum(problem, nbest: int = 1) -> list[float]:
@@ -26,6 +28,7 @@ def optimum(problem, nbest: int = 1) -> list[float]:
     return [h[0] for h in result.hypotheses]
 
 
+@pytest.mark.slow
 @settings(max_examples=40, **SETTINGS)
 @given(random_case(max_n=6), st.sampled_from(signature_beam.HEURISTICS))
 def test_huge_beam_is_exact_bigram(case, heuristic):
@@ -64,26 +67,33 @@ def test_small_beams_return_true_scores_never_above_the_optimum(case, sizes):
 
 def test_bound_heuristic_is_exact_on_the_examples_with_a_tiny_beam(example_decoder):
     # On the paper's examples a beam of 3 states per j with the bound heuristic finds the optimum.
-    for sentence in ("das muss unsere sorge gleichermaßen sein", "wir müssen auch diese kritik ernst nehmen"):
+    for sentence in EXAMPLES:
         problem = example_decoder.problem(sentence.split())
         exact = optimum(problem)[0]
         assert signature_beam.search(problem, signature_beam.BeamOptions(beam_size=3)).hypotheses[0][0] == pytest.approx(exact, abs=1e-9)
 
 
 def test_threshold_prunes_states(example_decoder):
-    problem = example_decoder.problem("das muss unsere sorge gleichermaßen sein".split())
+    problem = example_decoder.problem(EXAMPLES[0].split())
     wide = signature_beam.search(problem, signature_beam.BeamOptions(beam_size=10**9, beam_threshold=None))
     narrow = signature_beam.search(problem, signature_beam.BeamOptions(beam_size=10**9, beam_threshold=2.0))
     assert narrow.states < wide.states
 
 
-@settings(max_examples=40, **SETTINGS)
-@given(random_case(max_n=7))
-def test_bounded_search_is_exact(case):
+def assert_bounded_search_is_exact(problem) -> None:
     # The bound filter must never drop a state of an optimal derivation.
-    from fstdecode.search import bounded
-
-    problem = problem_of(case)
     out = bounded.search(problem, bounded.BoundedOptions(max_states=NO_BUDGET))
     assert out.hypotheses[0][0] == pytest.approx(optimum(problem)[0], abs=1e-9)
     assert out.optimal is True
+
+
+def test_bounded_search_is_exact_on_the_examples(example_decoder):
+    for sentence in EXAMPLES:
+        assert_bounded_search_is_exact(example_decoder.problem(sentence.split()))
+
+
+@pytest.mark.slow
+@settings(max_examples=40, **SETTINGS)
+@given(random_case(max_n=7))
+def test_bounded_search_is_exact(case):
+    assert_bounded_search_is_exact(problem_of(case))

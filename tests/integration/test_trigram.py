@@ -17,6 +17,7 @@ from randmodels import NO_BUDGET, problem_of, random_case
 from shared import SEARCH_SETTINGS as SETTINGS
 
 
+@pytest.mark.slow
 @settings(max_examples=40, **SETTINGS)
 @given(random_case(max_n=5, order=3))
 def test_trigram_solvers_agree(case):
@@ -43,6 +44,7 @@ def test_trigram_nbest_agrees_with_oracle(case):
     assert [h[0] for h in dp] == pytest.approx([h[0] for h in oracle], abs=1e-9)
 
 
+@pytest.mark.slow
 @settings(max_examples=20, **SETTINGS)
 @given(random_case(max_n=5, order=3))
 def test_trigram_fst_equals_dp(case):
@@ -52,6 +54,7 @@ def test_trigram_fst_equals_dp(case):
     assert [h[0] for h in out.result.hypotheses] == pytest.approx([h[0] for h in dp.hypotheses], abs=1e-6)
 
 
+@pytest.mark.slow
 @settings(max_examples=20, **SETTINGS)
 @given(random_case(min_n=3, max_n=6, order=3))
 def test_minimisation_never_adds_states(case):

@@ -14,8 +14,8 @@ import pytest
 
 from fstdecode.decoder import Decoder
 from fstdecode.model.model import with_distortion_limit
-from fstdecode.search import signature_dp
-from fstdecode.reference import exhaustive
+from fstdecode.search import coverage_dp, signature_dp
+from fstdecode.reference import exhaustive, figure2
 from fstdecode.statespace.signature import PHI, expand, goal_state, replay, valid
 
 from randmodels import NO_BUDGET
@@ -114,3 +114,13 @@ def test_slides_tapes(example_decoder):
         [[(1, 2, "this must"), (5, 5, "also"), (6, 6, "be"), (3, 4, "our concern")]],
     ]
     assert [s1 != PHI and s2 != PHI for _, s1, s2 in steps][:4] == [False, False, False, True]
+
+
+@pytest.mark.parametrize("sentence", [SLIDES, FIGURE1])
+def test_figure2_program_finds_the_optimum_of_the_examples(example_decoder, sentence):
+    # The paper's Figure 2 dynamic program (the reference) and the coverage DP, an independent
+    # exact search, agree on the examples; random models: tests/integration/test_search_agreement.py.
+    problem = example_decoder.problem(sentence.split())
+    best, _, _ = figure2.best_score(problem)
+    exact = coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET)).hypotheses[0][0]
+    assert best == pytest.approx(exact, abs=1e-9)
