@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "coverage.h"
 #include "lm.h"
 #include "problem.h"
 #include "signature.h"
@@ -359,4 +360,24 @@ PYBIND11_MODULE(_core, m) {
       .def_readwrite("early_threshold", &StackOptions::early_threshold);
   m.def("stack_search", &stack_search, "the stack decoder (fstdecode.search.stack.search)",
         py::arg("problem"), py::arg("options"), py::call_guard<py::gil_scoped_release>());
+
+  // ---- Coverage DP ----------------------------------------------------------------------
+  // (section: coverage)
+  py::class_<CoverageOptions>(m, "CoverageOptions",
+                              "fstdecode.search.coverage_dp.CoverageOptions; max_states < 0: no budget")
+      .def(py::init([](int nbest, long max_states, bool minimize) {
+             if (nbest < 1) throw std::invalid_argument("nbest must be >= 1");
+             CoverageOptions o;
+             o.nbest = nbest;
+             o.max_states = max_states;
+             o.minimize = minimize;
+             return o;
+           }),
+           py::arg("nbest") = 1, py::arg("max_states") = 200000L, py::arg("minimize") = true)
+      .def_readonly("nbest", &CoverageOptions::nbest)
+      .def_readonly("max_states", &CoverageOptions::max_states)
+      .def_readonly("minimize", &CoverageOptions::minimize);
+  m.def("coverage_search", &coverage_search,
+        "the exact coverage-vector DP (fstdecode.search.coverage_dp.search)", py::arg("problem"),
+        py::arg("options"), py::call_guard<py::gil_scoped_release>());
 }

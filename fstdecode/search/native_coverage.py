@@ -1,0 +1,41 @@
+"""The coverage-vector DP in the native core: the twin of :func:`fstdecode.search.coverage_dp.search`.
+
+The core receives the whole problem (:func:`fstdecode.search.native.native_problem`) and
+returns the k best derivations with the Python engine's scores, ``states`` and
+``transitions`` (:func:`fstdecode.search.native.to_result`); a budget overrun raises
+:class:`~fstdecode.problem.problem.SearchLimitError` and a sentence without a derivation
+:class:`~fstdecode.problem.problem.SearchError`, with the Python engine's messages.
+
+The core keeps coverages in at most eight 64-bit words: a sentence of more than
+:data:`MAX_WORDS` words is searched by the Python DP (the same search).
+"""
+
+from __future__ import annotations
+
+from fstdecode._native import core as _core
+from fstdecode.problem.problem import SearchProblem, SearchResult
+from fstdecode.search import coverage_dp
+from fstdecode.search.base import attach_native
+from fstdecode.search.coverage_dp import CoverageOptions
+from fstdecode.search.native import native_problem, to_result
+
+__all__ = ["coverage_search", "MAX_WORDS"]
+
+#: The longest sentence the core's coverage vectors hold.
+MAX_WORDS = 512
+
+
+def coverage_search(problem: SearchProblem, options: CoverageOptions = CoverageOptions()) -> SearchResult:
+    """:func:`fstdecode.search.coverage_dp.search` in the native core: the same derivations,
+    scores, ``states`` and ``transitions``, and the same errors."""
+    if problem.n > MAX_WORDS:
+        return coverage_dp.search(problem, options)
+    core_options = _core.CoverageOptions(
+        nbest=options.nbest,
+        max_states=-1 if options.max_states is None else options.max_states,
+        minimize=options.minimize,
+    )
+    return to_result(problem, _core.coverage_search(native_problem(problem), core_options))
+
+
+attach_native("coverage", coverage_search)
