@@ -52,7 +52,8 @@ def assert_scored_derivations(problem, result) -> None:
 # --- exactness with a huge beam ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("order", [2, 3])  # bigram signatures and (s, F, t, L) n-gram contexts
+# Bigram signatures and (s, F, t, L) n-gram contexts; the trigram cases take seconds.
+@pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])
 @settings(max_examples=25, **SETTINGS)
 @given(data=st.data())
 def test_huge_beam_equals_exact_best(order, data):
@@ -145,6 +146,7 @@ def test_mq_reported_score_is_the_model_score(case, beam_size, early):
 # --- small beams ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=60, **SETTINGS)
 @given(
     random_case(max_n=8, order=2),
