@@ -234,10 +234,15 @@ def test_no_private_name_is_imported_from_another_module(imports):
     offending += [
         f"{imp}"
         for imp in imports
-        if any(is_private(part) for part in imp.target.split(".")[2:])
-        and not imp.importer.startswith(imp.target.rpartition(".")[0] + ".")
+        if any(is_private(part) for part in imp.target.split(".")[2:]) and not within(imp.importer, imp.target)
     ]
     assert not offending, report("private names imported from another module (module -> imported name)", offending)
+
+
+def within(importer: str, target: str) -> bool:
+    """``importer`` is the package of the private module ``target``, or a module in it."""
+    package = target.rpartition(".")[0]
+    return importer == package or importer.startswith(package + ".")
 
 
 def is_private(name: str) -> bool:
