@@ -23,7 +23,7 @@ def run_demo(model: Model, sentence: str, out: TextIO) -> None:
 
     Positions in the tapes are Chang & Collins' (``<s>`` = 0, token k = k+1).
     """
-    decoder = Decoder(model)
+    decoder = Decoder(model, "dp")  # the DP whose chart the demo shows
     problem = decoder.problem(sentence.split())
     chart = signature_dp.run(problem)
     steps = signature_dp.backtrack(chart.layers, problem.end, state_space(problem)[1], 0)
