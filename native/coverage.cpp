@@ -77,8 +77,7 @@ class Index {
  public:
   Index() { reset(); }
   void reset() {
-    slots_.assign(16, -1);
-    hashes_.assign(16, 0);
+    slots_.assign(16, Slot{});
     size_ = 0;
   }
   // The id whose key equals the probe's (eq(id)), or -1.
@@ -86,9 +85,9 @@ class Index {
   int find(std::uint64_t h, Eq&& eq) const {
     const std::size_t m = slots_.size() - 1;
     for (std::size_t i = h & m;; i = (i + 1) & m) {
-      const int id = slots_[i];
-      if (id < 0) return -1;
-      if (hashes_[i] == h && eq(id)) return id;
+      const Slot& slot = slots_[i];
+      if (slot.id < 0) return -1;
+      if (slot.hash == h && eq(slot.id)) return slot.id;
     }
   }
   // Inserts id (whose key is known to be absent).
@@ -98,32 +97,29 @@ class Index {
     ++size_;
   }
   void release() {
-    std::vector<int>().swap(slots_);
-    std::vector<std::uint64_t>().swap(hashes_);
+    std::vector<Slot>().swap(slots_);
     size_ = 0;
   }
 
  private:
+  struct Slot {  // hash and id side by side: one cache line per probe
+    std::uint64_t hash = 0;
+    int id = -1;  // -1: empty
+  };
   void place(std::uint64_t h, int id) {
     const std::size_t m = slots_.size() - 1;
     std::size_t i = h & m;
-    while (slots_[i] >= 0) i = (i + 1) & m;
-    slots_[i] = id;
-    hashes_[i] = h;
+    while (slots_[i].id >= 0) i = (i + 1) & m;
+    slots_[i] = {h, id};
   }
   void grow() {
-    std::vector<int> old_slots;
-    std::vector<std::uint64_t> old_hashes;
-    old_slots.swap(slots_);
-    old_hashes.swap(hashes_);
-    const std::size_t cap = std::max<std::size_t>(16, old_slots.size() * 2);
-    slots_.assign(cap, -1);
-    hashes_.assign(cap, 0);
-    for (std::size_t i = 0; i < old_slots.size(); ++i)
-      if (old_slots[i] >= 0) place(old_hashes[i], old_slots[i]);
+    std::vector<Slot> old;
+    old.swap(slots_);
+    slots_.assign(std::max<std::size_t>(16, old.size() * 2), Slot{});
+    for (const Slot& slot : old)
+      if (slot.id >= 0) place(slot.hash, slot.id);
   }
-  std::vector<int> slots_;
-  std::vector<std::uint64_t> hashes_;
+  std::vector<Slot> slots_;
   std::size_t size_ = 0;
 };
 

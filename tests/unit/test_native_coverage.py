@@ -24,6 +24,7 @@ from fstdecode.search.base import METHODS
 from fstdecode.search.coverage_dp import CoverageOptions
 
 from randmodels import NO_BUDGET, arpa_bigram, arpa_trigram, problem_of, random_case
+from shared import data_path
 
 SETTINGS = dict(
     deadline=None,
@@ -163,3 +164,26 @@ def test_registered_as_the_native_twin():
         result = Decoder(model, method="coverage", engine=engine).decode(EXAMPLE)
         best[engine] = (result.best.translation, result.best.search_score)
     assert best["native"][0] == best["python"][0] and best["native"][1] == pytest.approx(best["python"][1], abs=1e-9)
+
+
+# --- the real model (../shared/data) ----------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order", [2, 3])
+def test_hansards_native_equals_python(order):
+    model = load_model(
+        phrase_table=data_path("hansards-fr-en-decoder", "tm"),
+        tm_score_format="log10",
+        lm=data_path("english-lm-un", "lm.en.arpa"),
+        lm_order=order,
+        distortion_limit=4,
+        table_limit=20,
+    )
+    decoder = Decoder(model)
+    lines = data_path("hansards-fr-en-decoder", "input").read_text(encoding="utf-8").splitlines()
+    short = [i for i, line in enumerate(lines) if len(line.split()) <= 8]  # the Python DP takes seconds beyond
+    assert len(short) >= 8
+    for i in short:
+        problem = decoder.problem(lines[i].split(), i)
+        assert_same(problem, CoverageOptions(nbest=3))
