@@ -361,6 +361,55 @@ PYBIND11_MODULE(_core, m) {
   m.def("stack_search", &stack_search, "the stack decoder (fstdecode.search.stack.search)",
         py::arg("problem"), py::arg("options"), py::call_guard<py::gil_scoped_release>());
 
+  // ---- Signature searches ---------------------------------------------------------------
+  // (section: signature)
+  py::class_<SignatureDpOptions>(m, "SignatureDpOptions",
+                                 "fstdecode.search.signature_dp.DpOptions (and BoundedOptions); "
+                                 "max_states < 0: no budget")
+      .def(py::init([](int nbest, long max_states, bool minimize) {
+             if (nbest < 1) throw std::invalid_argument("nbest must be >= 1");
+             SignatureDpOptions o;
+             o.nbest = nbest;
+             o.max_states = max_states;
+             o.minimize = minimize;
+             return o;
+           }),
+           py::arg("nbest") = 1, py::arg("max_states") = 200000L, py::arg("minimize") = true)
+      .def_readonly("nbest", &SignatureDpOptions::nbest)
+      .def_readonly("max_states", &SignatureDpOptions::max_states)
+      .def_readonly("minimize", &SignatureDpOptions::minimize);
+  py::class_<SignatureBeamOptions>(m, "SignatureBeamOptions",
+                                   "fstdecode.search.signature_beam.BeamOptions; beam_threshold < 0: "
+                                   "off; max_states < 0: no budget")
+      .def(py::init([](int nbest, long max_states, long long beam_size, double beam_threshold,
+                       const std::string& heuristic, bool minimize) {
+             if (nbest < 1) throw std::invalid_argument("nbest must be >= 1");
+             if (beam_size < 1) throw std::invalid_argument("beam_size must be >= 1");
+             SignatureBeamOptions o;
+             o.nbest = nbest;
+             o.max_states = max_states;
+             o.beam_size = beam_size;
+             o.beam_threshold = beam_threshold;
+             o.heuristic = heuristic_of(heuristic);
+             o.minimize = minimize;
+             return o;
+           }),
+           py::arg("nbest") = 1, py::arg("max_states") = 2000000L, py::arg("beam_size") = 100,
+           py::arg("beam_threshold") = -1.0, py::arg("heuristic") = "unigram+distortion",
+           py::arg("minimize") = true)
+      .def_readonly("nbest", &SignatureBeamOptions::nbest)
+      .def_readonly("max_states", &SignatureBeamOptions::max_states)
+      .def_readonly("beam_size", &SignatureBeamOptions::beam_size)
+      .def_readonly("beam_threshold", &SignatureBeamOptions::beam_threshold)
+      .def_property_readonly("heuristic", [](const SignatureBeamOptions& o) { return heuristic_name(o.heuristic); })
+      .def_readonly("minimize", &SignatureBeamOptions::minimize);
+  m.def("signature_dp", &signature_dp, "the signature-state DP (fstdecode.search.signature_dp.search)",
+        py::arg("problem"), py::arg("options"), py::call_guard<py::gil_scoped_release>());
+  m.def("signature_beam", &signature_beam, "the signature beam (fstdecode.search.signature_beam.search)",
+        py::arg("problem"), py::arg("options"), py::call_guard<py::gil_scoped_release>());
+  m.def("signature_bounded", &signature_bounded, "the bounded exact search (fstdecode.search.bounded.search)",
+        py::arg("problem"), py::arg("options"), py::call_guard<py::gil_scoped_release>());
+
   // ---- Coverage DP ----------------------------------------------------------------------
   // (section: coverage)
   py::class_<CoverageOptions>(m, "CoverageOptions",

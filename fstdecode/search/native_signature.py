@@ -1,0 +1,79 @@
+"""The signature-state searches in the native core: the twins of ``--method dp``, ``beam`` and
+``bounded``.
+
+* :func:`dp_search` — :func:`fstdecode.search.signature_dp.search`;
+* :func:`beam_search` — :func:`fstdecode.search.signature_beam.search`;
+* :func:`bounded_search` — :func:`fstdecode.search.bounded.search`.
+
+The core receives the whole problem (:func:`fstdecode.search.native.native_problem`) and walks
+the same signature states (:mod:`fstdecode.statespace.signature` for bigram LMs,
+:mod:`fstdecode.statespace.ngram` above) in the same order, so it returns the Python engine's
+derivations, scores, ``states`` and ``transitions``
+(:func:`fstdecode.search.native.to_result`). A budget overrun raises
+:class:`~fstdecode.problem.problem.SearchLimitError` at the same state count (``bounded``
+carrying its beam's derivation), and a sentence without a derivation
+:class:`~fstdecode.problem.problem.SearchError`, with the Python engine's messages.
+"""
+
+from __future__ import annotations
+
+from fstdecode._native import core as _core
+from fstdecode.problem.problem import SearchError, SearchProblem, SearchResult
+from fstdecode.search import signature_beam
+from fstdecode.search.base import attach_native
+from fstdecode.search.bounded import BoundedOptions
+from fstdecode.search.native import native_problem, to_result
+from fstdecode.search.signature_beam import HEURISTICS, BeamOptions
+from fstdecode.search.signature_dp import DpOptions
+
+__all__ = ["dp_search", "beam_search", "bounded_search"]
+
+
+def _budget(max_states: int | None) -> int:
+    return -1 if max_states is None else int(max_states)
+
+
+def _result(problem: SearchProblem, result) -> SearchResult:
+    if result.status == "empty max":
+        # signature_beam.make_beam with a threshold on a layer whose states are all dead takes
+        # max() of no scores; the core stops there too and raises the same error.
+        raise ValueError(result.message)
+    return to_result(problem, result)
+
+
+def dp_search(problem: SearchProblem, options: DpOptions = DpOptions()) -> SearchResult:
+    """:func:`fstdecode.search.signature_dp.search` in the native core."""
+    core_options = _core.SignatureDpOptions(
+        nbest=options.nbest, max_states=_budget(options.max_states), minimize=options.minimize
+    )
+    return _result(problem, _core.signature_dp(native_problem(problem), core_options))
+
+
+def beam_search(problem: SearchProblem, options: BeamOptions = BeamOptions()) -> SearchResult:
+    """:func:`fstdecode.search.signature_beam.search` in the native core."""
+    if options.heuristic not in HEURISTICS:
+        raise SearchError(f"unknown beam heuristic {options.heuristic!r}; choose from {', '.join(HEURISTICS)}")
+    if options.beam_size > 2**62:  # the core's sizes are 64-bit; Python's are not
+        return signature_beam.search(problem, options)
+    core_options = _core.SignatureBeamOptions(
+        nbest=options.nbest,
+        max_states=_budget(options.max_states),
+        beam_size=options.beam_size,
+        beam_threshold=-1.0 if options.beam_threshold is None else float(options.beam_threshold),
+        heuristic=options.heuristic,
+        minimize=options.minimize,
+    )
+    return _result(problem, _core.signature_beam(native_problem(problem), core_options))
+
+
+def bounded_search(problem: SearchProblem, options: BoundedOptions = BoundedOptions()) -> SearchResult:
+    """:func:`fstdecode.search.bounded.search` in the native core."""
+    core_options = _core.SignatureDpOptions(
+        nbest=options.nbest, max_states=_budget(options.max_states), minimize=options.minimize
+    )
+    return _result(problem, _core.signature_bounded(native_problem(problem), core_options))
+
+
+attach_native("dp", dp_search)
+attach_native("beam", beam_search)
+attach_native("bounded", bounded_search)

@@ -1,0 +1,236 @@
+"""The native signature searches (fstdecode.search.native_signature) against the Python ones.
+
+The core ports fstdecode/statespace/{signature,ngram}.py and fstdecode/search/{signature_dp,
+signature_beam,bounded}.py: on every instance both engines must return the same derivations with
+the same scores (to 1e-9), the same ``states`` and ``transitions``, and raise the same errors
+(a budget overrun at the same state count, ``bounded`` carrying the same beam derivation).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fstdecode.decoder import Decoder
+from fstdecode.model.model import load_model
+from fstdecode.problem.problem import SearchError, SearchLimitError
+from fstdecode.search import bounded, native_signature, signature_beam, signature_dp
+from fstdecode.search.bounded import BoundedOptions
+from fstdecode.search.signature_beam import HEURISTICS, BeamOptions
+from fstdecode.search.signature_dp import DpOptions
+
+from randmodels import NO_BUDGET, problem_of, random_case
+from shared import SEARCH_SETTINGS, data_path
+
+EXAMPLE = "das muss unsere sorge gleichermaßen sein".split()
+
+#: (Python search, native search) per method.
+ENGINES = {
+    "dp": (signature_dp.search, native_signature.dp_search),
+    "beam": (signature_beam.search, native_signature.beam_search),
+    "bounded": (bounded.search, native_signature.bounded_search),
+}
+
+
+def outcome(search, problem, options):
+    """A search's result, or the class and message of the error it raised (with its ``best``)."""
+    try:
+        return search(problem, options)
+    except SearchLimitError as e:
+        return (SearchLimitError, str(e), e.best)
+    except SearchError as e:
+        return (SearchError, str(e))
+    except ValueError as e:  # signature_beam.make_beam's max() of no scores (see native_signature)
+        return (ValueError, str(e))
+
+
+def assert_same_result(core, python):
+    assert (core.states, core.transitions) == (python.states, python.transitions)
+    assert core.optimal is python.optimal
+    assert len(core.hypotheses) == len(python.hypotheses)
+    for (a, pa), (b, pb) in zip(core.hypotheses, python.hypotheses):
+        assert abs(a - b) < 1e-9
+        assert pa == pb  # the same Phrase objects, in the same order
+
+
+def assert_same(method, problem, options):
+    """Both engines' outcomes agree; returns the Python one."""
+    python_search, native_search = ENGINES[method]
+    python = outcome(python_search, problem, options)
+    core = outcome(native_search, problem, options)
+    if isinstance(python, tuple):
+        assert isinstance(core, tuple), (core, python)
+        assert core[:2] == python[:2]
+        if python[0] is SearchLimitError:
+            assert (core[2] is None) == (python[2] is None)
+            if python[2] is not None:
+                assert_same_result(core[2], python[2])
+        return python
+    assert not isinstance(core, tuple), (core, python)
+    assert_same_result(core, python)
+    return python
+
+
+@st.composite
+def beam_options(draw, max_beam: int = 8):
+    return BeamOptions(
+        nbest=draw(st.integers(1, 5)),
+        beam_size=draw(st.integers(1, max_beam)),
+        beam_threshold=draw(st.one_of(st.none(), st.floats(0, 3))),
+        heuristic=draw(st.sampled_from(HEURISTICS)),
+        minimize=draw(st.booleans()),
+        max_states=NO_BUDGET,
+    )
+
+
+# --- agreement on random instances ------------------------------------------------------
+
+
+@pytest.mark.parametrize("order", [2, 3])
+@settings(max_examples=100, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_dp_native_equals_python(order, data):
+    # random_case draws d in 1..5; nbest > 1 exercises the k-best lists and their tie order.
+    problem = problem_of(data.draw(random_case(max_n=6, order=order)))
+    options = DpOptions(nbest=data.draw(st.integers(1, 5)), minimize=data.draw(st.booleans()), max_states=NO_BUDGET)
+    assert_same("dp", problem, options)
+
+
+@pytest.mark.parametrize("order", [2, 3])
+@settings(max_examples=100, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_beam_native_equals_python(order, data):
+    # Small beams prune, tie, drop dead states and widen; each heuristic ranks differently.
+    problem = problem_of(data.draw(random_case(max_n=7, order=order)))
+    assert_same("beam", problem, data.draw(beam_options()))
+
+
+@pytest.mark.parametrize("order", [2, 3])
+@settings(max_examples=60, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_bounded_native_equals_python(order, data):
+    # Order 3 and nbest > 1 fall back to the plain DP; order 2 with nbest 1 runs the bounds.
+    problem = problem_of(data.draw(random_case(max_n=7, order=order)))
+    nbest = data.draw(st.sampled_from([1, 1, 1, 2]))
+    assert_same("bounded", problem, BoundedOptions(nbest=nbest, max_states=NO_BUDGET))
+
+
+@pytest.mark.parametrize("method", ["dp", "bounded"])
+@pytest.mark.parametrize("order", [2, 3])
+@settings(max_examples=40, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_budget_errors_agree(method, order, data):
+    # The budget is hit at the same state count; bounded's error carries its beam's derivation.
+    problem = problem_of(data.draw(random_case(max_n=6, order=order)))
+    max_states = data.draw(st.integers(1, 60))
+    options = DpOptions(max_states=max_states) if method == "dp" else BoundedOptions(max_states=max_states)
+    assert_same(method, problem, options)
+
+
+@settings(max_examples=40, **SEARCH_SETTINGS)
+@given(random_case(max_n=6, order=3), st.integers(1, 80), st.sampled_from(HEURISTICS))
+def test_beam_budget_errors_agree(case, max_states, heuristic):
+    assert_same("beam", problem_of(case), BeamOptions(max_states=max_states, beam_size=3, heuristic=heuristic))
+
+
+@settings(max_examples=100, **SEARCH_SETTINGS)
+@given(random_case(min_n=3, max_n=8, order=2), st.data())
+def test_beam_without_one_word_options(case, data):
+    # A position without a one-word option and beams of 1-2 states make dead ends likelier:
+    # more widening reruns and, with a threshold, layers whose states are all dead (where
+    # make_beam raises ValueError; a few percent of these examples).
+    problem = problem_of(case)
+    p = data.draw(st.integers(1, problem.n))
+    problem.by_start[p] = [opt for opt in problem.by_start[p] if opt.t != p]
+    problem.grouped[p] = problem.groups(p)
+    assert_same("beam", problem, data.draw(beam_options(max_beam=2)))
+
+
+# --- the built-in model -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("words", [EXAMPLE, []], ids=["example", "empty"])
+def test_example_sentence_and_empty_input(words):
+    problem = Decoder(load_model()).problem(words)
+    for nbest in (1, 3):
+        assert_same("dp", problem, DpOptions(nbest=nbest))
+        assert_same("bounded", problem, BoundedOptions(nbest=nbest))
+        for heuristic in HEURISTICS:
+            for beam_size in (1, 3, 100):
+                assert_same("beam", problem, BeamOptions(nbest=nbest, beam_size=beam_size, heuristic=heuristic))
+
+
+def test_no_distortion_limit():
+    # -1 (no limit) is UNLIMITED = 2**31 - 1: the core must not overflow on it.
+    problem = Decoder(load_model(distortion_limit=-1)).problem(EXAMPLE[:4])
+    assert_same("dp", problem, DpOptions(nbest=2, max_states=NO_BUDGET))
+    assert_same("bounded", problem, BoundedOptions(max_states=NO_BUDGET))
+    for heuristic in HEURISTICS:
+        assert_same("beam", problem, BeamOptions(nbest=2, beam_size=5, heuristic=heuristic))
+
+
+def test_no_derivation_within_the_distortion_limit():
+    # d = 0 with a sentence that needs a two-word phrase: every engine reports the limit alike.
+    problem = Decoder(load_model(distortion_limit=0)).problem(EXAMPLE)
+    for method, options in [("dp", DpOptions()), ("bounded", BoundedOptions()), ("beam", BeamOptions(beam_size=2))]:
+        assert_same(method, problem, options)
+
+
+def test_budget_raises_as_in_python():
+    problem = Decoder(load_model()).problem(EXAMPLE)
+    with pytest.raises(SearchLimitError, match="more than 5 states") as e:
+        native_signature.dp_search(problem, DpOptions(max_states=5))
+    assert e.value.best is None
+
+
+def test_registered_as_the_methods_native_twins():
+    from fstdecode.search.base import METHODS
+
+    assert METHODS["dp"].native is native_signature.dp_search
+    assert METHODS["beam"].native is native_signature.beam_search
+    assert METHODS["bounded"].native is native_signature.bounded_search
+
+
+# --- the real model (../shared/data) ----------------------------------------------------
+
+
+@pytest.mark.slow
+def test_hansards_dp_native_equals_python():
+    # The bigram Hansards model at d = 4 with 20 translations per phrase: most sentences run
+    # over the budget, which both engines must hit at the same state.
+    model = load_model(
+        phrase_table=data_path("hansards-fr-en-decoder", "tm"),
+        tm_score_format="log10",
+        lm=data_path("english-lm-un", "lm.en.arpa"),
+        lm_order=2,
+        distortion_limit=4,
+        table_limit=20,
+    )
+    decoder = Decoder(model)
+    lines = data_path("hansards-fr-en-decoder", "input").read_text(encoding="utf-8").splitlines()
+    options = DpOptions(max_states=300_000)
+    for i, line in enumerate(lines[:20]):
+        assert_same("dp", decoder.problem(line.split(), i), options)
+
+
+@pytest.mark.slow
+def test_hansards_beam_and_bounded_native_equal_python():
+    # Where the bounded DP runs over its budget after its beam finished (sentences 3 and 4),
+    # the error carries the beam's derivation: a case small random models never reach.
+    model = load_model(
+        phrase_table=data_path("hansards-fr-en-decoder", "tm"),
+        tm_score_format="log10",
+        lm=data_path("english-lm-un", "lm.en.arpa"),
+        lm_order=2,
+        distortion_limit=4,
+        table_limit=20,
+    )
+    decoder = Decoder(model)
+    lines = data_path("hansards-fr-en-decoder", "input").read_text(encoding="utf-8").splitlines()
+    outcomes = []
+    for i, line in enumerate(lines[:6]):
+        problem = decoder.problem(line.split(), i)
+        outcomes.append(assert_same("bounded", problem, BoundedOptions(max_states=100_000)))
+        assert_same("beam", problem, BeamOptions(nbest=3))
+    assert any(isinstance(o, tuple) and o[0] is SearchLimitError and o[2] is not None for o in outcomes)
