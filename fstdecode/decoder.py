@@ -29,6 +29,8 @@ from fstdecode.search import signature_dp, bounded, signature_beam, stack, cover
 import fstdecode.fst.searcher  # noqa: F401, E402
 import fstdecode.reference.exhaustive  # noqa: F401, E402
 import fstdecode.search.native  # noqa: F401, E402  (the native twins)
+import fstdecode.search.native_coverage  # noqa: F401, E402
+import fstdecode.search.native_signature  # noqa: F401, E402
 from fstdecode.search.base import METHODS, SearchOptions, Searcher
 
 #: The method of ``fstdecode decode`` and ``Decoder`` when none is named.
