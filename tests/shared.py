@@ -36,6 +36,25 @@ def data_path(*parts: str) -> Path:
     return path
 
 
+def hansards_model(*, lm_order: int, distortion_limit: int, table_limit: int):
+    """The Hansards fr-en table (log10 scores) with the UN English LM, from ../shared/data (else a skip)."""
+    from fstdecode.model.model import load_model
+
+    return load_model(
+        phrase_table=data_path("hansards-fr-en-decoder", "tm"),
+        tm_score_format="log10",
+        lm=data_path("english-lm-un", "lm.en.arpa"),
+        lm_order=lm_order,
+        distortion_limit=distortion_limit,
+        table_limit=table_limit,
+    )
+
+
+def hansards_input() -> list[str]:
+    """The 48 French sentences of the Hansards test set, one a line."""
+    return data_path("hansards-fr-en-decoder", "input").read_text(encoding="utf-8").splitlines()
+
+
 def example_ini_text() -> str:
     """The built-in example's moses.ini with ``${MODEL_DIR}`` filled in, to copy and edit elsewhere."""
     return (EXAMPLE_DATA / "moses.ini").read_text(encoding="utf-8").replace("${MODEL_DIR}", str(EXAMPLE_DATA))

@@ -14,26 +14,18 @@ from fstdecode.search import signature_dp
 
 from randmodels import NO_BUDGET
 
-from shared import data_path
+from shared import hansards_input, hansards_model
 
 
 @pytest.fixture(scope="module")
 def hansards():
-    return load_model(
-        phrase_table=data_path("hansards-fr-en-decoder", "tm"),
-        tm_score_format="log10",
-        lm=data_path("english-lm-un", "lm.en.arpa"),
-        lm_order=2,
-        distortion_limit=3,
-        table_limit=5,
-    )
+    return hansards_model(lm_order=2, distortion_limit=3, table_limit=5)
 
 
 @pytest.mark.slow
 def test_hansards_fst_equals_dp_on_short_sentences(hansards):
     # The shorter sentences keep the test quick; scripts/bench_fst.py runs all 48.
-    lines = data_path("hansards-fr-en-decoder", "input").read_text(encoding="utf-8").splitlines()
-    short = [tuple(x.split()) for x in lines if len(x.split()) <= 9]
+    short = [tuple(x.split()) for x in hansards_input() if len(x.split()) <= 9]
     assert len(short) >= 5
     decoder, cascade = Decoder(hansards), Cascade(hansards)
     for words in short:
