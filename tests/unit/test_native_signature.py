@@ -87,8 +87,13 @@ def beam_options(draw, max_beam: int = 8):
 # --- agreement on random instances ------------------------------------------------------
 
 
+# The fast subset runs a few examples of each check (the Python side is the slow one); the
+# `_many` twins, marked slow, run the same checks on many more.
+FEW = {"dp": 12, "beam": 25, "bounded": 6}
+
+
 @pytest.mark.parametrize("order", [2, 3])
-@settings(max_examples=100, **SEARCH_SETTINGS)
+@settings(max_examples=FEW["dp"], **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_dp_native_equals_python(order, data):
     # random_case draws d in 1..5; nbest > 1 exercises the k-best lists and their tie order.
@@ -98,7 +103,7 @@ def test_dp_native_equals_python(order, data):
 
 
 @pytest.mark.parametrize("order", [2, 3])
-@settings(max_examples=100, **SEARCH_SETTINGS)
+@settings(max_examples=FEW["beam"], **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_beam_native_equals_python(order, data):
     # Small beams prune, tie, drop dead states and widen; each heuristic ranks differently.
@@ -107,13 +112,24 @@ def test_beam_native_equals_python(order, data):
 
 
 @pytest.mark.parametrize("order", [2, 3])
-@settings(max_examples=60, **SEARCH_SETTINGS)
+@settings(max_examples=FEW["bounded"], **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_bounded_native_equals_python(order, data):
     # Order 3 and nbest > 1 fall back to the plain DP; order 2 with nbest 1 runs the bounds.
     problem = problem_of(data.draw(random_case(max_n=7, order=order)))
     nbest = data.draw(st.sampled_from([1, 1, 1, 2]))
     assert_same("bounded", problem, BoundedOptions(nbest=nbest, max_states=NO_BUDGET))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("check, examples", [
+    (test_dp_native_equals_python, 100),
+    (test_beam_native_equals_python, 100),
+    (test_bounded_native_equals_python, 60),
+], ids=["dp", "beam", "bounded"])
+@pytest.mark.parametrize("order", [2, 3])
+def test_many_native_equals_python(check, examples, order):
+    settings(max_examples=examples, **SEARCH_SETTINGS)(given(data=st.data())(check.hypothesis.inner_test))(order)
 
 
 @pytest.mark.parametrize("method", ["dp", "bounded"])
