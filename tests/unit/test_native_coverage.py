@@ -67,7 +67,7 @@ def coverage_options(draw, max_states=NO_BUDGET):
 # --- agreement on random instances ------------------------------------------------------
 
 
-@pytest.mark.parametrize("order", [2, 3])
+@pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 @settings(max_examples=100, **SETTINGS)
 @given(data=st.data())
 def test_native_equals_python_on_random_instances(order, data):
@@ -75,7 +75,7 @@ def test_native_equals_python_on_random_instances(order, data):
     assert_same(problem, data.draw(coverage_options()))
 
 
-@pytest.mark.parametrize("order", [2, 3])
+@pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 @settings(max_examples=30, **SETTINGS)
 @given(data=st.data())
 def test_budget_errors_agree(order, data):
@@ -108,7 +108,7 @@ def python_lm_case(draw, order: int):
     return dataclasses.replace(model, lm=lm), sentence
 
 
-@pytest.mark.parametrize("order", [2, 3])
+@pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 @settings(max_examples=20, **SETTINGS)
 @given(data=st.data())
 def test_native_equals_python_with_a_python_lm(order, data):
@@ -130,6 +130,7 @@ def test_example_sentence_and_empty_input(d):
                 assert_same(problem, CoverageOptions(nbest=nbest, minimize=minimize))
 
 
+@pytest.mark.slow  # long sentences; the fast set keeps the short-sentence checks
 @pytest.mark.parametrize("copies", [11, 22])  # 66 and 132 words: coverages of 2 and 4 64-bit words
 def test_native_equals_python_beyond_64_words(copies):
     problem = Decoder(load_model(distortion_limit=1)).problem(EXAMPLE * copies)
@@ -170,7 +171,7 @@ def test_registered_as_the_native_twin():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("order", [2, 3])
+@pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 def test_hansards_native_equals_python(order):
     model = load_model(
         phrase_table=data_path("hansards-fr-en-decoder", "tm"),

@@ -149,6 +149,7 @@ NUMBER_ALPHABET = list("0123456789.eE+-_ \tinfatyINFATY\x0b\x0c\x1c\x00\x7f") + 
 ]
 
 
+@pytest.mark.slow  # a fuzz of number spellings; the fast set keeps the file-level checks
 @settings(max_examples=400, deadline=None)
 @given(
     token=st.one_of(

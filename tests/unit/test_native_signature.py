@@ -92,7 +92,7 @@ def beam_options(draw, max_beam: int = 8):
 FEW = {"dp": 12, "beam": 25, "bounded": 6}
 
 
-@pytest.mark.parametrize("order", [2, 3])
+@pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 @settings(max_examples=FEW["dp"], **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_dp_native_equals_python(order, data):
@@ -102,7 +102,7 @@ def test_dp_native_equals_python(order, data):
     assert_same("dp", problem, options)
 
 
-@pytest.mark.parametrize("order", [2, 3])
+@pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 @settings(max_examples=FEW["beam"], **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_beam_native_equals_python(order, data):
@@ -111,7 +111,7 @@ def test_beam_native_equals_python(order, data):
     assert_same("beam", problem, data.draw(beam_options()))
 
 
-@pytest.mark.parametrize("order", [2, 3])
+@pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 @settings(max_examples=FEW["bounded"], **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_bounded_native_equals_python(order, data):
@@ -127,13 +127,13 @@ def test_bounded_native_equals_python(order, data):
     (test_beam_native_equals_python, 100),
     (test_bounded_native_equals_python, 60),
 ], ids=["dp", "beam", "bounded"])
-@pytest.mark.parametrize("order", [2, 3])
+@pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 def test_many_native_equals_python(check, examples, order):
     settings(max_examples=examples, **SEARCH_SETTINGS)(given(data=st.data())(check.hypothesis.inner_test))(order)
 
 
 @pytest.mark.parametrize("method", ["dp", "bounded"])
-@pytest.mark.parametrize("order", [2, 3])
+@pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 @settings(max_examples=40, **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_budget_errors_agree(method, order, data):

@@ -84,7 +84,7 @@ def stack_options(draw):
 # --- agreement on random instances ------------------------------------------------------
 
 
-@pytest.mark.parametrize("order", [2, 3])
+@pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 @settings(max_examples=100, **SETTINGS)
 @given(data=st.data())
 def test_native_equals_python_on_random_instances(order, data):
@@ -92,7 +92,7 @@ def test_native_equals_python_on_random_instances(order, data):
     assert_same(problem, data.draw(stack_options()))
 
 
-@pytest.mark.parametrize("order", [2, 3])
+@pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 @settings(max_examples=20, **SETTINGS)
 @given(data=st.data())
 def test_native_equals_python_with_huge_beams(order, data):
@@ -102,6 +102,7 @@ def test_native_equals_python_with_huge_beams(order, data):
         assert_same(problem, stack.StackOptions(nbest=data.draw(st.integers(1, 5)), beam_size=10**6, **switches))
 
 
+@pytest.mark.slow  # long sentences; the fast set keeps the short-sentence checks
 @pytest.mark.parametrize("copies", [11, 22])  # 66 and 132 words: coverages of 2 and 4 64-bit words
 def test_native_equals_python_beyond_64_words(copies):
     problem = Decoder(load_model()).problem("das muss unsere sorge gleichermaßen sein".split() * copies)
@@ -156,7 +157,7 @@ def python_lm_case(draw, order: int):
     return dataclasses.replace(model, lm=lm), sentence
 
 
-@pytest.mark.parametrize("order", [2, 3])
+@pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 @settings(max_examples=30, **SETTINGS)
 @given(data=st.data())
 def test_native_equals_python_with_a_python_lm(order, data):
