@@ -22,12 +22,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>  // madvise(MADV_HUGEPAGE)
+#endif
 
 namespace fstdecode {
 namespace {
@@ -62,8 +68,13 @@ inline bool operator==(const Sig& x, const Sig& y) {
   return x.s == y.s && x.a == y.a && x.t == y.t && x.b == y.b;
 }
 
+// A state's hash is the sum of its signatures' (see Space::expand), so each must spread well:
+// two multiplications by odd constants and a fold of the high half into the low (the index
+// takes its home slot from the low bits and its tag from the high ones).
 inline std::uint64_t sig_hash(const Sig& g) {
-  return mix(pair64(g.s, g.t) * 0x9e3779b97f4a7c15ULL ^ mix(pair64(g.a, g.b)));
+  std::uint64_t h = (pair64(g.s, g.t) ^ (pair64(g.a, g.b) * 0x9e3779b97f4a7c15ULL)) * 0xc2b2ae3d27d4eb4fULL;
+  h ^= h >> 29;
+  return h * 0x165667b19e3779f9ULL;
 }
 
 // An open-addressing index of ids (into the owner's table), probed linearly, hashes stored.
@@ -162,6 +173,51 @@ struct Joined {
   double score;              // the weighted LM score of the join's events (event_score)
 };
 
+// The successors of one state by the options of one group (all ending at t) for one choice of
+// (ψ1, ψ2): they differ only in the new tape. Successor q (first <= q < first + count) of the
+// Successors is the nr signatures from Successors::keys[key] with sig[q] at `pos`, reached by
+// opts[q - first] with the score delta[q]; hash[q] is its state's hash.
+struct Batch {
+  int t, nr, pos, s1, s2, count;
+  std::size_t key, first;
+  const Opt* opts;
+};
+
+// Every successor of one state, in the order Python yields them (batch by batch).
+struct Successors {
+  std::vector<Batch> store;  // batches: store[0 .. size)
+  std::size_t size = 0;
+  std::vector<Sig> keys;
+  std::vector<Sig> sig;
+  std::vector<double> delta;
+  std::vector<std::uint64_t> hash;
+  std::size_t count = 0;
+
+  void clear() {
+    size = 0;
+    keys.clear();
+    count = 0;
+  }
+  void add(const Batch& b) {
+    if (size == store.size()) store.resize(std::max<std::size_t>(16, 2 * size));
+    store[size++] = b;
+  }
+  const Batch* begin() const { return store.data(); }
+  const Batch* end() const { return store.data() + size; }
+  // Room for m more successors; returns the first one's number.
+  std::size_t reserve(std::size_t m) {
+    if (sig.size() < count + m) {
+      const std::size_t size = std::max(2 * sig.size(), count + m);
+      sig.resize(size);
+      delta.resize(size);
+      hash.resize(size);
+    }
+    const std::size_t first = count;
+    count += m;
+    return first;
+  }
+};
+
 struct Budget {};    // thrown once more than max_states states exist
 struct EmptyMax {};  // thrown by the beam where Python's make_beam takes max() of no scores
 
@@ -228,14 +284,13 @@ class Space {
   }
 
   // problem.junctions()[a][b]: the weighted bigram score of a junction (computed on first use).
-  double lam(WordId a, WordId b) {
-    if (!lam_.empty()) {
-      const std::int32_t r = row_[static_cast<std::size_t>(a)], c = col_[static_cast<std::size_t>(b)];
-      if (r >= 0 && c >= 0) {
-        double& v = lam_[static_cast<std::size_t>(r) * static_cast<std::size_t>(cols_) + static_cast<std::size_t>(c)];
-        if (std::isnan(v)) v = p.ngram(&a, 1, b);
-        return v;
-      }
+  double lam(WordId a, WordId b) { return lam(a, row_[static_cast<std::size_t>(a)], b, col_[static_cast<std::size_t>(b)]); }
+  // The same, given a's row and b's column (from row_ and col_).
+  double lam(WordId a, std::int32_t row, WordId b, std::int32_t col) {
+    if (row >= 0 && col >= 0 && !lam_.empty()) {
+      double& v = lam_[static_cast<std::size_t>(row) * static_cast<std::size_t>(cols_) + static_cast<std::size_t>(col)];
+      if (std::isnan(v)) v = p.ngram(&a, 1, b);
+      return v;
     }
     return p.ngram(&a, 1, b);
   }
@@ -255,31 +310,37 @@ class Space {
   }
 
   // The successors of state (j, sigs[0..r)), as statespace.signature.expand (order 2) and
-  // ngram.expand_ngram yield them, in their order: yield(t, new sigs, new r, hash of the new
-  // state, delta, option, s1, s2). `hashes` holds sig_hash of each of sigs.
-  template <bool NG, class Yield>
-  void expand(int j, const Sig* sigs, int r, const std::uint64_t* hashes, Yield&& yield) {
-    if (scratch_.size() < static_cast<std::size_t>(r) + 1) scratch_.resize(static_cast<std::size_t>(r) + 1);
-    Sig* out = scratch_.data();
+  // ngram.expand_ngram yield them and in their order, into `out`. `hashes` holds sig_hash of
+  // each of sigs.
+  template <bool NG>
+  void expand(int j, const Sig* sigs, int r, const std::uint64_t* hashes, Successors& out) {
+    out.clear();
     for (const Group& g : groups[static_cast<std::size_t>(j) + 1]) {
       const int t = g.t;
+      const int m = static_cast<int>(g.opts.size());
       if (t == end) {  // </s> is only appended to a lone tape: anything else is not the goal
         if (r != 1) continue;
         const Sig& a = sigs[0];
         const int jump = end - a.t - 1;
         if (jump > d) continue;
-        for (const Opt& o : g.opts) {
-          double delta;
+        const std::size_t first = out.reserve(static_cast<std::size_t>(m));
+        for (int i = 0; i < m; ++i) {
+          const Opt& o = g.opts[static_cast<std::size_t>(i)];
+          const std::size_t q = first + static_cast<std::size_t>(i);
+          Sig nw;
           if constexpr (NG) {
             const Joined& jn = joined(&a, o, nullptr);
-            out[0] = {a.s, jn.first, end, jn.last};
-            delta = o.score + jn.score - eta * jump;
+            nw = {a.s, jn.first, end, jn.last};
+            out.delta[q] = o.score + jn.score - eta * jump;
           } else {
-            out[0] = {a.s, a.a, end, o.last};
-            delta = o.score + lam(a.b, o.first) - eta * jump;
+            nw = {a.s, a.a, end, o.last};
+            out.delta[q] = o.score + lam(a.b, o.first) - eta * jump;
           }
-          yield(t, out, 1, sig_hash(out[0]), delta, o, a.s, PHI);
+          out.sig[q] = nw;
+          out.hash[q] = sig_hash(nw);
         }
+        out.keys.push_back(sigs[0]);
+        out.add({t, 1, 0, a.s, PHI, m, out.keys.size() - 1, first, g.opts.data()});
         continue;
       }
       if (!tape_roles(sigs, r, j, t)) continue;
@@ -290,52 +351,68 @@ class Space {
           const Sig* c = k2 != PHI ? &sigs[k2] : nullptr;
           const int ns = a ? a->s : j + 1;
           // The other tapes, split around the new tape's start (states stay sorted by s).
+          const std::size_t key = out.keys.size();
           int w = 0, pos = -1;
           std::uint64_t rest = 0;
           for (int k = 0; k < r; ++k) {
             if (k == k1 || k == k2) continue;
-            if (pos < 0 && sigs[k].s > ns) pos = w++;
-            out[w++] = sigs[k];
+            if (pos < 0 && sigs[k].s > ns) {
+              pos = w++;
+              out.keys.push_back(Sig{});
+            }
+            out.keys.push_back(sigs[k]);
+            ++w;
             rest += hashes[k];
           }
-          if (pos < 0) pos = w++;
-          const int nr = w;
-          const int s1 = a ? a->s : PHI, s2 = c ? c->s : PHI;
+          if (pos < 0) {
+            pos = w++;
+            out.keys.push_back(Sig{});
+          }
+          const std::size_t first = out.reserve(static_cast<std::size_t>(m));
           if constexpr (NG) {
             const int jumps = (a ? j - a->t : 0) + (c ? t + 1 - c->s : 0);
-            for (const Opt& o : g.opts) {
+            for (int i = 0; i < m; ++i) {
+              const Opt& o = g.opts[static_cast<std::size_t>(i)];
+              const std::size_t q = first + static_cast<std::size_t>(i);
               const Joined& jn = joined(a, o, c);
-              out[pos] = {a ? a->s : o.s, jn.first, c ? c->t : o.t, jn.last};
-              const double delta = o.score + jn.score - eta * jumps;
-              yield(t, out, nr, rest + sig_hash(out[pos]), delta, o, s1, s2);
+              const Sig nw = {a ? a->s : o.s, jn.first, c ? c->t : o.t, jn.last};
+              out.sig[q] = nw;
+              out.delta[q] = o.score + jn.score - eta * jumps;
+              out.hash[q] = rest + sig_hash(nw);
             }
           } else {
             // Figure 4: score = ŵ(p) [+ λ(e_1 | w_t(ψ1)) − η|t(ψ1) + 1 − s(p)|]
             //                        [+ λ(w_s(ψ2) | e_m) − η|t(p) + 1 − s(ψ2)|]
             const double pen1 = a ? eta * (j - a->t) : 0.0;  // t(ψ1) <= j, s(p) = j + 1
             const double pen2 = c ? eta * (t + 1 - c->s) : 0.0;
-            for (const Opt& o : g.opts) {
+            const std::int32_t row1 = a ? row_[static_cast<std::size_t>(a->b)] : -1;
+            const std::int32_t col2 = c ? col_[static_cast<std::size_t>(c->a)] : -1;
+            for (int i = 0; i < m; ++i) {
+              const Opt& o = g.opts[static_cast<std::size_t>(i)];
+              const std::size_t q = first + static_cast<std::size_t>(i);
               double score = o.score;
               Sig nw;
               nw.s = ns;
               if (a) {
-                score += lam(a->b, o.first) - pen1;
+                score += lam(a->b, row1, o.first, o.first_col) - pen1;
                 nw.a = a->a;
               } else {
                 nw.a = o.first;
               }
               if (c) {
-                score += lam(o.last, c->a) - pen2;
+                score += lam(o.last, o.last_row, c->a, col2) - pen2;
                 nw.t = c->t;
                 nw.b = c->b;
               } else {
                 nw.t = t;
                 nw.b = o.last;
               }
-              out[pos] = nw;
-              yield(t, out, nr, rest + sig_hash(nw), score, o, s1, s2);
+              out.sig[q] = nw;
+              out.delta[q] = score;
+              out.hash[q] = rest + sig_hash(nw);
             }
           }
+          out.add({t, w, pos, a ? a->s : PHI, c ? c->s : PHI, m, key, first, g.opts.data()});
         }
     }
   }
@@ -455,7 +532,6 @@ class Space {
   std::vector<std::int32_t> join_keys_;  // 5 per join
   std::vector<Joined> join_values_;
   std::vector<int> cands1_, cands2_;
-  std::vector<Sig> scratch_;
   std::vector<WordId> seq_, buf_;
 };
 
@@ -546,27 +622,334 @@ struct Hyp {
   std::int32_t opt, s1, s2;           // the transition (option id, ψ1 and ψ2 starts)
 };
 
+// A state's record in its layer's arena: a head, its best hypothesis (nbest 1) and its r
+// signatures, in 16-byte units, so that a lookup touches one place (the slot aside).
+struct Head {
+  std::int32_t r, id;  // id: the state's index in the layer (and of its k-best list, nbest > 1)
+  std::uint64_t hash;
+};
+struct HypScore {
+  double score;
+  std::int32_t prev_j, prev_i;
+};
+struct HypStep {
+  std::int32_t rank, opt, s1, s2;
+};
+union Unit {
+  Sig sig;
+  Head head;
+  HypScore h1;
+  HypStep h2;
+};
+static_assert(sizeof(Unit) == 16, "a record unit is 16 bytes");
+static_assert(sizeof(Hyp) == 32, "a hypothesis is 32 bytes");
+constexpr std::uint32_t HEAD_UNITS = 3;  // head, h1, h2; the signatures follow
+
+struct Slot {
+  std::uint32_t tag;
+  std::uint32_t rec;  // the record's first unit, EMPTY for none
+};
+constexpr std::uint32_t EMPTY = 0xffffffffU;
+
+// The memory of one search: blocks (record arenas, hypotheses) and slot tables, recycled from
+// the layers already expanded (and the beam's earlier runs) to the layers still to come, so that
+// the search touches little fresh memory (whose page faults and zeroing would cost as much as
+// the search itself). Sizes are powers of 2 from 64 KB; blocks of 2 MB and more are asked for
+// transparent huge pages (fewer TLB misses on the random probes, one fault per 2 MB).
+// Everything is freed with the Memory.
+class Memory {
+ public:
+  static constexpr std::size_t SMALLEST = std::size_t{1} << 16;  // bytes of the smallest block
+  static constexpr std::size_t HUGE = std::size_t{1} << 21;
+  Memory() = default;
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+  ~Memory() {
+    for (void* p : owned_) std::free(p);
+  }
+
+  // A block of SMALLEST << size_class bytes (contents undefined).
+  void* block(int size_class) {
+    auto& free = pool(blocks_, size_class);
+    if (!free.empty()) {
+      void* p = free.back();
+      free.pop_back();
+      return p;
+    }
+    return allocate(SMALLEST << size_class);
+  }
+  void give_block(void* p, int size_class) { pool(blocks_, size_class).push_back(p); }
+
+  // A table of `size` (a power of 2, at least 1024) empty slots.
+  Slot* table(std::size_t size) {
+    auto& free = pool(tables_, log2(size));
+    Slot* p;
+    if (!free.empty()) {
+      p = static_cast<Slot*>(free.back());
+      free.pop_back();
+    } else {
+      p = static_cast<Slot*>(allocate(size * sizeof(Slot)));
+    }
+    std::fill(p, p + size, Slot{0, EMPTY});
+    return p;
+  }
+  void give_table(Slot* p, std::size_t size) {
+    if (p != nullptr) pool(tables_, log2(size)).push_back(p);
+  }
+
+ private:
+  static int log2(std::size_t size) {
+    int k = 0;
+    while ((std::size_t{1} << k) < size) ++k;
+    return k;
+  }
+  static std::vector<void*>& pool(std::vector<std::vector<void*>>& pools, int k) {
+    if (pools.size() <= static_cast<std::size_t>(k)) pools.resize(static_cast<std::size_t>(k) + 1);
+    return pools[static_cast<std::size_t>(k)];
+  }
+  void* allocate(std::size_t bytes) {
+    void* p;
+    if (bytes >= HUGE) {
+      p = std::aligned_alloc(HUGE, bytes);
+#ifdef MADV_HUGEPAGE
+      if (p != nullptr) madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    } else {
+      p = std::malloc(bytes);
+    }
+    if (p == nullptr) throw std::bad_alloc();
+    owned_.push_back(p);
+    return p;
+  }
+  std::vector<void*> owned_;
+  std::vector<std::vector<void*>> blocks_, tables_;  // free ones, by size class
+};
+
+// Items of type T numbered 0, 1, 2, ... in blocks of the Memory that double in size: block 0
+// holds items [0, F), block k >= 1 holds [F << (k - 1), F << k), with F = SMALLEST / sizeof(T).
+// Items never move; a short search touches little memory, a long one few blocks.
+template <class T>
+class Blocks {
+ public:
+  static constexpr int BITS = [] {
+    int b = 0;
+    while ((std::size_t{1} << b) * sizeof(T) < Memory::SMALLEST) ++b;
+    return b;
+  }();
+  static_assert((std::size_t{1} << BITS) * sizeof(T) == Memory::SMALLEST, "T's size divides 64 KB");
+
+  static int block_of(std::uint64_t i) {
+    const std::uint64_t q = i >> BITS;
+    return q == 0 ? 0 : 64 - __builtin_clzll(q);
+  }
+  static std::uint64_t start(int k) { return k == 0 ? 0 : std::uint64_t{1} << (BITS + k - 1); }
+  static std::uint64_t capacity(int k) { return std::uint64_t{1} << (BITS + (k == 0 ? 0 : k - 1)); }
+
+  T* at(std::uint64_t i) {
+    const int k = block_of(i);
+    return blocks_[static_cast<std::size_t>(k)] + (i - start(k));
+  }
+  const T* at(std::uint64_t i) const {
+    const int k = block_of(i);
+    return blocks_[static_cast<std::size_t>(k)] + (i - start(k));
+  }
+  std::uint64_t size() const { return used_; }
+  // The number of `count` consecutive items, in one block (skipping a block's tail if need be).
+  std::uint64_t alloc(Memory& memory, std::uint64_t count) {
+    int k = block_of(used_);
+    if (used_ + count > start(k) + capacity(k)) {  // does not fit: the next block
+      ++k;
+      used_ = start(k);
+      if (count > capacity(k)) throw std::length_error("signature search: a state of too many tapes");
+    }
+    while (blocks_.size() <= static_cast<std::size_t>(k))
+      blocks_.push_back(static_cast<T*>(memory.block(std::max(0, static_cast<int>(blocks_.size()) - 1))));
+    const std::uint64_t first = used_;
+    used_ += count;
+    return first;
+  }
+  void release(Memory& memory) {
+    for (std::size_t k = 0; k < blocks_.size(); ++k) memory.give_block(blocks_[k], std::max(0, static_cast<int>(k) - 1));
+    blocks_.clear();
+    used_ = 0;
+  }
+
+ private:
+  std::vector<T*> blocks_;
+  std::uint64_t used_ = 0;
+};
+
+// A layer's records of units (a record's address is its first unit's number, < 2^32).
+class Arena {
+ public:
+  Unit* at(std::uint32_t rec) { return units_.at(rec); }
+  const Unit* at(std::uint32_t rec) const { return units_.at(rec); }
+  std::uint32_t alloc(Memory& memory, std::uint32_t units) {
+    const std::uint64_t rec = units_.alloc(memory, units);
+    if (rec + units >= EMPTY) throw std::length_error("signature search: a layer's states exceed 64 GB");
+    return static_cast<std::uint32_t>(rec);
+  }
+  void release(Memory& memory) { units_.release(memory); }
+
+ private:
+  Blocks<Unit> units_;
+};
+
+// The hypotheses of the expanded layers (nbest 1), by number.
+class HypStore {
+ public:
+  std::size_t size() const { return static_cast<std::size_t>(hyps_.size()); }
+  const Hyp& operator[](std::size_t i) const { return *hyps_.at(i); }
+  void push_back(Memory& memory, const Hyp& h) { *hyps_.at(hyps_.alloc(memory, 1)) = h; }
+  void release(Memory& memory) { hyps_.release(memory); }
+
+ private:
+  Blocks<Hyp> hyps_;
+};
+
+// A layer's index of its states: 8-byte slots (a 32-bit tag of the hash and the state's record),
+// probed linearly. The tables are large and probed at random, so the slots are kept small and
+// the chart prefetches them (Chart::run); a grow rehashes the states in record order.
+class StateIndex {
+ public:
+  static std::uint32_t tag_of(std::uint64_t h) { return static_cast<std::uint32_t>(h >> 32); }
+
+  bool empty_table() const { return slots_ == nullptr; }
+  const Slot* home(std::uint64_t h) const { return slots_ + (h & (size_ - 1)); }
+  // The record whose key eq(rec) accepts, or EMPTY.
+  template <class Eq>
+  std::uint32_t find(std::uint64_t h, Eq&& eq) const {
+    if (slots_ == nullptr) return EMPTY;
+    const std::size_t m = size_ - 1;
+    const std::uint32_t tag = tag_of(h);
+    for (std::size_t i = h & m;; i = (i + 1) & m) {
+      const Slot& slot = slots_[i];
+      if (slot.rec == EMPTY) return EMPTY;
+      if (slot.tag == tag && eq(slot.rec)) return slot.rec;
+    }
+  }
+  // Inserts rec (whose key is absent). On a grow, every(f) calls f(hash, rec) for each record
+  // already in the table, in record order (the layer's arena lies in that order).
+  // Room for `expected` states without a grow (a layer's size is guessed before it fills).
+  template <class Every>
+  void reserve(Memory& memory, std::size_t expected, Every&& every) {
+    std::size_t size = 1024;
+    while (size < 2 * expected + 2) size *= 2;
+    if (size > size_) resize(memory, size, every);
+  }
+  template <class Every>
+  void insert(Memory& memory, std::uint64_t h, std::uint32_t rec, Every&& every) {
+    if (2 * (count_ + 1) > size_) resize(memory, std::max<std::size_t>(1024, 2 * size_), every);
+    place(h, rec);
+    ++count_;
+  }
+  // A table of `size` slots holding every record of the old one (given by every(f), which calls
+  // f(hash, rec) in record order).
+  template <class Every>
+  void resize(Memory& memory, std::size_t size, Every&& every) {
+    if (slots_ != nullptr) memory.give_table(slots_, size_);
+    size_ = size;
+    slots_ = memory.table(size_);
+    if (count_ == 0) return;
+    // Placed in batches whose slots are fetched ahead: the writes land at random.
+    constexpr int BATCH = 16;
+    std::uint64_t hs[BATCH];
+    std::uint32_t rs[BATCH];
+    int n = 0;
+    every([&](std::uint64_t hh, std::uint32_t rr) {
+      __builtin_prefetch(home(hh), 1);
+      hs[n] = hh;
+      rs[n] = rr;
+      if (++n == BATCH) {
+        for (int q = 0; q < n; ++q) place(hs[q], rs[q]);
+        n = 0;
+      }
+    });
+    for (int q = 0; q < n; ++q) place(hs[q], rs[q]);
+  }
+  void release(Memory& memory) {
+    memory.give_table(slots_, size_);
+    slots_ = nullptr;
+    size_ = count_ = 0;
+  }
+
+ private:
+  void place(std::uint64_t h, std::uint32_t rec) {
+    const std::size_t m = size_ - 1;
+    std::size_t i = h & m;
+    while (slots_[i].rec != EMPTY) i = (i + 1) & m;
+    slots_[i] = {tag_of(h), rec};
+  }
+  Slot* slots_ = nullptr;
+  std::size_t size_ = 0, count_ = 0;
+};
+
+// The states of one layer (T_j). While the layer is built and expanded, its states are records
+// in `arena` (offset[i]: state i's record, in order of creation); once expanded, only their
+// hypotheses remain (the chart's HypStore from `first`, or `lists`), for the backtrack.
 struct Layer {
-  std::vector<Sig> sigs;                    // the states' signatures, one after another
-  std::vector<std::uint32_t> offset{0};     // state i: sigs[offset[i] .. offset[i + 1])
-  Index index;
-  std::vector<Hyp> best;                    // nbest == 1: the state's hypothesis
-  std::vector<std::vector<Hyp>> lists;      // nbest > 1: its k best, best first
-  std::vector<int> order;                   // the beam's states, in its order
+  Arena arena;
+  std::vector<std::uint32_t> offset;
+  StateIndex index;
+  std::size_t first = 0;                // nbest == 1, once compacted: state i's hypothesis is
+                                        // the chart's hypothesis first + i
+  std::vector<std::vector<Hyp>> lists;  // nbest > 1: each state's k best, best first
+  std::vector<int> order;               // the beam's states, in its order
   bool beamed = false;
 
-  int size() const { return static_cast<int>(offset.size()) - 1; }
-  const Sig* sigs_of(int i) const { return sigs.data() + offset[static_cast<std::size_t>(i)]; }
-  int r_of(int i) const { return static_cast<int>(offset[static_cast<std::size_t>(i) + 1] - offset[static_cast<std::size_t>(i)]); }
-  int find(std::uint64_t h, const Sig* key, int r) const {
-    return index.find(h, [&](int i) { return r_of(i) == r && std::equal(key, key + r, sigs_of(i)); });
+  int size() const { return static_cast<int>(offset.size()); }
+  std::uint32_t at(int i) const { return offset[static_cast<std::size_t>(i)]; }
+  int r_at(std::uint32_t rec) const { return arena.at(rec)->head.r; }
+  int id_at(std::uint32_t rec) const { return arena.at(rec)->head.id; }
+  const Sig& sig_at(std::uint32_t rec, int k) const { return arena.at(rec)[HEAD_UNITS + static_cast<std::uint32_t>(k)].sig; }
+  std::uint64_t hash_at(std::uint32_t rec) const { return arena.at(rec)->head.hash; }
+  bool same(std::uint32_t rec, const Sig* key, int r) const {
+    const Unit* u = arena.at(rec);
+    if (u->head.r != r) return false;
+    for (int k = 0; k < r; ++k)
+      if (!(u[HEAD_UNITS + static_cast<std::uint32_t>(k)].sig == key[k])) return false;
+    return true;
   }
-  void release_keys() {
-    std::vector<Sig>().swap(sigs);
+  std::uint32_t find(std::uint64_t h, const Sig* key, int r) const {
+    return index.find(h, [&](std::uint32_t rec) { return same(rec, key, r); });
+  }
+  // f(hash, record) for the first `count` states, in order (for the index's resizes).
+  template <class F>
+  void every(F&& f, int count) const {
+    for (int i = 0; i < count; ++i) f(hash_at(offset[static_cast<std::size_t>(i)]), offset[static_cast<std::size_t>(i)]);
+  }
+  // nbest 1: the hypothesis of a record.
+  Hyp hyp_at(std::uint32_t rec) const {
+    const Unit* u = arena.at(rec);
+    return {u[1].h1.score, u[1].h1.prev_j, u[1].h1.prev_i, u[2].h2.rank, u[2].h2.opt, u[2].h2.s1, u[2].h2.s2};
+  }
+  void set_hyp(std::uint32_t rec, const Hyp& h) {
+    Unit* u = arena.at(rec);
+    u[1].h1 = {h.score, h.prev_j, h.prev_i};
+    u[2].h2 = {h.rank, h.opt, h.s1, h.s2};
+  }
+  double score_at(std::uint32_t rec) const { return arena.at(rec)[1].h1.score; }
+  // Keeps the hypotheses of the records (nbest 1) in `hyps`, from `first`.
+  void keep_hyps(bool single, HypStore& hyps, Memory& memory) {
+    if (!single) return;
+    first = hyps.size();
+    for (const std::uint32_t rec : offset) hyps.push_back(memory, hyp_at(rec));
+  }
+  // Returns the keys' memory (once expanded, a layer is reached only through back-pointers).
+  void release_keys(Memory& memory) {
+    arena.release(memory);
+    index.release(memory);
     std::vector<std::uint32_t>().swap(offset);
-    index.release();
     std::vector<int>().swap(order);
   }
+};
+
+// A state of the layer being expanded, with its successors (Chart::run's pipeline).
+struct Pending {
+  int i = 0;                                // the state
+  double head = 0.0;                        // its best score
+  const std::vector<Hyp>* list = nullptr;  // its k best (nbest > 1)
+  Successors succ;
 };
 
 struct NoBeam {
@@ -580,7 +963,14 @@ struct NoAdmit {
 
 class Chart {
  public:
-  Chart(Space& space, int nbest, long max_states) : sp_(space), nbest_(std::max(1, nbest)), max_states_(max_states) {}
+  Chart(Space& space, Memory& memory, int nbest, long max_states)
+      : sp_(space), memory_(memory), nbest_(std::max(1, nbest)), max_states_(max_states) {}
+  Chart(const Chart&) = delete;
+  Chart& operator=(const Chart&) = delete;
+  ~Chart() {  // the memory goes back to the search (the beam's next run)
+    for (Layer& layer : layers_) layer.release_keys(memory_);
+    hyps_.release(memory_);
+  }
 
   long states = 0, transitions = 0;
 
@@ -590,16 +980,24 @@ class Chart {
   template <bool NG, class Beam, class Admit>
   void run(Beam&& beam, Admit&& admit) {
     const int end = sp_.end;
+    const bool single = nbest_ == 1;
     layers_.assign(static_cast<std::size_t>(end) + 1, Layer{});
     {
+      const Hyp start{0.0, -1, -1, -1, -1, PHI, PHI};
       Layer& first = layers_[0];
-      add_state(first, sig_hash(sp_.start), &sp_.start, 1);
-      if (nbest_ == 1) first.best[0] = {0.0, -1, -1, -1, -1, PHI, PHI};
-      else first.lists[0].push_back({0.0, -1, -1, -1, -1, PHI, PHI});
+      const std::uint32_t rec = add_state(first, sig_hash(sp_.start), &sp_.start, 1);
+      if (single) first.set_hyp(rec, start);
+      else first.lists[0].push_back(start);
     }
     long created = 1, kept = 0;
     transitions = 0;
     std::vector<std::uint64_t> hashes;
+    std::vector<Sig> sigs;
+    // The states of a layer are expanded in order, but pipelined: the successors of the next
+    // state are built (and their slots fetched) while the records of this state's successors
+    // arrive, then this state's lookups are made. Only the cache sees the difference: the
+    // lookups and insertions happen in Python's order.
+    Pending pending[2];
     for (int j = 0; j < end; ++j) {
       Layer& layer = layers_[static_cast<std::size_t>(j)];
       if constexpr (std::decay_t<Beam>::active) {
@@ -607,40 +1005,97 @@ class Chart {
         kept += static_cast<long>(layer.order.size());
       }
       const int count = layer.beamed ? static_cast<int>(layer.order.size()) : layer.size();
-      for (int x = 0; x < count; ++x) {
-        const int i = layer.beamed ? layer.order[static_cast<std::size_t>(x)] : x;
-        const Sig* sigs = layer.sigs_of(i);
-        const int r = layer.r_of(i);
-        hashes.resize(static_cast<std::size_t>(r));
-        for (int k = 0; k < r; ++k) hashes[static_cast<std::size_t>(k)] = sig_hash(sigs[k]);
-        const std::vector<Hyp>* list = nbest_ == 1 ? nullptr : &layer.lists[static_cast<std::size_t>(i)];
-        const double head = nbest_ == 1 ? layer.best[static_cast<std::size_t>(i)].score : list->front().score;
-        sp_.expand<NG>(j, sigs, r, hashes.data(),
-                       [&](int t, const Sig* key, int nr, std::uint64_t h, double delta, const Opt& o, int s1, int s2) {
-                         ++transitions;
-                         if constexpr (std::decay_t<Admit>::active) {
-                           if (!admit(t, key, nr, head + delta)) return;
-                         }
-                         Layer& target = layers_[static_cast<std::size_t>(t)];
-                         int e = target.find(h, key, nr);
-                         if (e < 0) {
-                           ++created;
-                           if (max_states_ >= 0 && created > max_states_) throw Budget{};
-                           e = add_state(target, h, key, nr);
-                         }
-                         if (nbest_ == 1) {
-                           Hyp& best = target.best[static_cast<std::size_t>(e)];
-                           const double score = head + delta;
-                           if (best.prev_j < 0 || score > best.score) best = {score, j, i, 0, o.id, s1, s2};
-                         } else {
-                           std::vector<Hyp>& entry = target.lists[static_cast<std::size_t>(e)];
-                           for (std::size_t rank = 0; rank < list->size(); ++rank)
-                             insert_best(entry, {(*list)[rank].score + delta, j, i, static_cast<std::int32_t>(rank), o.id, s1, s2});
-                         }
-                       });
+      // The next layer (fed by this one most) is sized for what it will likely hold, before it
+      // fills: a grow rehashes every state at random.
+      if (count > 0) {
+        before_ = last_;
+        last_ = static_cast<std::size_t>(count);
+        const std::size_t guess = expected(created);
+        Layer& next = layers_[static_cast<std::size_t>(j) + 1];
+        next.index.reserve(memory_, guess, [&](auto&& f) { next.every(f, next.size()); });
       }
-      layer.release_keys();  // reached only through back-pointers from now on
+      // Expands state x of the layer into `into` and fetches the slots its successors probe.
+      const auto prepare = [&](int x, Pending& into) {
+        const int i = into.i = layer.beamed ? layer.order[static_cast<std::size_t>(x)] : x;
+        const std::uint32_t at = layer.at(i);
+        const int r = layer.r_at(at);
+        sigs.resize(static_cast<std::size_t>(r));
+        hashes.resize(static_cast<std::size_t>(r));
+        for (int k = 0; k < r; ++k) {
+          sigs[static_cast<std::size_t>(k)] = layer.sig_at(at, k);
+          hashes[static_cast<std::size_t>(k)] = sig_hash(sigs[static_cast<std::size_t>(k)]);
+        }
+        into.list = single ? nullptr : &layer.lists[static_cast<std::size_t>(layer.id_at(at))];
+        into.head = single ? layer.score_at(at) : into.list->front().score;
+        Successors& succ = into.succ;
+        sp_.expand<NG>(j, sigs.data(), r, hashes.data(), succ);
+        for (const Batch& b : succ) {
+          const StateIndex& index = layers_[static_cast<std::size_t>(b.t)].index;
+          if (index.empty_table()) continue;
+          for (std::size_t q = b.first; q < b.first + static_cast<std::size_t>(b.count); ++q)
+            __builtin_prefetch(index.home(succ.hash[q]));
+        }
+      };
+      // Fetches the records that the slots of `from`'s successors name.
+      const auto fetch = [&](const Pending& from) {
+        const Successors& succ = from.succ;
+        for (const Batch& b : succ) {
+          const Layer& target = layers_[static_cast<std::size_t>(b.t)];
+          if (target.index.empty_table()) continue;
+          for (std::size_t q = b.first; q < b.first + static_cast<std::size_t>(b.count); ++q) {
+            const Slot& slot = *target.index.home(succ.hash[q]);
+            if (slot.rec != EMPTY && slot.tag == StateIndex::tag_of(succ.hash[q])) {
+              const Unit* rec = target.arena.at(slot.rec);
+              __builtin_prefetch(rec, 1);
+              __builtin_prefetch(rec + 4, 1);
+            }
+          }
+        }
+      };
+      if (count > 0) prepare(0, pending[0]);
+      for (int x = 0; x < count; ++x) {
+        Pending& now = pending[x & 1];
+        fetch(now);
+        if (x + 1 < count) prepare(x + 1, pending[(x + 1) & 1]);
+        const int i = now.i;
+        const double head = now.head;
+        const std::vector<Hyp>* list = now.list;
+        Successors& succ = now.succ;
+        for (const Batch& b : succ) {
+          Layer& target = layers_[static_cast<std::size_t>(b.t)];
+          Sig* key = succ.keys.data() + b.key;
+          for (int y = 0; y < b.count; ++y) {
+            const std::size_t q = b.first + static_cast<std::size_t>(y);
+            ++transitions;
+            const double delta = succ.delta[q];
+            key[b.pos] = succ.sig[q];
+            if constexpr (std::decay_t<Admit>::active) {
+              if (!admit(b.t, key, b.nr, head + delta)) continue;
+            }
+            const std::uint64_t h = succ.hash[q];
+            std::uint32_t rec = target.find(h, key, b.nr);
+            const bool fresh = rec == EMPTY;
+            if (fresh) {
+              ++created;
+              if (max_states_ >= 0 && created > max_states_) throw Budget{};
+              rec = add_state(target, h, key, b.nr);
+            }
+            const std::int32_t opt = b.opts[y].id;
+            if (single) {
+              const double score = head + delta;
+              if (fresh || score > target.score_at(rec)) target.set_hyp(rec, {score, j, i, 0, opt, b.s1, b.s2});
+            } else {
+              std::vector<Hyp>& entry = target.lists[static_cast<std::size_t>(target.id_at(rec))];
+              for (std::size_t rank = 0; rank < list->size(); ++rank)
+                insert_best(entry, {(*list)[rank].score + delta, j, i, static_cast<std::int32_t>(rank), opt, b.s1, b.s2});
+            }
+          }
+        }
+      }
+      layer.keep_hyps(single, hyps_, memory_);
+      layer.release_keys(memory_);
     }
+    layers_[static_cast<std::size_t>(end)].keep_hyps(single, hyps_, memory_);
     states = std::decay_t<Beam>::active ? kept + layers_[static_cast<std::size_t>(end)].size() : created;
   }
 
@@ -652,8 +1107,12 @@ class Chart {
     out.states = states;
     out.transitions = transitions;
     const Layer& last = layers_[static_cast<std::size_t>(sp_.end)];
-    const int g = last.find(sig_hash(sp_.goal), &sp_.goal, 1);
-    const int count = g < 0 ? 0 : (nbest_ == 1 ? 1 : static_cast<int>(last.lists[static_cast<std::size_t>(g)].size()));
+    const std::uint32_t rec = last.find(sig_hash(sp_.goal), &sp_.goal, 1);
+    int g = -1, count = 0;
+    if (rec != EMPTY) {
+      g = last.id_at(rec);
+      count = nbest_ == 1 ? 1 : static_cast<int>(last.lists[static_cast<std::size_t>(g)].size());
+    }
     if (count == 0) {
       out.status = "none";
       out.message = empty;
@@ -672,23 +1131,25 @@ class Chart {
     return out;
   }
 
-  const Layer& layer(int j) const { return layers_[static_cast<std::size_t>(j)]; }
-  int nbest() const { return nbest_; }
-
  private:
+  // Hypothesis `rank` of state i of layer j, once the layer is compacted.
   const Hyp& hyp(int j, int i, int rank) const {
     const Layer& l = layers_[static_cast<std::size_t>(j)];
-    return nbest_ == 1 ? l.best[static_cast<std::size_t>(i)] : l.lists[static_cast<std::size_t>(i)][static_cast<std::size_t>(rank)];
+    return nbest_ == 1 ? hyps_[l.first + static_cast<std::size_t>(i)] : l.lists[static_cast<std::size_t>(i)][static_cast<std::size_t>(rank)];
   }
 
-  int add_state(Layer& layer, std::uint64_t h, const Sig* key, int r) {
+  std::uint32_t add_state(Layer& layer, std::uint64_t h, const Sig* key, int r) {
     const int id = layer.size();
-    layer.sigs.insert(layer.sigs.end(), key, key + r);
-    layer.offset.push_back(static_cast<std::uint32_t>(layer.sigs.size()));
-    layer.index.insert(h, id);
-    if (nbest_ == 1) layer.best.push_back({0.0, -1, -1, -1, -1, PHI, PHI});
-    else layer.lists.emplace_back();
-    return id;
+    const std::uint32_t rec = layer.arena.alloc(memory_, HEAD_UNITS + static_cast<std::uint32_t>(r));
+    Unit* unit = layer.arena.at(rec);
+    unit[0].head = {r, id, h};
+    unit[1].h1 = {0.0, -1, -1};
+    unit[2].h2 = {-1, -1, PHI, PHI};
+    for (int k = 0; k < r; ++k) unit[HEAD_UNITS + static_cast<std::uint32_t>(k)].sig = key[k];
+    layer.offset.push_back(rec);
+    layer.index.insert(memory_, h, rec, [&](auto&& f) { layer.every(f, id); });
+    if (nbest_ > 1) layer.lists.emplace_back();
+    return rec;
   }
 
   // kbest.insert_best: best first; among equal scores the earlier insertion ranks first.
@@ -772,9 +1233,21 @@ class Chart {
   }
 
   Space& sp_;
+  Memory& memory_;
   const int nbest_;
   const long max_states_;
   std::vector<Layer> layers_;
+  HypStore hyps_;
+  std::size_t last_ = 0, before_ = 0;  // the states expanded in the last two nonempty layers
+
+  // The states a layer fed by the one being expanded will likely hold: layers grow by about the
+  // last growth (up to 16 times) until the budget, then shrink.
+  std::size_t expected(long created) const {
+    std::size_t guess = last_;
+    if (before_ > 0 && last_ > before_) guess = last_ * std::min<std::size_t>(16, last_ / before_ + 1);
+    if (max_states_ >= 0) guess = std::min(guess, static_cast<std::size_t>(std::max(0L, max_states_ - created)) + 1);
+    return guess;
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -798,7 +1271,8 @@ void run_chart(Space& space, Chart& chart, Beam&& beam, Admit&& admit) {
 }
 
 Result dp(Space& space, const SignatureDpOptions& o) {
-  Chart chart(space, o.nbest, o.max_states);
+  Memory memory;
+  Chart chart(space, memory, o.nbest, o.max_states);
   try {
     run_chart(space, chart, NoBeam{}, NoAdmit{});
   } catch (const Budget&) {
@@ -816,7 +1290,9 @@ struct Beam {
   long long size;
   double threshold;  // < 0: off
   int n;
+  int nbest;
   std::vector<std::pair<double, int>> scored;
+  std::vector<Sig> sigs;
 
   void operator()(int j, Layer& layer) {
     layer.beamed = true;
@@ -825,11 +1301,14 @@ struct Beam {
     if (count == 0) return;
     scored.clear();
     for (int i = 0; i < count; ++i) {
-      const int r = layer.r_of(i);
+      const std::uint32_t at = layer.at(i);
+      const int r = layer.r_at(at);
       if (r - 1 > n - j) continue;
-      const double alpha = layer.best.empty() ? layer.lists[static_cast<std::size_t>(i)].front().score
-                                              : layer.best[static_cast<std::size_t>(i)].score;
-      scored.push_back({alpha + h(j, layer.sigs_of(i), r), i});
+      const double alpha = nbest > 1 ? layer.lists[static_cast<std::size_t>(layer.id_at(at))].front().score
+                                     : layer.score_at(at);
+      sigs.resize(static_cast<std::size_t>(r));
+      for (int k = 0; k < r; ++k) sigs[static_cast<std::size_t>(k)] = layer.sig_at(at, k);
+      scored.push_back({alpha + h(j, sigs.data(), r), i});
     }
     if (threshold >= 0) {
       if (scored.empty()) {
@@ -859,13 +1338,13 @@ struct Beam {
   }
 };
 
-Result beam_search(Space& space, const SignatureBeamOptions& o) {
+Result beam_search(Space& space, const SignatureBeamOptions& o, Memory& memory) {
   Heuristic h(space, o.heuristic);
   long states = 0, transitions = 0;
   long long size = o.beam_size;
   while (true) {
-    Chart chart(space, o.nbest, o.max_states);
-    Beam beam{h, size, o.beam_threshold, space.n, {}};
+    Chart chart(space, memory, o.nbest, o.max_states);
+    Beam beam{h, size, o.beam_threshold, space.n, o.nbest, {}, {}};
     try {
       run_chart(space, chart, beam, NoAdmit{});
     } catch (const Budget&) {
@@ -947,7 +1426,8 @@ Result bounded(Space& space, const SignatureDpOptions& o) {
   Heuristic h(space, BeamHeuristic::Bound);
   SignatureBeamOptions lower_options;  // BeamOptions(max_states=max_states): the default beam
   lower_options.max_states = o.max_states;
-  const Result lower = beam_search(space, lower_options);
+  Memory memory;
+  const Result lower = beam_search(space, lower_options, memory);
   if (!lower.status.empty()) return lower;
   const double lb = lower.hypotheses[0].score - 1e-9;
   const std::vector<double> future = future_bounds(space, h);
@@ -958,7 +1438,7 @@ Result bounded(Space& space, const SignatureDpOptions& o) {
     if (!any || v > close) close = v;
     any = true;
   }
-  Chart chart(space, 1, o.max_states);
+  Chart chart(space, memory, 1, o.max_states);
   try {
     run_chart(space, chart, NoBeam{}, Admit{h, future, lb, close, space.end});
   } catch (const Budget&) {
@@ -1006,7 +1486,8 @@ Result signature_dp(const Problem& problem, const SignatureDpOptions& options) {
 Result signature_beam(const Problem& problem, const SignatureBeamOptions& options) {
   check(problem, "signature_beam");
   Space space(problem, options.minimize);
-  return beam_search(space, options);
+  Memory memory;
+  return beam_search(space, options, memory);
 }
 
 Result signature_bounded(const Problem& problem, const SignatureDpOptions& options) {
