@@ -165,6 +165,7 @@ struct Opt {
 
 struct Group {
   int t;
+  int id;                 // the group's number (Space::groups, in order)
   std::vector<Opt> opts;  // by_start order
 };
 
@@ -253,6 +254,7 @@ class Space {
     if (static_cast<long long>(rows_) * cols_ <= (1LL << 22))
       lam_.assign(static_cast<std::size_t>(rows_) * static_cast<std::size_t>(cols_), std::nan(""));
     groups.assign(static_cast<std::size_t>(end) + 1, {});
+    int group_count = 0;
     for (int s = 1; s <= end; ++s) {
       const auto& opts = problem.by_start()[static_cast<std::size_t>(s)];
       std::vector<int> ends;
@@ -262,6 +264,7 @@ class Space {
       for (int t : ends) {
         Group g;
         g.t = t;
+        g.id = group_count++;
         for (const Option& o : opts)
           if (o.t == t)
             g.opts.push_back({o.score, o.id, o.s, o.t, o.first(), o.last(), col_[static_cast<std::size_t>(o.first())],
@@ -295,18 +298,21 @@ class Space {
     return p.ngram(&a, 1, b);
   }
 
-  // ngram.joined: join(a, opt, c) with its events scored, cached. The result depends on a only
-  // through its F and L (F is () exactly for the <s> tape) and on c through its F and L.
-  const Joined& joined(const Sig* a, const Opt& opt, const Sig* c) {
-    const std::int32_t key[5] = {opt.id, a ? a->a : -1, a ? a->b : -1, c ? c->a : -1, c ? c->b : -1};
+  // ngram.joined for every option of a group: join(a, opt, c) with its events scored, cached
+  // (one lookup per group and choice of ψ1 and ψ2; every option of the group is joined with
+  // them). The result depends on a only through its F and L (F is () exactly for the <s> tape)
+  // and on c through its F and L. Returns the joins, by the group's options.
+  const Joined* joined(const Group& g, const Sig* a, const Sig* c) {
+    const std::int32_t key[5] = {g.id, a ? a->a : -1, a ? a->b : -1, c ? c->a : -1, c ? c->b : -1};
     const std::uint64_t h = mix(mix(pair64(key[0], key[1]) ^ 0x51ed270b27UL) ^ pair64(key[2], key[3]) * 0x9e3779b97f4a7c15ULL ^ static_cast<std::uint32_t>(key[4]));
     const int id = join_index_.find(h, [&](int i) { return std::equal(key, key + 5, join_keys_.data() + static_cast<std::size_t>(i) * 5); });
-    if (id >= 0) return join_values_[static_cast<std::size_t>(id)];
-    const Joined value = join(a, *opt.option, c);
+    if (id >= 0) return join_values_.data() + join_at_[static_cast<std::size_t>(id)];
+    const std::size_t at = join_values_.size();
+    for (const Opt& o : g.opts) join_values_.push_back(join(a, *o.option, c));
     join_keys_.insert(join_keys_.end(), key, key + 5);
-    join_values_.push_back(value);
-    join_index_.insert(h, static_cast<int>(join_values_.size() - 1));
-    return join_values_.back();
+    join_at_.push_back(at);
+    join_index_.insert(h, static_cast<int>(join_at_.size() - 1));
+    return join_values_.data() + at;
   }
 
   // The successors of state (j, sigs[0..r)), as statespace.signature.expand (order 2) and
@@ -324,12 +330,14 @@ class Space {
         const int jump = end - a.t - 1;
         if (jump > d) continue;
         const std::size_t first = out.reserve(static_cast<std::size_t>(m));
+        const Joined* joins = nullptr;
+        if constexpr (NG) joins = joined(g, &a, nullptr);
         for (int i = 0; i < m; ++i) {
           const Opt& o = g.opts[static_cast<std::size_t>(i)];
           const std::size_t q = first + static_cast<std::size_t>(i);
           Sig nw;
           if constexpr (NG) {
-            const Joined& jn = joined(&a, o, nullptr);
+            const Joined& jn = joins[i];
             nw = {a.s, jn.first, end, jn.last};
             out.delta[q] = o.score + jn.score - eta * jump;
           } else {
@@ -371,10 +379,11 @@ class Space {
           const std::size_t first = out.reserve(static_cast<std::size_t>(m));
           if constexpr (NG) {
             const int jumps = (a ? j - a->t : 0) + (c ? t + 1 - c->s : 0);
+            const Joined* joins = joined(g, a, c);
             for (int i = 0; i < m; ++i) {
               const Opt& o = g.opts[static_cast<std::size_t>(i)];
               const std::size_t q = first + static_cast<std::size_t>(i);
-              const Joined& jn = joined(a, o, c);
+              const Joined& jn = joins[i];
               const Sig nw = {a ? a->s : o.s, jn.first, c ? c->t : o.t, jn.last};
               out.sig[q] = nw;
               out.delta[q] = o.score + jn.score - eta * jumps;
@@ -529,7 +538,8 @@ class Space {
   int rows_ = 0, cols_ = 0;
   std::vector<double> lam_;  // rows_ x cols_, NaN until computed; empty when too large
   Index join_index_;
-  std::vector<std::int32_t> join_keys_;  // 5 per join
+  std::vector<std::int32_t> join_keys_;  // 5 per entry: group, F and L of a, F and L of c
+  std::vector<std::size_t> join_at_;     // per entry: its joins' first in join_values_
   std::vector<Joined> join_values_;
   std::vector<int> cands1_, cands2_;
   std::vector<WordId> seq_, buf_;
