@@ -13,10 +13,14 @@
 // Layout: a signature is four ints (s, a, t, b): for order 2, (s, w_s, t, w_t) as in Figure 4;
 // for higher orders (s, F, t, L) with F and L ids of word tuples interned per search (Contexts).
 // A state of layer j is its signatures sorted by s (starts are distinct: tapes are disjoint),
-// stored in the layer's arena and found through an open-addressing index on a hash that sums the
-// signatures' hashes (so a successor's hash is the rest's plus the new tape's). A layer's keys
-// are freed once it has been expanded; its hypotheses (score and back-pointer) stay for the
-// backtrack. Everything lives in one Space and its Charts, freed when the search returns.
+// kept as one record (head, best hypothesis, signatures) in the layer's arena and found through
+// an index of 8-byte tagged slots on a hash that sums the signatures' hashes (so a successor's
+// hash is the rest's plus the new tape's). The search is bound by those random probes: the
+// successors of the next state are built, and their slots and records prefetched, while this
+// state's are looked up (in Python's order), and the next layer's index is sized from the
+// layers' growth so that it seldom rehashes. Once a layer is expanded, its hypotheses move to a
+// compact store for the backtrack and its keys' memory goes to the layers still to come
+// (Memory). Everything is freed when the search returns.
 #include "signature.h"
 
 #include <algorithm>
@@ -251,7 +255,7 @@ class Space {
         add(row_, rows_, o.last());
         add(col_, cols_, o.first());
       }
-    if (static_cast<long long>(rows_) * cols_ <= (1LL << 22))
+    if (!ngram && static_cast<long long>(rows_) * cols_ <= (1LL << 22))
       lam_.assign(static_cast<std::size_t>(rows_) * static_cast<std::size_t>(cols_), std::nan(""));
     groups.assign(static_cast<std::size_t>(end) + 1, {});
     int group_count = 0;
@@ -767,10 +771,10 @@ class Blocks {
   // The number of `count` consecutive items, in one block (skipping a block's tail if need be).
   std::uint64_t alloc(Memory& memory, std::uint64_t count) {
     int k = block_of(used_);
-    if (used_ + count > start(k) + capacity(k)) {  // does not fit: the next block
-      ++k;
+    if (used_ + count > start(k) + capacity(k)) {  // does not fit: the next block that holds it
+      do ++k;
+      while (count > capacity(k));
       used_ = start(k);
-      if (count > capacity(k)) throw std::length_error("signature search: a state of too many tapes");
     }
     while (blocks_.size() <= static_cast<std::size_t>(k))
       blocks_.push_back(static_cast<T*>(memory.block(std::max(0, static_cast<int>(blocks_.size()) - 1))));
