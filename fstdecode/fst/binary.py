@@ -5,7 +5,7 @@ object and a call per arc); a reordering automaton has hundreds of
 thousands. This module writes the bytes of OpenFst's VectorFst file
 format (version 2, standard tropical arcs, no symbol tables) with NumPy
 and reads them back with ``Fst.read_from_string``: the same machine, about
-twenty times faster to make. ``tests/test_fst.py`` checks it against one
+twenty times faster to make. ``tests/integration/test_fst.py`` checks it against one
 built with ``add_arc``.
 """
 
