@@ -27,6 +27,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <stdexcept>
@@ -636,34 +637,32 @@ struct Hyp {
   std::int32_t opt, s1, s2;           // the transition (option id, ψ1 and ψ2 starts)
 };
 
-// A state's record in its layer's arena: a head, its best hypothesis (nbest 1) and its r
-// signatures, in 16-byte units, so that a lookup touches one place (the slot aside).
+// A state's record in its layer's arena: a head, its best hypothesis's back-pointer (nbest 1)
+// and its r signatures, in 16-byte units, so that a lookup touches one place (the slot aside).
 struct Head {
   std::int32_t r, id;  // id: the state's index in the layer (and of its k-best list, nbest > 1)
-  std::uint64_t hash;
+  double score;        // nbest 1: the best hypothesis's score
 };
-struct HypScore {
-  double score;
-  std::int32_t prev_j, prev_i;
-};
-struct HypStep {
-  std::int32_t rank, opt, s1, s2;
+// A back-pointer (nbest 1): the hypothesis came from state prev_i of layer s(opt) − 1 (every
+// transition out of layer j takes an option that starts at j + 1) by option opt (< 0: none, the
+// start) with ψ1 and ψ2 starting at s1 and s2.
+struct Back {
+  std::int32_t prev_i, opt, s1, s2;
 };
 union Unit {
   Sig sig;
   Head head;
-  HypScore h1;
-  HypStep h2;
+  Back back;
 };
 static_assert(sizeof(Unit) == 16, "a record unit is 16 bytes");
-static_assert(sizeof(Hyp) == 32, "a hypothesis is 32 bytes");
-constexpr std::uint32_t HEAD_UNITS = 3;  // head, h1, h2; the signatures follow
+constexpr std::uint32_t HEAD_UNITS = 2;  // head, back; the signatures follow
 
+// A slot of a layer's index: all zero when empty (so that fresh memory needs no filling).
 struct Slot {
-  std::uint32_t tag;
-  std::uint32_t rec;  // the record's first unit, EMPTY for none
+  std::uint32_t tag;  // the high half of the state's hash
+  std::uint32_t ref;  // 1 + the record's first unit; 0: empty
 };
-constexpr std::uint32_t EMPTY = 0xffffffffU;
+constexpr std::uint32_t EMPTY = 0xffffffffU;  // "no record" (lookups), never a record
 
 // The memory of one search: blocks (record arenas, hypotheses) and slot tables, recycled from
 // the layers already expanded (and the beam's earlier runs) to the layers still to come, so that
@@ -694,18 +693,20 @@ class Memory {
   }
   void give_block(void* p, int size_class) { pool(blocks_, size_class).push_back(p); }
 
-  // A table of `size` (a power of 2, at least 1024) empty slots.
-  Slot* table(std::size_t size) {
-    auto& free = pool(tables_, log2(size));
-    Slot* p;
-    if (!free.empty()) {
-      p = static_cast<Slot*>(free.back());
+  // A table of at least `size` (a power of 2, at least 1024) empty slots; its size in `size`
+  // (a free table up to 4 times larger serves: clearing it costs less than fresh memory).
+  Slot* table(std::size_t& size) {
+    const int k = log2(size);
+    for (int c = k; c <= k + 2; ++c) {
+      auto& free = pool(tables_, c);
+      if (free.empty()) continue;
+      void* p = free.back();
       free.pop_back();
-    } else {
-      p = static_cast<Slot*>(allocate(size * sizeof(Slot)));
+      size = std::size_t{1} << c;
+      std::memset(p, 0, size * sizeof(Slot));
+      return static_cast<Slot*>(p);
     }
-    std::fill(p, p + size, Slot{0, EMPTY});
-    return p;
+    return static_cast<Slot*>(allocate(size * sizeof(Slot), true));
   }
   void give_table(Slot* p, std::size_t size) {
     if (p != nullptr) pool(tables_, log2(size)).push_back(p);
@@ -721,17 +722,18 @@ class Memory {
     if (pools.size() <= static_cast<std::size_t>(k)) pools.resize(static_cast<std::size_t>(k) + 1);
     return pools[static_cast<std::size_t>(k)];
   }
-  void* allocate(std::size_t bytes) {
-    void* p;
-    if (bytes >= HUGE) {
-      p = std::aligned_alloc(HUGE, bytes);
-#ifdef MADV_HUGEPAGE
-      if (p != nullptr) madvise(p, bytes, MADV_HUGEPAGE);
-#endif
-    } else {
-      p = std::malloc(bytes);
-    }
+  // Blocks of 2 MB and more are 2 MB-aligned; zeroed ones come from calloc, which gets large
+  // ones zeroed from the system without writing them.
+  void* allocate(std::size_t bytes, bool zeroed = false) {
+    void* p = zeroed ? std::calloc(bytes, 1) : bytes >= HUGE ? std::aligned_alloc(HUGE, bytes) : std::malloc(bytes);
     if (p == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    if (bytes >= HUGE) {  // madvise takes whole pages: the ones inside the block
+      const std::uintptr_t page = 4096, from = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
+      const std::uintptr_t to = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(page - 1);
+      if (to > from) madvise(reinterpret_cast<void*>(from), to - from, MADV_HUGEPAGE);
+    }
+#endif
     owned_.push_back(p);
     return p;
   }
@@ -809,16 +811,16 @@ class Arena {
   Blocks<Unit> units_;
 };
 
-// The hypotheses of the expanded layers (nbest 1), by number.
+// The back-pointers of the expanded layers' states (nbest 1), by number.
 class HypStore {
  public:
-  std::size_t size() const { return static_cast<std::size_t>(hyps_.size()); }
-  const Hyp& operator[](std::size_t i) const { return *hyps_.at(i); }
-  void push_back(Memory& memory, const Hyp& h) { *hyps_.at(hyps_.alloc(memory, 1)) = h; }
-  void release(Memory& memory) { hyps_.release(memory); }
+  std::size_t size() const { return static_cast<std::size_t>(backs_.size()); }
+  const Back& operator[](std::size_t i) const { return *backs_.at(i); }
+  void push_back(Memory& memory, const Back& b) { *backs_.at(backs_.alloc(memory, 1)) = b; }
+  void release(Memory& memory) { backs_.release(memory); }
 
  private:
-  Blocks<Hyp> hyps_;
+  Blocks<Back> backs_;
 };
 
 // A layer's index of its states: 8-byte slots (a 32-bit tag of the hash and the state's record),
@@ -838,8 +840,8 @@ class StateIndex {
     const std::uint32_t tag = tag_of(h);
     for (std::size_t i = h & m;; i = (i + 1) & m) {
       const Slot& slot = slots_[i];
-      if (slot.rec == EMPTY) return EMPTY;
-      if (slot.tag == tag && eq(slot.rec)) return slot.rec;
+      if (slot.ref == 0) return EMPTY;
+      if (slot.tag == tag && eq(slot.ref - 1)) return slot.ref - 1;
     }
   }
   // Inserts rec (whose key is absent). On a grow, every(f) calls f(hash, rec) for each record
@@ -891,8 +893,8 @@ class StateIndex {
   void place(std::uint64_t h, std::uint32_t rec) {
     const std::size_t m = size_ - 1;
     std::size_t i = h & m;
-    while (slots_[i].rec != EMPTY) i = (i + 1) & m;
-    slots_[i] = {tag_of(h), rec};
+    while (slots_[i].ref != 0) i = (i + 1) & m;
+    slots_[i] = {tag_of(h), rec + 1};
   }
   Slot* slots_ = nullptr;
   std::size_t size_ = 0, count_ = 0;
@@ -916,7 +918,12 @@ struct Layer {
   int r_at(std::uint32_t rec) const { return arena.at(rec)->head.r; }
   int id_at(std::uint32_t rec) const { return arena.at(rec)->head.id; }
   const Sig& sig_at(std::uint32_t rec, int k) const { return arena.at(rec)[HEAD_UNITS + static_cast<std::uint32_t>(k)].sig; }
-  std::uint64_t hash_at(std::uint32_t rec) const { return arena.at(rec)->head.hash; }
+  std::uint64_t hash_at(std::uint32_t rec) const {
+    const Unit* u = arena.at(rec);
+    std::uint64_t h = 0;
+    for (int k = 0; k < u->head.r; ++k) h += sig_hash(u[HEAD_UNITS + static_cast<std::uint32_t>(k)].sig);
+    return h;
+  }
   bool same(std::uint32_t rec, const Sig* key, int r) const {
     const Unit* u = arena.at(rec);
     if (u->head.r != r) return false;
@@ -932,22 +939,19 @@ struct Layer {
   void every(F&& f, int count) const {
     for (int i = 0; i < count; ++i) f(hash_at(offset[static_cast<std::size_t>(i)]), offset[static_cast<std::size_t>(i)]);
   }
-  // nbest 1: the hypothesis of a record.
-  Hyp hyp_at(std::uint32_t rec) const {
-    const Unit* u = arena.at(rec);
-    return {u[1].h1.score, u[1].h1.prev_j, u[1].h1.prev_i, u[2].h2.rank, u[2].h2.opt, u[2].h2.s1, u[2].h2.s2};
-  }
-  void set_hyp(std::uint32_t rec, const Hyp& h) {
+  // nbest 1: the best hypothesis of a record.
+  double score_at(std::uint32_t rec) const { return arena.at(rec)->head.score; }
+  const Back& back_at(std::uint32_t rec) const { return arena.at(rec)[1].back; }
+  void set_best(std::uint32_t rec, double score, const Back& back) {
     Unit* u = arena.at(rec);
-    u[1].h1 = {h.score, h.prev_j, h.prev_i};
-    u[2].h2 = {h.rank, h.opt, h.s1, h.s2};
+    u->head.score = score;
+    u[1].back = back;
   }
-  double score_at(std::uint32_t rec) const { return arena.at(rec)[1].h1.score; }
   // Keeps the hypotheses of the records (nbest 1) in `hyps`, from `first`.
   void keep_hyps(bool single, HypStore& hyps, Memory& memory) {
     if (!single) return;
     first = hyps.size();
-    for (const std::uint32_t rec : offset) hyps.push_back(memory, hyp_at(rec));
+    for (const std::uint32_t rec : offset) hyps.push_back(memory, back_at(rec));
   }
   // Returns the keys' memory (once expanded, a layer is reached only through back-pointers).
   void release_keys(Memory& memory) {
@@ -997,21 +1001,20 @@ class Chart {
     const bool single = nbest_ == 1;
     layers_.assign(static_cast<std::size_t>(end) + 1, Layer{});
     {
-      const Hyp start{0.0, -1, -1, -1, -1, PHI, PHI};
       Layer& first = layers_[0];
       const std::uint32_t rec = add_state(first, sig_hash(sp_.start), &sp_.start, 1);
-      if (single) first.set_hyp(rec, start);
-      else first.lists[0].push_back(start);
+      if (single) first.set_best(rec, 0.0, {-1, -1, PHI, PHI});
+      else first.lists[0].push_back({0.0, -1, -1, -1, -1, PHI, PHI});
     }
     long created = 1, kept = 0;
     transitions = 0;
     std::vector<std::uint64_t> hashes;
     std::vector<Sig> sigs;
-    // The states of a layer are expanded in order, but pipelined: the successors of the next
-    // state are built (and their slots fetched) while the records of this state's successors
-    // arrive, then this state's lookups are made. Only the cache sees the difference: the
-    // lookups and insertions happen in Python's order.
-    Pending pending[2];
+    // The states of a layer are expanded in order, but pipelined: the successors of the states
+    // after this one are built and their slots and records fetched while this state's lookups
+    // are made. Only the cache sees the difference: the lookups and insertions happen in
+    // Python's order.
+    Pending pending[3];
     for (int j = 0; j < end; ++j) {
       Layer& layer = layers_[static_cast<std::size_t>(j)];
       if constexpr (std::decay_t<Beam>::active) {
@@ -1058,19 +1061,22 @@ class Chart {
           if (target.index.empty_table()) continue;
           for (std::size_t q = b.first; q < b.first + static_cast<std::size_t>(b.count); ++q) {
             const Slot& slot = *target.index.home(succ.hash[q]);
-            if (slot.rec != EMPTY && slot.tag == StateIndex::tag_of(succ.hash[q])) {
-              const Unit* rec = target.arena.at(slot.rec);
+            if (slot.ref != 0 && slot.tag == StateIndex::tag_of(succ.hash[q])) {
+              const Unit* rec = target.arena.at(slot.ref - 1);
               __builtin_prefetch(rec, 1);
               __builtin_prefetch(rec + 4, 1);
             }
           }
         }
       };
-      if (count > 0) prepare(0, pending[0]);
+      // Three states in flight: state x + 2 is built and its slots fetched, the records named
+      // by the slots of state x + 1 are fetched, and state x is looked up.
+      for (int x = 0; x < std::min(count, 2); ++x) prepare(x, pending[x]);
+      if (count > 0) fetch(pending[0]);
       for (int x = 0; x < count; ++x) {
-        Pending& now = pending[x & 1];
-        fetch(now);
-        if (x + 1 < count) prepare(x + 1, pending[(x + 1) & 1]);
+        Pending& now = pending[x % 3];
+        if (x + 2 < count) prepare(x + 2, pending[(x + 2) % 3]);
+        if (x + 1 < count) fetch(pending[(x + 1) % 3]);
         const int i = now.i;
         const double head = now.head;
         const std::vector<Hyp>* list = now.list;
@@ -1097,7 +1103,7 @@ class Chart {
             const std::int32_t opt = b.opts[y].id;
             if (single) {
               const double score = head + delta;
-              if (fresh || score > target.score_at(rec)) target.set_hyp(rec, {score, j, i, 0, opt, b.s1, b.s2});
+              if (fresh || score > target.score_at(rec)) target.set_best(rec, score, {i, opt, b.s1, b.s2});
             } else {
               std::vector<Hyp>& entry = target.lists[static_cast<std::size_t>(target.id_at(rec))];
               for (std::size_t rank = 0; rank < list->size(); ++rank)
@@ -1134,7 +1140,7 @@ class Chart {
     }
     for (int rank = 0; rank < count; ++rank) {
       Hypothesis h;
-      h.score = hyp(sp_.end, g, rank).score;
+      h.score = nbest_ == 1 ? last.score_at(rec) : last.lists[static_cast<std::size_t>(g)][static_cast<std::size_t>(rank)].score;
       if (!phrases_of(backtrack(sp_.end, g, rank), h.options, out.message)) {
         out.status = "none";
         out.hypotheses.clear();
@@ -1146,19 +1152,13 @@ class Chart {
   }
 
  private:
-  // Hypothesis `rank` of state i of layer j, once the layer is compacted.
-  const Hyp& hyp(int j, int i, int rank) const {
-    const Layer& l = layers_[static_cast<std::size_t>(j)];
-    return nbest_ == 1 ? hyps_[l.first + static_cast<std::size_t>(i)] : l.lists[static_cast<std::size_t>(i)][static_cast<std::size_t>(rank)];
-  }
 
   std::uint32_t add_state(Layer& layer, std::uint64_t h, const Sig* key, int r) {
     const int id = layer.size();
     const std::uint32_t rec = layer.arena.alloc(memory_, HEAD_UNITS + static_cast<std::uint32_t>(r));
     Unit* unit = layer.arena.at(rec);
-    unit[0].head = {r, id, h};
-    unit[1].h1 = {0.0, -1, -1};
-    unit[2].h2 = {-1, -1, PHI, PHI};
+    unit[0].head = {r, id, 0.0};
+    unit[1].back = {-1, -1, PHI, PHI};
     for (int k = 0; k < r; ++k) unit[HEAD_UNITS + static_cast<std::uint32_t>(k)].sig = key[k];
     layer.offset.push_back(rec);
     layer.index.insert(memory_, h, rec, [&](auto&& f) { layer.every(f, id); });
@@ -1184,12 +1184,20 @@ class Chart {
   std::vector<Step> backtrack(int j, int i, int rank) const {
     std::vector<Step> steps;
     while (true) {
-      const Hyp& h = hyp(j, i, rank);
-      if (h.prev_j < 0) break;
-      steps.push_back({h.opt, h.s1, h.s2});
-      j = h.prev_j;
-      i = h.prev_i;
-      rank = h.rank;
+      if (nbest_ == 1) {
+        const Back& b = hyps_[layers_[static_cast<std::size_t>(j)].first + static_cast<std::size_t>(i)];
+        if (b.opt < 0) break;
+        steps.push_back({b.opt, b.s1, b.s2});
+        j = sp_.options_by_id[static_cast<std::size_t>(b.opt)]->s - 1;
+        i = b.prev_i;
+      } else {
+        const Hyp& h = layers_[static_cast<std::size_t>(j)].lists[static_cast<std::size_t>(i)][static_cast<std::size_t>(rank)];
+        if (h.prev_j < 0) break;
+        steps.push_back({h.opt, h.s1, h.s2});
+        j = h.prev_j;
+        i = h.prev_i;
+        rank = h.rank;
+      }
     }
     std::reverse(steps.begin(), steps.end());
     return steps;
@@ -1255,10 +1263,11 @@ class Chart {
   std::size_t last_ = 0, before_ = 0;  // the states expanded in the last two nonempty layers
 
   // The states a layer fed by the one being expanded will likely hold: layers grow by about the
-  // last growth (up to 16 times) until the budget, then shrink.
+  // last growth until the budget, then shrink. The guess stays within twice the last layer: a
+  // table too large costs fresh memory (as dear as the search), one too small a rehash or two.
   std::size_t expected(long created) const {
     std::size_t guess = last_;
-    if (before_ > 0 && last_ > before_) guess = last_ * std::min<std::size_t>(16, last_ / before_ + 1);
+    if (before_ > 0 && last_ > before_) guess = last_ * std::min<std::size_t>(2, last_ / before_ + 1);
     if (max_states_ >= 0) guess = std::min(guess, static_cast<std::size_t>(std::max(0L, max_states_ - created)) + 1);
     return guess;
   }
