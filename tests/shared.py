@@ -100,3 +100,21 @@ def expect_reader_error(
     assert fragment in message, message
     assert isinstance(info.value, FstdecodeError)
     return message
+
+
+def outcome(search, problem, options):
+    """A search's result, or the class and message of the error it raised (with a budget's ``best``).
+
+    Engine agreement tests compare these: the same result, or the same error with the same words.
+    ValueError is ``signature_beam.make_beam``'s max() of no scores, which the native beam mirrors.
+    """
+    from fstdecode.problem.problem import SearchError, SearchLimitError
+
+    try:
+        return search(problem, options)
+    except SearchLimitError as e:
+        return (SearchLimitError, str(e), e.best)
+    except SearchError as e:
+        return (SearchError, str(e))
+    except ValueError as e:
+        return (ValueError, str(e))

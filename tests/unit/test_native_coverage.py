@@ -24,6 +24,7 @@ from fstdecode.search.base import METHODS
 from fstdecode.search.coverage_dp import CoverageOptions
 
 from randmodels import NO_BUDGET, arpa_bigram, arpa_trigram, problem_of, random_case
+from shared import outcome
 from shared import data_path
 
 SETTINGS = dict(
@@ -31,16 +32,6 @@ SETTINGS = dict(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
 )
 EXAMPLE = "das muss unsere sorge gleichermaßen sein".split()
-
-
-def outcome(search, problem, options):
-    """A search's result, or the class and message of the error it raised (and a budget's best)."""
-    try:
-        return search(problem, options)
-    except SearchLimitError as e:
-        return (SearchLimitError, str(e), e.best)
-    except SearchError as e:
-        return (SearchError, str(e))
 
 
 def assert_same(problem, options):

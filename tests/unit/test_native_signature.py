@@ -14,13 +14,14 @@ from hypothesis import strategies as st
 
 from fstdecode.decoder import Decoder
 from fstdecode.model.model import load_model
-from fstdecode.problem.problem import SearchError, SearchLimitError
+from fstdecode.problem.problem import SearchLimitError
 from fstdecode.search import bounded, native_signature, signature_beam, signature_dp
 from fstdecode.search.bounded import BoundedOptions
 from fstdecode.search.signature_beam import HEURISTICS, BeamOptions
 from fstdecode.search.signature_dp import DpOptions
 
 from randmodels import NO_BUDGET, problem_of, random_case
+from shared import outcome
 from shared import SEARCH_SETTINGS, data_path
 
 EXAMPLE = "das muss unsere sorge gleichermaßen sein".split()
@@ -31,18 +32,6 @@ ENGINES = {
     "beam": (signature_beam.search, native_signature.beam_search),
     "bounded": (bounded.search, native_signature.bounded_search),
 }
-
-
-def outcome(search, problem, options):
-    """A search's result, or the class and message of the error it raised (with its ``best``)."""
-    try:
-        return search(problem, options)
-    except SearchLimitError as e:
-        return (SearchLimitError, str(e), e.best)
-    except SearchError as e:
-        return (SearchError, str(e))
-    except ValueError as e:  # signature_beam.make_beam's max() of no scores (see native_signature)
-        return (ValueError, str(e))
 
 
 def assert_same_result(core, python):

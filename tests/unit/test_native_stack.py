@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 from fstdecode.decoder import Decoder
 from fstdecode.io.arpa import ArpaLM
 from fstdecode.model.model import load_model
-from fstdecode.problem.problem import SearchError, SearchLimitError
+from fstdecode.problem.problem import SearchLimitError
 from fstdecode.search import native, stack
 
 from randmodels import arpa_bigram, arpa_trigram, random_case
+from shared import outcome
 from shared import data_path
 
 SETTINGS = dict(
@@ -44,16 +45,6 @@ SWITCHES = [
 def problem_of(case):
     model, sentence = case
     return Decoder(model).problem(sentence)
-
-
-def outcome(search, problem, options):
-    """A search's result, or the class and message of the error it raised."""
-    try:
-        return search(problem, options)
-    except SearchLimitError as e:
-        return (SearchLimitError, str(e), e.best)
-    except SearchError as e:
-        return (SearchError, str(e))
 
 
 def assert_same(problem, options):
