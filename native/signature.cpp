@@ -631,6 +631,7 @@ class Heuristic {
 // ---------------------------------------------------------------------------------------------
 // Chart (signature_dp.run, backtrack, result).
 
+// A hypothesis of a k-best list (nbest > 1): its score and back-pointer.
 struct Hyp {
   double score;
   std::int32_t prev_j, prev_i, rank;  // the back-pointer's state (prev_j < 0: the start)
@@ -902,13 +903,13 @@ class StateIndex {
 
 // The states of one layer (T_j). While the layer is built and expanded, its states are records
 // in `arena` (offset[i]: state i's record, in order of creation); once expanded, only their
-// hypotheses remain (the chart's HypStore from `first`, or `lists`), for the backtrack.
+// back-pointers remain (the chart's HypStore from `first`, or `lists`), for the backtrack.
 struct Layer {
   Arena arena;
   std::vector<std::uint32_t> offset;
   StateIndex index;
-  std::size_t first = 0;                // nbest == 1, once compacted: state i's hypothesis is
-                                        // the chart's hypothesis first + i
+  std::size_t first = 0;                // nbest == 1, once expanded: state i's back-pointer is
+                                        // the chart's (HypStore) first + i
   std::vector<std::vector<Hyp>> lists;  // nbest > 1: each state's k best, best first
   std::vector<int> order;               // the beam's states, in its order
   bool beamed = false;
@@ -947,7 +948,7 @@ struct Layer {
     u->head.score = score;
     u[1].back = back;
   }
-  // Keeps the hypotheses of the records (nbest 1) in `hyps`, from `first`.
+  // Keeps the back-pointers of the records (nbest 1) in `hyps`, from `first`.
   void keep_hyps(bool single, HypStore& hyps, Memory& memory) {
     if (!single) return;
     first = hyps.size();
