@@ -58,6 +58,7 @@ def coverage_options(draw, max_states=NO_BUDGET):
 # --- agreement on random instances ------------------------------------------------------
 
 
+@pytest.mark.slow  # many hypothesis examples; the fast set keeps one agreement check per engine
 @pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 @settings(max_examples=100, **SETTINGS)
 @given(data=st.data())
@@ -99,6 +100,7 @@ def python_lm_case(draw, order: int):
     return dataclasses.replace(model, lm=lm), sentence
 
 
+@pytest.mark.slow  # many hypothesis examples; the fast set keeps one agreement check per engine
 @pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 @settings(max_examples=20, **SETTINGS)
 @given(data=st.data())

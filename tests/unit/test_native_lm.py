@@ -127,6 +127,7 @@ def arpa_files(draw: st.DrawFn) -> tuple[str, int]:
     return bom + end.join(lines), order
 
 
+@pytest.mark.slow  # many hypothesis examples; the fast set keeps one agreement check per engine
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(arpa=arpa_files(), data=st.data(), rnd=st.randoms(use_true_random=False))
 def test_random_models_equal_arpalm(arpa: tuple[str, int], data: st.DataObject, rnd: random.Random) -> None:
@@ -312,6 +313,7 @@ MUTATIONS = ["", " ", "\t", "\r", "\n", "\x0b", "\x0c", "\x1c", "\x85", "\xa0", 
              "\\", "_", "\u0663", "e", "+", "-", ".", "0", "9", "inf", "nan", "<UNK>", "<unk>", "=", "a", "-grams:"]
 
 
+@pytest.mark.slow  # many hypothesis examples; the fast set keeps one agreement check per engine
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     edits=st.lists(

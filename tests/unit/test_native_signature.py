@@ -139,6 +139,7 @@ def test_beam_budget_errors_agree(case, max_states, heuristic):
     assert_same("beam", problem_of(case), BeamOptions(max_states=max_states, beam_size=3, heuristic=heuristic))
 
 
+@pytest.mark.slow  # many hypothesis examples; the fast set keeps one agreement check per engine
 @settings(max_examples=100, **SEARCH_SETTINGS)
 @given(random_case(min_n=3, max_n=8, order=2), st.data())
 def test_beam_without_one_word_options(case, data):

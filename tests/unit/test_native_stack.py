@@ -124,6 +124,7 @@ def test_core_lm_scores_equal_the_problems(case):
                 assert core.ngram([a, b], c) == problem.ngram((a, b), c)
 
 
+@pytest.mark.slow  # many hypothesis examples; the fast set keeps one agreement check per engine
 @settings(max_examples=60, **SETTINGS)
 @given(random_case(min_n=2, max_n=7, order=3), st.data())
 def test_native_equals_python_without_one_word_options(case, data):
@@ -148,6 +149,7 @@ def python_lm_case(draw, order: int):
     return dataclasses.replace(model, lm=lm), sentence
 
 
+@pytest.mark.slow  # many hypothesis examples; the fast set keeps one agreement check per engine
 @pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 @settings(max_examples=30, **SETTINGS)
 @given(data=st.data())
