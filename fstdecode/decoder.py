@@ -23,7 +23,7 @@ from fstdecode.model.features import Features
 from fstdecode.model.model import Model
 from fstdecode.problem.problem import PhraseScores, SearchLimitError, SearchProblem, SearchResult
 from fstdecode.problem.scorer import score as score_derivation
-from fstdecode.problem.sentence import Phrase, Sentence, build_sentence
+from fstdecode.problem.sentence import Phrase
 # Importing the method modules registers them, in this order (fstdecode.search.base.METHODS).
 from fstdecode.search import signature_dp, bounded, signature_beam, stack, coverage_dp  # noqa: F401, I001
 import fstdecode.fst.searcher  # noqa: F401, E402
@@ -152,11 +152,9 @@ class Decoder:
         return self.options.nbest
 
     def problem(self, words: Sequence[str], id: int = 0) -> SearchProblem:
-        """The integer search problem of one tokenized sentence."""
-        sentence: Sentence = build_sentence(self.model.table, tuple(words))
-        return SearchProblem(
-            sentence, self.lm, self.model.weights, self.model.distortion_limit, id=id, phrase_scores=self._phrase_scores
-        )
+        """The integer search problem of one tokenized sentence (its options are looked up on first use)."""
+        m = self.model
+        return SearchProblem.from_table(words, m.table, self.lm, m.weights, m.distortion_limit, id, self._phrase_scores)
 
     def decode(self, line: str | Sequence[str], id: int = 0) -> DecodeResult:
         """Decode one sentence (a string is whitespace-tokenized).

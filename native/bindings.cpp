@@ -8,6 +8,7 @@
 #include "problem.h"
 #include "signature.h"
 #include "stack.h"
+#include "table.h"
 
 namespace py = pybind11;
 using namespace fstdecode;
@@ -316,7 +317,46 @@ PYBIND11_MODULE(_core, m) {
           py::arg("context"))
       .def(
           "extends", [](const Problem& p, const std::vector<WordId>& context) { return p.extends(context); },
-          py::arg("context"));
+          py::arg("context"))
+      .def(
+          "options",
+          [](const Problem& p) {
+            py::list out;
+            for (int s = 1; s <= p.n(); ++s)
+              for (const Option& o : p.by_start()[static_cast<std::size_t>(s)])
+                out.append(py::make_tuple(o.s, o.t, o.score, o.words, o.index));
+            return out;
+          },
+          "(s, t, score, words, index) of every phrase option, by start, in order of addition")
+      .def_property_readonly(
+          "lm_ids",
+          [](const Problem& p) {
+            std::vector<WordId> out;
+            for (WordId w = 0; w < static_cast<WordId>(p.vocab_size()); ++w) out.push_back(p.lm_id(w));
+            return out;
+          },
+          "the LM id of each problem id");
+
+  // ---- Phrase table -----------------------------------------------------------------------
+  // (section: table)
+  py::class_<PhraseIndex>(m, "PhraseIndex",
+                          "The model's phrase table with each pair's ŵ(p), registered per source "
+                          "phrase; builds a sentence's Problem natively (table.h).")
+      .def(py::init([](const NgramLM& lm, std::vector<double> tm, double word, double phrase, double unknown,
+                       double lm_weight, double unknown_value) {
+             return std::make_unique<PhraseIndex>(
+                 lm, PairWeights{std::move(tm), word, phrase, unknown, lm_weight}, unknown_value);
+           }),
+           py::arg("lm"), py::arg("tm"), py::arg("word"), py::arg("phrase"), py::arg("unknown"),
+           py::arg("lm_weight"), py::arg("unknown_value"),
+           py::keep_alive<1, 2>())  // the index keeps its LM alive
+      .def("add_source", &PhraseIndex::add_source, py::arg("source_length"), py::arg("targets"),
+           py::arg("scores"))
+      .def("add_unknown", &PhraseIndex::add_unknown, py::arg("word"))
+      .def("pairs", &PhraseIndex::pairs, py::arg("handle"))
+      .def("problem", &PhraseIndex::problem, py::arg("n"), py::arg("d"), py::arg("eta"), py::arg("s"),
+           py::arg("t"), py::arg("handle"),
+           py::keep_alive<0, 1>());  // a problem keeps the index (and so its LM) alive
 
   py::class_<Hypothesis>(m, "Hypothesis")
       .def_readonly("score", &Hypothesis::score)

@@ -52,6 +52,8 @@ class Problem {
   bool finished() const { return finished_; }
   // The LM id of a problem id.
   WordId lm_id(WordId w) const { return lm_id_[static_cast<std::size_t>(w)]; }
+  // The number of problem ids.
+  std::size_t vocab_size() const { return lm_id_.size(); }
 
   // Weighted LM scores over problem ids (as SearchProblem.ngram/backoff/extends: weight x
   // lm.logprob, the same floating-point operations). ngram is cached per problem on the exact

@@ -10,6 +10,9 @@ message, so every error a user sees is ArpaLM's.
 
 Words are interned to integer ids in the core; :meth:`NativeLM.index` gives a word's id and
 :attr:`NativeLM.core` the core model, for native code that scores over ids.
+
+A NativeLM pickles (to ship a model to worker processes) by what it was loaded from, not by
+its tables: unpickling reads the ARPA file again (see :meth:`NativeLM.__reduce__`).
 """
 
 from __future__ import annotations
@@ -50,16 +53,44 @@ class NativeLM:
     :meth:`phrase_estimate`, :meth:`word`, :attr:`vocabulary`, :meth:`backoff`,
     :meth:`extends`, :meth:`unigram_logprob`; plus :attr:`core` and :meth:`index` for code
     that works over word ids.
+
+    Pickling: the core (a C++ object) is not pickled. A pickle holds the file's absolute path
+    as it was when the model was loaded, the ``max_order`` given to :meth:`from_file`, the
+    order of any :meth:`restrict`, and the counts; unpickling reads the file again with those
+    arguments. So the file must be readable at that same absolute path wherever the pickle is
+    loaded (a shared file system for remote workers) and must not have changed: unpickling
+    raises :class:`ArpaError` if the file is missing or unreadable, or if its counts differ
+    from the pickled model's. The result scores bit for bit as the original. Copies
+    (:func:`copy.copy`, :func:`copy.deepcopy`) return the model itself: it is immutable.
     """
 
-    __slots__ = ("path", "order", "counts", "core", "_vocabulary")
+    __slots__ = ("path", "order", "counts", "core", "_vocabulary", "_source", "_max_order")
 
-    def __init__(self, path: str, core: _core.NgramLM) -> None:
+    def __init__(
+        self, path: str, core: _core.NgramLM, *, source: str | None = None, max_order: int | None = None
+    ) -> None:
+        """Wrap ``core``, read from ``path`` (as the user gave it) with ``from_file``'s ``max_order``.
+
+        ``source`` is the absolute path that unpickling re-reads (default: ``path`` made
+        absolute now).
+        """
         self.path = path
         self.core = core
         self.order: int = core.order
         self.counts: tuple[int, ...] = core.counts
         self._vocabulary: frozenset[str] | None = None
+        self._source = source if source is not None else os.path.abspath(path)
+        self._max_order = max_order
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        """Pickle as "re-read the file": ``_reload(path, source, max_order, order, counts)``."""
+        return _reload, (self.path, self._source, self._max_order, self.order, self.counts)
+
+    def __copy__(self) -> NativeLM:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> NativeLM:
+        return self
 
     def __repr__(self) -> str:
         return f"NativeLM(path={self.path!r}, order={self.order!r}, counts={self.counts!r})"
@@ -85,7 +116,7 @@ class NativeLM:
         except _core.ArpaFormatError as err:
             ArpaLM.from_file(spath, max_order)  # raises the canonical ArpaError
             raise ArpaError(f"{spath}: {err} (the Python reader accepts this file: please report)") from None
-        return cls(spath, core)
+        return cls(spath, core, max_order=max_order)
 
     def restrict(self, order: int) -> NativeLM:
         """The model using only n-grams up to ``order``: :meth:`ArpaLM.restrict`."""
@@ -93,7 +124,7 @@ class NativeLM:
             raise ArpaError(f"{self.path}: cannot restrict an order-{self.order} model to order {order}")
         if order == self.order:
             return self
-        return NativeLM(self.path, self.core.restrict(order))
+        return NativeLM(self.path, self.core.restrict(order), source=self._source, max_order=self._max_order)
 
     # ------------------------------------------------------------------ queries
 
@@ -139,3 +170,23 @@ class NativeLM:
     def index(self, word: str) -> int:
         """The core's id of ``word`` (``<unk>``'s if out of vocabulary)."""
         return self.core.index(word)
+
+
+def _reload(path: str, source: str, max_order: int | None, order: int, counts: tuple[int, ...]) -> NativeLM:
+    """Unpickle a :class:`NativeLM`: read ``source`` again up to ``max_order``, restrict to ``order``.
+
+    Raises ArpaError, naming the file and saying that it was an unpickling, if the file cannot
+    be read or is no longer the file the model was loaded from (other orders or counts).
+    """
+    why = f"unpickling the language model {path!r} re-reads its file"
+    try:
+        lm = NativeLM.from_file(source, max_order)
+    except ArpaError as err:
+        raise ArpaError(f"{err} ({why})") from None
+    if lm.order < order or lm.counts[:order] != counts:
+        raise ArpaError(
+            f"{source}: the file has changed since the model was pickled: counts {lm.counts[:order]}, "
+            f"pickled {counts} ({why})"
+        )
+    core = lm.core if lm.order == order else lm.core.restrict(order)
+    return NativeLM(path, core, source=source, max_order=max_order)

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Sequence
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.arpa import BOS, EOS, ArpaLM
-from fstdecode.io.phrase_table import PhrasePair
+from fstdecode.io.phrase_table import PhrasePair, PhraseTable
 from fstdecode.model.features import UNKNOWN_WORD_VALUE, Weights
-from fstdecode.problem.sentence import Phrase, Sentence
+from fstdecode.problem.sentence import Phrase, Sentence, build_sentence
 
 
 class SearchError(FstdecodeError):
@@ -50,7 +52,12 @@ class PhraseScores(dict):
     (the :class:`~fstdecode.decoder.Decoder`), and shared by its problems:
     ŵ(p) does not depend on the sentence. Unknown-word pairs, made per
     sentence, are never cached.
+
+    ``native`` holds the native core's copy of the same pairs and scores
+    (:class:`fstdecode.search.native.NativeTable`), made on first use.
     """
+
+    native: Any = None
 
 
 class JoinCache(dict):
@@ -90,50 +97,113 @@ class SearchProblem:
 
     Invariants: ``by_start[p]`` lists the options starting at position p
     (1 <= p <= n), and ``by_start[end]`` holds only the ``</s>`` option.
+
+    A problem made by :meth:`from_table` builds its Python form (``sentence``,
+    ``vocab``, ``by_start``, ``grouped``) on first use: a native search builds
+    the same options in the core instead (:mod:`fstdecode.search.native`), so
+    the Python form is never made for it.
     """
 
     def __init__(
         self,
-        sentence: Sentence,
+        sentence: Sentence | None,
         lm: ArpaLM,
         weights: Weights,
         d: int,
         id: int = 0,
         phrase_scores: PhraseScores | None = None,
+        *,
+        words: Sequence[str] = (),
+        table: PhraseTable | None = None,
     ) -> None:
         if lm.order < 2:
             raise SearchError(f"{lm.path}: the search needs an LM of order >= 2, got order {lm.order}")
+        if sentence is None and table is None:
+            raise SearchError("a SearchProblem needs a sentence, or words and a phrase table")
         self.order = lm.order
         #: The input line's number (0-based), for what a search writes per sentence (lattices).
         self.id = id
-        self.sentence = sentence
+        if sentence is not None:
+            self.sentence = sentence
+        #: The input tokens.
+        self.words: tuple[str, ...] = sentence.words if sentence is not None else tuple(words)
+        #: The phrase table the options come from (None: the sentence was given).
+        self.table = table if sentence is None else None
         self.lm = lm
         self.weights = weights
         self.d = d
-        self.n = len(sentence)
+        self.n = len(self.words)
         self.end = self.n + 1
         self.eta = weights.distortion
-        self.vocab: list[str] = []
-        self._ids: dict[str, int] = {}
-        self.bos = self.word_id(BOS)
-        self.eos = self.word_id(EOS)
+        self.bos, self.eos = 0, 1  # the first two words :meth:`word_id` assigns
         self._bigram: dict[tuple[int, int], float] = {}
         self._lam: list[list[float]] | None = None
         self._ngram: dict[tuple[tuple[int, ...], int], float] = {}
         #: The joins scored so far (:func:`fstdecode.statespace.ngram.joined`).
         self.joins = JoinCache()
-        self._phrase_scores = phrase_scores
+        self.phrase_scores = phrase_scores
+        #: The native core's form of this problem, made once by :mod:`fstdecode.search.native`.
+        self.native: Any = None
         self.bos_option = Option(0, 0, self.bos, self.bos, 0.0, None, (self.bos,))
         self.eos_option = Option(self.end, self.end, self.eos, self.eos, 0.0, None, (self.eos,))
-        self.by_start: list[list[Option]] = [[] for _ in range(self.end + 1)]
-        for phrase in sentence.all_phrases():
-            self.by_start[phrase.start + 1].append(self._option(phrase))
-        self.by_start[self.end].append(self.eos_option)
-        #: ``grouped[p]``: the options starting at p, grouped by end (see :meth:`groups`).
-        self.grouped = [self.groups(p) for p in range(self.end + 1)]
+
+    @classmethod
+    def from_table(
+        cls,
+        words: Sequence[str],
+        table: PhraseTable,
+        lm: ArpaLM,
+        weights: Weights,
+        d: int,
+        id: int = 0,
+        phrase_scores: PhraseScores | None = None,
+    ) -> SearchProblem:
+        """The problem of the tokens ``words`` with the options ``table`` gives them (:func:`build_sentence`)."""
+        return cls(None, lm, weights, d, id, phrase_scores, words=words, table=table)
+
+    @cached_property
+    def sentence(self) -> Sentence:
+        """The phrase options of the words, looked up in the table (on first use)."""
+        return build_sentence(self.table, self.words)
+
+    @cached_property
+    def vocab(self) -> list[str]:
+        """Word ids to words, in order of first sight: ``<s>``, ``</s>``, then the options' target words."""
+        return self._python_form()["vocab"]
+
+    @cached_property
+    def by_start(self) -> list[list[Option]]:
+        return self._python_form()["by_start"]
+
+    @cached_property
+    def grouped(self) -> list[list[tuple[int, list[Option]]]]:
+        """``grouped[p]``: the options starting at p, grouped by end (see :meth:`groups`)."""
+        return self._python_form()["grouped"]
+
+    @property
+    def options_built(self) -> bool:
+        """True once the Python options exist; a native search then takes its options from them."""
+        return "by_start" in self.__dict__
+
+    def _python_form(self) -> dict[str, Any]:
+        """Builds ``vocab``, ``by_start`` and ``grouped`` (once; they are kept in the instance)."""
+        state = self.__dict__
+        if "by_start" not in state:
+            state["vocab"], state["_ids"] = [], {}
+            self.word_id(BOS)
+            self.word_id(EOS)
+            by_start: list[list[Option]] = [[] for _ in range(self.end + 1)]
+            for phrase in self.sentence.all_phrases():
+                by_start[phrase.start + 1].append(self._option(phrase))
+            by_start[self.end].append(self.eos_option)
+            state["by_start"] = by_start
+            state["grouped"] = [self.groups(p) for p in range(self.end + 1)]
+        return state
 
     def word_id(self, word: str) -> int:
         """The id of ``word``, assigned on first sight."""
+        if "_ids" not in self.__dict__:
+            self._python_form()
         i = self._ids.get(word)
         if i is None:
             i = self._ids[word] = len(self.vocab)
@@ -200,7 +270,7 @@ class SearchProblem:
         (and kept in) the ``phrase_scores`` the problem was given, if any.
         """
         pair = phrase.pair
-        cache = self._phrase_scores
+        cache = self.phrase_scores
         if cache is None or pair.unknown:
             return self._pair_score(pair)
         got = cache.get(id(pair))

@@ -14,20 +14,25 @@ for the process.
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import threading
 import weakref
+from dataclasses import dataclass, field
 from typing import Any
 
 from fstdecode._native import core as _core
 from fstdecode.io.arpa import LN10, ArpaLM
 from fstdecode.io.native_lm import NativeLM
+from fstdecode.io.phrase_table import PhrasePair
+from fstdecode.model.features import UNKNOWN_WORD_VALUE, Weights
 from fstdecode.problem.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult
+from fstdecode.problem.sentence import Phrase, unknown_pair
 from fstdecode.search.base import attach_native
 from fstdecode.search.stack import StackOptions
 
-__all__ = ["native_problem", "to_result", "stack_search", "lm_core"]
+__all__ = ["NativeForm", "NativeTable", "native_form", "native_problem", "to_result", "stack_search", "lm_core"]
 
 _CORES: dict[tuple[str, int], Any] = {}
 _BY_OBJECT: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -88,13 +93,122 @@ def _arpa_bytes(lm: ArpaLM) -> bytes:
     return "\n".join(out).encode("utf-8")
 
 
+class NativeTable:
+    """The model's phrase table in the core (``_core.PhraseIndex``): each distinct source phrase is
+    registered once, on first sight, with ŵ(p) of its pairs computed in the core.
+
+    Invariant: handle ``h`` of the core holds the pairs ``self.pairs[h]`` (a table's tuple, or
+    one unknown-word copy), in that order.
+    """
+
+    def __init__(self, lm: Any, weights: Weights, num_scores: int) -> None:
+        self.index = _core.PhraseIndex(
+            lm_core(lm),
+            [float(w) for w in weights.tm],
+            float(weights.word),
+            float(weights.phrase),
+            float(weights.unknown),
+            float(weights.lm),
+            UNKNOWN_WORD_VALUE,
+        )
+        self.num_scores = num_scores
+        #: handle -> the pairs it stands for
+        self.pairs: list[tuple[PhrasePair, ...]] = []
+        self._handles: dict[int, int] = {}  # id(a table's pairs tuple) -> handle
+        self._unknown: dict[str, int] = {}  # word -> handle of its copy
+
+    def source(self, pairs: tuple[PhrasePair, ...]) -> int:
+        """The handle of a source phrase's pairs (the table's own tuple, kept alive here)."""
+        h = self._handles.get(id(pairs))
+        if h is None:
+            scores = [v for pair in pairs for v in pair.scores]
+            h = self.index.add_source(len(pairs[0].source), [list(pair.target) for pair in pairs], scores)
+            self.pairs.append(pairs)
+            self._handles[id(pairs)] = h
+        return h
+
+    def unknown(self, word: str) -> int:
+        """The handle of an unknown word's copy (:func:`unknown_pair`)."""
+        h = self._unknown.get(word)
+        if h is None:
+            h = self._unknown[word] = self.index.add_unknown(word)
+            self.pairs.append((unknown_pair(word, self.num_scores),))
+        return h
+
+    def form(self, problem: SearchProblem) -> NativeForm:
+        """The core Problem of a problem made by :meth:`SearchProblem.from_table`, with the options
+        :func:`build_sentence` would give, in its order."""
+        table, words, n = problem.table, problem.words, problem.n
+        longest, lookup = table.max_source_len, table.lookup
+        starts: list[int] = []
+        ends: list[int] = []
+        handles: list[int] = []
+        for s in range(n):
+            if (words[s],) not in table:  # an unknown word: its copy comes first
+                starts.append(s)
+                ends.append(s)
+                handles.append(self.unknown(words[s]))
+            for t in range(s, min(n, s + longest)):
+                pairs = lookup(words[s : t + 1])
+                if pairs:
+                    starts.append(s)
+                    ends.append(t)
+                    handles.append(self.source(pairs))
+        core = self.index.problem(n, problem.d, float(problem.eta), starts, ends, handles)
+        offsets = [0]
+        for h in handles:
+            offsets.append(offsets[-1] + len(self.pairs[h]))
+        return NativeForm(core, tuple(zip(starts, ends, handles)), tuple(offsets), self.pairs)
+
+
+@dataclass(frozen=True)
+class NativeForm:
+    """A problem's core ``Problem`` and how its option indices map back to Phrase objects.
+
+    Option ``i`` is pair ``i - offsets[k]`` of hit ``k = bisect_right(offsets, i) - 1``; a
+    hit is ``(start, end, handle)`` (0-based inclusive token span). ``flat`` is used instead
+    when it is set (the options of a problem built in Python).
+    """
+
+    core: Any
+    hits: tuple[tuple[int, int, int], ...] = ()
+    offsets: tuple[int, ...] = ()
+    pairs: list[tuple[PhrasePair, ...]] = field(default_factory=list)
+    flat: tuple[Option, ...] = ()
+
+    def phrase(self, i: int) -> Phrase:
+        """The Phrase of option index ``i``."""
+        if self.flat:
+            return self.flat[i].phrase
+        k = bisect.bisect_right(self.offsets, i) - 1
+        start, end, handle = self.hits[k]
+        return Phrase(start, end, self.pairs[handle][i - self.offsets[k]])
+
+
 def _flat_options(problem: SearchProblem) -> list[Option]:
     """The problem's phrase options in ``by_start`` order: ``index`` i of the core is entry i."""
     return [opt for s in range(1, problem.n + 1) for opt in problem.by_start[s]]
 
 
+def native_form(problem: SearchProblem) -> NativeForm:
+    """The core's form of ``problem``, made once per problem: by the core from the phrase table
+    (a problem of :meth:`SearchProblem.from_table` whose Python options were not built), else
+    from the Python options (:func:`native_problem`)."""
+    form = problem.native
+    if form is None:
+        scores = problem.phrase_scores
+        if problem.table is not None and scores is not None and not problem.options_built:
+            if scores.native is None:
+                scores.native = NativeTable(problem.lm, problem.weights, problem.table.num_scores)
+            form = scores.native.form(problem)
+        else:
+            form = NativeForm(native_problem(problem), flat=tuple(_flat_options(problem)))
+        problem.native = form
+    return form
+
+
 def native_problem(problem: SearchProblem) -> Any:
-    """The core ``Problem`` of ``problem``: its options (indexed as :func:`_flat_options`),
+    """The core ``Problem`` of ``problem``'s Python options (indexed as :func:`_flat_options`),
     word ids, distortion limit and weights (ŵ(p) comes from ``Option.score`` as computed in Python)."""
     core_lm = lm_core(problem.lm)
     index = core_lm.index
@@ -134,8 +248,8 @@ def to_result(problem: SearchProblem, result: Any) -> SearchResult:
     status = result.status
     hypotheses = ()
     if result.hypotheses:
-        flat = _flat_options(problem)
-        hypotheses = tuple((h.score, tuple(flat[i].phrase for i in h.options)) for h in result.hypotheses)
+        phrase = native_form(problem).phrase
+        hypotheses = tuple((h.score, tuple(phrase(i) for i in h.options)) for h in result.hypotheses)
     if status == "budget":
         best = SearchResult(hypotheses, False, result.states, result.transitions) if hypotheses else None
         raise SearchLimitError(result.message, best)
@@ -163,7 +277,7 @@ def stack_search(problem: SearchProblem, options: StackOptions = StackOptions())
         # The threshold early pruning uses, resolved in Python (ln 1e5 computed once, by Python).
         early_threshold=float(options.threshold),
     )
-    result = _core.stack_search(native_problem(problem), core_options)
+    result = _core.stack_search(native_form(problem).core, core_options)
     if result.status == "none" and problem.n <= 512:
         # The Python engine's message, formatted by Python.
         raise SearchError(

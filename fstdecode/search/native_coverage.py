@@ -1,6 +1,6 @@
 """The coverage-vector DP in the native core: the twin of :func:`fstdecode.search.coverage_dp.search`.
 
-The core receives the whole problem (:func:`fstdecode.search.native.native_problem`) and
+The core receives the whole problem (:func:`fstdecode.search.native.native_form`) and
 returns the k best derivations with the Python engine's scores, ``states`` and
 ``transitions`` (:func:`fstdecode.search.native.to_result`); a budget overrun raises
 :class:`~fstdecode.problem.problem.SearchLimitError` and a sentence without a derivation
@@ -17,7 +17,7 @@ from fstdecode.problem.problem import SearchProblem, SearchResult
 from fstdecode.search import coverage_dp
 from fstdecode.search.base import attach_native
 from fstdecode.search.coverage_dp import CoverageOptions
-from fstdecode.search.native import native_problem, to_result
+from fstdecode.search.native import native_form, to_result
 
 __all__ = ["coverage_search", "MAX_WORDS"]
 
@@ -35,7 +35,7 @@ def coverage_search(problem: SearchProblem, options: CoverageOptions = CoverageO
         max_states=-1 if options.max_states is None else options.max_states,
         minimize=options.minimize,
     )
-    return to_result(problem, _core.coverage_search(native_problem(problem), core_options))
+    return to_result(problem, _core.coverage_search(native_form(problem).core, core_options))
 
 
 attach_native("coverage", coverage_search)

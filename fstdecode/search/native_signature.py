@@ -5,7 +5,7 @@
 * :func:`beam_search` — :func:`fstdecode.search.signature_beam.search`;
 * :func:`bounded_search` — :func:`fstdecode.search.bounded.search`.
 
-The core receives the whole problem (:func:`fstdecode.search.native.native_problem`) and walks
+The core receives the whole problem (:func:`fstdecode.search.native.native_form`) and walks
 the same signature states (:mod:`fstdecode.statespace.signature` for bigram LMs,
 :mod:`fstdecode.statespace.ngram` above) in the same order, so it returns the Python engine's
 derivations, scores, ``states`` and ``transitions``
@@ -22,7 +22,7 @@ from fstdecode.problem.problem import SearchError, SearchProblem, SearchResult
 from fstdecode.search import signature_beam
 from fstdecode.search.base import attach_native
 from fstdecode.search.bounded import BoundedOptions
-from fstdecode.search.native import native_problem, to_result
+from fstdecode.search.native import native_form, to_result
 from fstdecode.search.signature_beam import HEURISTICS, BeamOptions
 from fstdecode.search.signature_dp import DpOptions
 
@@ -46,7 +46,7 @@ def dp_search(problem: SearchProblem, options: DpOptions = DpOptions()) -> Searc
     core_options = _core.SignatureDpOptions(
         nbest=options.nbest, max_states=_budget(options.max_states), minimize=options.minimize
     )
-    return _result(problem, _core.signature_dp(native_problem(problem), core_options))
+    return _result(problem, _core.signature_dp(native_form(problem).core, core_options))
 
 
 def beam_search(problem: SearchProblem, options: BeamOptions = BeamOptions()) -> SearchResult:
@@ -63,7 +63,7 @@ def beam_search(problem: SearchProblem, options: BeamOptions = BeamOptions()) ->
         heuristic=options.heuristic,
         minimize=options.minimize,
     )
-    return _result(problem, _core.signature_beam(native_problem(problem), core_options))
+    return _result(problem, _core.signature_beam(native_form(problem).core, core_options))
 
 
 def bounded_search(problem: SearchProblem, options: BoundedOptions = BoundedOptions()) -> SearchResult:
@@ -71,7 +71,7 @@ def bounded_search(problem: SearchProblem, options: BoundedOptions = BoundedOpti
     core_options = _core.SignatureDpOptions(
         nbest=options.nbest, max_states=_budget(options.max_states), minimize=options.minimize
     )
-    return _result(problem, _core.signature_bounded(native_problem(problem), core_options))
+    return _result(problem, _core.signature_bounded(native_form(problem).core, core_options))
 
 
 attach_native("dp", dp_search)

@@ -8,8 +8,11 @@ sums with the same double operations in the same order), so values are compared 
 
 from __future__ import annotations
 
+import copy
 import gzip
+import pickle
 import random
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -445,3 +448,124 @@ def test_mini_irstlm() -> None:
     assert nat.vocabulary == py.vocabulary
     assert_same_on_sentences(nat, py, random_sentences(py, random.Random(3), 400))
     assert_same_lm(nat, py, random.Random(5), extra=200)
+
+
+# --------------------------------------------------------------------------- pickling
+# NativeLM pickles as "re-read the file" (its C++ core cannot be pickled), so a Model that holds
+# one can be shipped to worker processes (Dask): the round trip must give the same LM, bit for
+# bit, and a missing or changed file must raise ArpaError, never crash the process.
+
+
+def ngram_scores(lm: ArpaLM | NativeLM) -> list[str]:
+    """A few n-gram queries of GOOD's model (stored, backed-off, out of vocabulary), as reprs."""
+    return [
+        repr(v)
+        for v in (
+            lm.logprob([BOS, "a"], EOS), lm.logprob([BOS], "a"), lm.logprob(["b", "a"], EOS),
+            lm.logprob([OOV], "b"), lm.backoff([BOS, "a"]), lm.score_sentence(["a", "b", OOV]),
+            lm.phrase_estimate(["a", EOS]), lm.unigram_logprob("b"),
+        )
+    ]
+
+
+# The file's own order; a max_order below it (the sections above are skipped while reading); an
+# order cut after loading, one below and two below (restrict keeps the max_order it was read with).
+@pytest.mark.parametrize("load", ["file order", "max_order 2", "restrict 2", "restrict 1"])
+def test_pickle_round_trip_scores_identically(load: str, tmp_path: Path) -> None:
+    p = write(tmp_path / "lm.arpa", GOOD)
+    nat = NativeLM.from_file(p, 2 if load == "max_order 2" else None)
+    py = ArpaLM.from_file(p, 2 if load == "max_order 2" else None)
+    if load.startswith("restrict"):
+        nat, py = nat.restrict(int(load[-1])), py.restrict(int(load[-1]))
+    back = pickle.loads(pickle.dumps(nat))
+    assert type(back) is NativeLM and back is not nat and back.core is not nat.core
+    assert repr(back) == repr(nat) and (back.path, back.order, back.counts) == (nat.path, nat.order, nat.counts)
+    assert ngram_scores(back) == ngram_scores(nat)
+    assert_same_lm(back, py, random.Random(1), extra=20)
+    assert pickle.loads(pickle.dumps(back)).counts == nat.counts  # and again
+
+
+def test_pickle_keeps_relative_paths_working_after_chdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model loaded by a relative path re-reads the file it read, whatever the later cwd."""
+    write(tmp_path / "lm.arpa", GOOD)
+    monkeypatch.chdir(tmp_path)
+    nat = NativeLM.from_file("lm.arpa")
+    data = pickle.dumps(nat)
+    monkeypatch.chdir(tmp_path.parent)
+    back = pickle.loads(data)
+    assert back.path == "lm.arpa" and ngram_scores(back) == ngram_scores(nat)
+
+
+def test_arpalm_pickles(tmp_path: Path) -> None:
+    """The Python reader's model pickles as plain data (its tables travel with it)."""
+    py = ArpaLM.from_file(write(tmp_path / "lm.arpa", GOOD))
+    data = pickle.dumps(py)
+    (tmp_path / "lm.arpa").unlink()  # not needed to unpickle: the tables are in the pickle
+    back = pickle.loads(data)
+    assert (back.path, back.order, back.counts) == (py.path, py.order, py.counts)
+    assert ngram_scores(back) == ngram_scores(py)
+
+
+def test_unpickling_a_missing_or_changed_file_raises_arpa_error(tmp_path: Path) -> None:
+    p = write(tmp_path / "lm.arpa", GOOD)
+    data = pickle.dumps(NativeLM.from_file(p))
+    p.unlink()
+    with pytest.raises(ArpaError) as info:
+        pickle.loads(data)
+    message = str(info.value)
+    assert message.startswith(f"{p}: no such file") and "unpickling the language model" in message, message
+    write(p, GOOD.replace("ngram 3=1", "ngram 3=0").replace("-0.2\t<s> a </s>\n", ""))  # another model
+    with pytest.raises(ArpaError, match="has changed since the model was pickled"):
+        pickle.loads(data)
+    write(p, "not an ARPA file\n")
+    with pytest.raises(ArpaError, match="unpickling the language model"):
+        pickle.loads(data)
+
+
+def test_copies_are_the_model_itself(tmp_path: Path) -> None:
+    """NativeLM is immutable: copying must not re-read the file as unpickling does."""
+    nat = NativeLM.from_file(write(tmp_path / "lm.arpa", GOOD))
+    assert copy.copy(nat) is nat and copy.deepcopy(nat) is nat
+
+
+def example_model_in(folder: Path, engine: str = "auto"):
+    """The built-in example model, its files copied into ``folder`` (so a test can remove them)."""
+    from fstdecode.model.model import example_dir, load_model
+
+    for name in ("phrase-table", "lm.arpa"):
+        shutil.copy(example_dir() / name, folder / name)
+    ini = (example_dir() / "moses.ini").read_text("utf-8").replace("${MODEL_DIR}", str(folder))
+    return load_model(write(folder / "moses.ini", ini), engine=engine)
+
+
+# The native methods that decode the example's sentences fast: stack (the default), the signature
+# DP and beam, the coverage DP; each builds its own native structures from model.lm.core.
+@pytest.mark.parametrize("method", ["stack", "dp", "beam", "coverage"])
+def test_unpickled_model_decodes_identically(method: str, tmp_path: Path) -> None:
+    from fstdecode.decoder import Decoder
+    from fstdecode.model.model import example_dir
+
+    model = example_model_in(tmp_path)
+    assert isinstance(model.lm, NativeLM)
+    back = pickle.loads(pickle.dumps(model))
+    assert isinstance(back.lm, NativeLM) and back.lm.core is not model.lm.core
+    assert (back.table.num_scores, back.weights, back.distortion_limit) == (
+        model.table.num_scores, model.weights, model.distortion_limit)
+    lines = (example_dir() / "input.txt").read_text("utf-8").splitlines()
+    ours, theirs = Decoder(model, method, nbest=3), Decoder(back, method, nbest=3)
+    assert ours.engine == theirs.engine == "native"
+    for k, line in enumerate(lines):
+        a, b = ours.decode(line, k), theirs.decode(line, k)
+        assert a.best is not None and a.error is None
+        assert (a.derivations, a.optimal, a.error, a.reason) == (b.derivations, b.optimal, b.error, b.reason)
+        assert [repr(d.score) for d in a.derivations] == [repr(d.score) for d in b.derivations]
+
+
+def test_model_with_python_lm_pickles(tmp_path: Path) -> None:
+    from fstdecode.decoder import Decoder
+
+    model = example_model_in(tmp_path, engine="python")
+    back = pickle.loads(pickle.dumps(model))
+    assert isinstance(back.lm, ArpaLM)
+    line = "das muss unsere sorge gleichermaßen sein"
+    assert Decoder(back).decode(line).derivations == Decoder(model).decode(line).derivations

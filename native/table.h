@@ -1,0 +1,71 @@
+// The model's phrase table as the native core holds it, and a sentence's Problem built from it
+// natively: the port of fstdecode/problem/sentence.py (build_sentence) and of SearchProblem's
+// option building (fstdecode/problem/problem.py: _option, _pair_score), so that a native search
+// never needs the Python form of its problem.
+//
+// Python finds which source spans of a sentence the table holds (a dict lookup per span) and
+// registers each distinct source phrase here once, on first sight (add_source); unknown words are
+// registered the same way (add_unknown). A sentence is then a list of hits (span, source handle)
+// in the Python option order; problem() turns it into a Problem whose options, option order, word
+// ids and ŵ(p) are those SearchProblem builds (same floating-point operations, in the same order).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lm.h"
+#include "problem.h"
+
+namespace fstdecode {
+
+// The weights ŵ(p) uses (fstdecode.model.features.Weights).
+struct PairWeights {
+  std::vector<double> tm;  // one per phrase-table score
+  double word = 0.0;       // WordPenalty: times -|e|
+  double phrase = 0.0;     // PhrasePenalty: once per phrase
+  double unknown = 0.0;    // UnknownWordPenalty: times unknown_value per source word
+  double lm = 0.0;
+};
+
+class PhraseIndex {
+ public:
+  // Invariant: every registered pair has weights.tm.size() scores and a non-empty target.
+  PhraseIndex(const NgramLM& lm, PairWeights weights, double unknown_value);
+
+  // Registers the pairs of one source phrase of `source_length` words, in table order:
+  // targets[i] are pair i's words and scores[i * tm + k] its k-th score. Returns its handle.
+  int add_source(int source_length, const std::vector<std::vector<std::string>>& targets,
+                 const std::vector<double>& scores);
+  // Moses' translation of an unknown word: copied through, every score 0 (sentence.unknown_pair).
+  int add_unknown(const std::string& word);
+  // The number of pairs of a handle.
+  int pairs(int handle) const;
+
+  // The Problem of a sentence of n tokens whose hits are (s[i], t[i], handle[i]): 0-based
+  // inclusive token spans in SearchProblem's option order (by start; an unknown word's copy
+  // first, then by end, each source's pairs in table order). Option k of the result has index
+  // k: the k-th pair of the hits, in order.
+  std::unique_ptr<Problem> problem(int n, int d, double eta, const std::vector<int>& s,
+                                   const std::vector<int>& t, const std::vector<int>& handle) const;
+
+ private:
+  struct Pair {
+    std::vector<int> words;  // global ids (index into words_)
+    double score;            // ŵ(p)
+  };
+  int intern(const std::string& word);
+  double pair_score(const double* scores, const std::vector<int>& words, bool unknown,
+                    int source_length) const;
+
+  const NgramLM& lm_;
+  PairWeights weights_;
+  double unknown_value_;
+  std::unordered_map<std::string, int> ids_;  // target word -> global id
+  std::vector<WordId> lm_of_;                 // global id -> LM id
+  std::vector<std::vector<Pair>> sources_;    // handle -> its pairs
+  int bos_, eos_;
+};
+
+}  // namespace fstdecode

@@ -1,0 +1,93 @@
+"""A sentence's problem built by the native core (fstdecode.search.native.NativeTable) against
+the one built in Python (SearchProblem's options, handed to the core by native_problem).
+
+Both must give the core the same options in the same order, over the same word ids, with the
+same ŵ(p); and a Decoder must decode the same way whichever built the problem.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from fstdecode.decoder import Decoder
+from fstdecode.search.native import native_form
+
+from randmodels import NO_BUDGET, random_case
+from shared import hansards_input, hansards_model
+
+SETTINGS = dict(
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
+
+
+def both_forms(decoder: Decoder, words):
+    """(native-built form, Python-built form) of the same sentence, each from a fresh problem."""
+    native = decoder.problem(words)
+    form = native_form(native)
+    assert not native.options_built, "the native form must not need the Python options"
+    python = decoder.problem(words)
+    python.by_start  # noqa: B018  (builds the Python options, so the core takes its options from them)
+    return form, native_form(python)
+
+
+def assert_same_problem(decoder: Decoder, words) -> None:
+    a, b = both_forms(decoder, words)
+    assert a.core.lm_ids == b.core.lm_ids
+    opts_a, opts_b = a.core.options(), b.core.options()
+    assert [(s, t, w, i) for s, t, _, w, i in opts_a] == [(s, t, w, i) for s, t, _, w, i in opts_b]
+    for (*_, score_a, _, _), (*_, score_b, _, _) in zip(opts_a, opts_b):
+        assert score_a == pytest.approx(score_b, rel=0, abs=1e-12)
+    assert [a.phrase(i) for i in range(len(opts_a))] == [b.phrase(i) for i in range(len(opts_b))]
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(random_case(max_n=7, order=2))
+def test_same_options_bigram(case):
+    model, sentence = case
+    assert_same_problem(Decoder(model), sentence)
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(random_case(max_n=7, order=3))
+def test_same_options_trigram(case):
+    model, sentence = case
+    assert_same_problem(Decoder(model), sentence)
+
+
+@pytest.mark.parametrize("method", ["stack", "beam", "dp", "coverage"])
+@settings(max_examples=25, **SETTINGS)
+@given(case=random_case(max_n=6, order=3))
+def test_decoder_same_output(method, case):
+    """The native decoder (problem built in the core) against the Python engine: same derivations."""
+    model, sentence = case
+    native = Decoder(model, method, engine="native", max_states=NO_BUDGET).decode(sentence)
+    python = Decoder(model, method, engine="python", max_states=NO_BUDGET).decode(sentence)
+    assert native.error == python.error
+    assert len(native.derivations) == len(python.derivations)
+    for a, b in zip(native.derivations, python.derivations):
+        assert a.score == pytest.approx(b.score, abs=1e-6)
+        assert a.phrases == b.phrases
+        assert a.features == b.features
+
+
+def test_registered_once_across_sentences():
+    """A source phrase seen again in a later sentence reuses its handle (the index grows with
+    distinct phrases, not with sentences)."""
+    model = hansards_model(lm_order=2, distortion_limit=4, table_limit=20)
+    decoder = Decoder(model)
+    line = hansards_input()[0].split()
+    native_form(decoder.problem(line))
+    table = decoder.problem(line).phrase_scores.native
+    size = len(table.pairs)
+    for _ in range(3):
+        native_form(decoder.problem(line))
+    assert len(table.pairs) == size
+
+
+def test_hansards_sentences():
+    """Every Hansards line: the same options either way (trigram LM, d = 4, table limit 20)."""
+    decoder = Decoder(hansards_model(lm_order=3, distortion_limit=4, table_limit=20))
+    for line in hansards_input():
+        assert_same_problem(decoder, line.split())
