@@ -198,7 +198,7 @@ class Decoder:
             raise e
         if self._fallback is None:
             fallback = METHODS["stack"]
-            self._fallback = fallback.searcher(self.model, stack.StackOptions(nbest=self.options.nbest), "auto")
+            self._fallback = fallback.searcher(self.model, stack.StackOptions(nbest=self.options.nbest), self.engine)
         found = self._fallback.search(problem)
         return found, f"over budget: {e}; the derivation is the stack decoder's (default settings), not proven optimal"
 
