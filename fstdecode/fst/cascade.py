@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import cached_property
 
 import pywrapfst as fst
 
 from fstdecode.errors import FstdecodeError
-from fstdecode.fst.lm_fst import build_lm_fst, events_cost
 from fstdecode.fst.phrase_fst import UNK, UNK_LABEL, PhraseFst, build_phrase_fst, pair_cost
-from fstdecode.fst.reorder import Reordering, build_reordering
+from fstdecode.fst.reorder import Reordering, build_reordering, build_reordering_native
 from fstdecode.model.model import Model
 from fstdecode.problem.problem import SearchProblem, SearchResult
 from fstdecode.statespace.signature import phrases_of
@@ -55,13 +55,25 @@ class Timings:
 
 @dataclass(frozen=True)
 class CascadeResult:
-    """The search result, the lattice ``I ∘ P ∘ R ∘ L`` and where the time went."""
+    """The search result, the lattice ``I ∘ P ∘ R ∘ L`` and where the time went.
+
+    ``raw_lattice`` has no symbol tables; :attr:`lattice` is the same machine with P's input
+    symbols and R's output symbols (made on first use).
+    """
 
     result: SearchResult
-    lattice: fst.VectorFst
+    raw_lattice: fst.VectorFst
+    input_symbols: fst.SymbolTable
     problem: SearchProblem
     reordering: Reordering
     timings: Timings
+
+    @cached_property
+    def lattice(self) -> fst.VectorFst:
+        lattice = self.raw_lattice.copy()
+        lattice.set_input_symbols(self.input_symbols)
+        lattice.set_output_symbols(self.reordering.symbols)
+        return lattice
 
 
 class Cascade:
@@ -72,8 +84,10 @@ class Cascade:
     model's weights, so compile P with the same weights you decode with.
     """
 
-    def __init__(self, model: Model, phrase_fst: PhraseFst | None = None) -> None:
+    def __init__(self, model: Model, phrase_fst: PhraseFst | None = None, engine: str = "native") -> None:
         self.model = model
+        #: R and L are built by the native core (``native``) or in Python (``python``, the reference).
+        self.build_reordering = build_reordering_native if engine == "native" else build_reordering
         self.lm = model.search_lm()
         self.p = phrase_fst or build_phrase_fst(model.table, model.weights)
         self.isyms = self.p.fst.input_symbols()
@@ -142,23 +156,19 @@ class Cascade:
             raise CascadeError("I ∘ P is empty: the input has no segmentation into phrases")
         problem = SearchProblem(self.sentence(words, ip), self.lm, self.model.weights, self.model.distortion_limit)
         t0 = time.perf_counter()
-        r = build_reordering(problem, self.labels, max_states)
-        v = problem.vocab
-        events = {lab: _words(op.events, v) for lab, op in r.ops.items()}
-        lm_fst = build_lm_fst(r.symbols, events, self.lm, self.model.weights.lm).arcsort("ilabel")
+        r = self.build_reordering(problem, self.labels, max_states)
         t1 = time.perf_counter()
-        lattice = fst.compose(fst.compose(ip.arcsort("olabel"), r.fst.arcsort("ilabel")), lm_fst)
+        rf = r.fst if r.ilabel_sorted else r.fst.arcsort("ilabel")
+        lattice = fst.compose(fst.compose(ip.arcsort("olabel"), rf), r.lm)
         if lattice.start() == fst.NO_STATE_ID:
             raise CascadeError(f"I ∘ P ∘ R ∘ L is empty: no derivation within the distortion limit d={problem.d}")
         if prune is not None:
             lattice = fst.prune(lattice, weight=prune)
-        lattice.set_input_symbols(self.isyms)
-        lattice.set_output_symbols(r.symbols)
         t2 = time.perf_counter()
         hyps = self._best_paths(lattice, problem, r, nbest, unique)
         t3 = time.perf_counter()
         result = SearchResult(tuple(hyps), optimal=True, states=r.states, transitions=r.transitions)
-        return CascadeResult(result, lattice, problem, r, Timings(t1 - t0, t2 - t1, t3 - t2))
+        return CascadeResult(result, lattice, self.isyms, problem, r, Timings(t1 - t0, t2 - t1, t3 - t2))
 
     def _best_paths(self, lattice, problem, r, nbest, unique):
         want = nbest
@@ -168,12 +178,12 @@ class Cascade:
             seen, hyps = set(), []
             for labels, _ in paths:
                 ops = tuple(labels)
-                phrases = phrases_of(problem, [(r.ops[lab].option, r.ops[lab].s1, r.ops[lab].s2) for lab in ops])
+                phrases = phrases_of(problem, [(r.options[lab], r.s1[lab], r.s2[lab]) for lab in ops])
                 key = tuple(w for p in phrases for w in p.target) if unique else ops
                 if key in seen:
                     continue
                 seen.add(key)
-                hyps.append((exact_path_score(labels, r, problem, self.lm), phrases))
+                hyps.append((exact_path_score(labels, r, problem), phrases))
             # Enough distinct paths (or the lattice has no more): rank exactly.
             if len(hyps) >= want + min(EXTRA_PATHS, len(paths) - want) or len(paths) < k:
                 hyps.sort(key=lambda h: -h[0])
@@ -202,25 +212,20 @@ def read_paths(sp: fst.VectorFst) -> list[tuple[list[int], float]]:
     return out
 
 
-def exact_path_score(labels: list[int], r: Reordering, problem: SearchProblem, lm) -> float:
+def exact_path_score(labels: list[int], r: Reordering, problem: SearchProblem) -> float:
     """The path's model score in double precision, from its output labels alone.
 
     For each operation: P's cost of its pair, R's distortion cost
     (eta · jumps) and L's cost of its LM events; negated (a score to maximise).
     """
-    w, v = problem.weights, problem.vocab
+    w = problem.weights
     cost = 0.0
     for lab in labels:
-        op = r.ops[lab]
-        if op.option.phrase is not None:
-            cost += pair_cost(op.option.phrase.pair, w)
-        cost += problem.eta * op.jumps + events_cost(lm, w.lm, _words(op.events, v))
+        opt = r.options[lab]
+        if opt.phrase is not None:
+            cost += pair_cost(opt.phrase.pair, w)
+        cost += problem.eta * r.jumps[lab] + r.lm_cost[lab]
     return -cost
-
-
-def _words(events, vocab: list[str]) -> list[tuple[list[str], str | None]]:
-    """LM events from word ids to words."""
-    return [([vocab[x] for x in context], None if w is None else vocab[w]) for context, w in events]
 
 
 __all__ = ["Cascade", "CascadeError", "CascadeResult", "UNK", "read_paths"]

@@ -6,6 +6,7 @@ backoffs charged by state minimisation ``(context, None)``. L is a
 one-state machine with one arc per symbol whose cost is −λ_lm times the sum
 of their ln values, each computed by the ARPA model with full backoff: no
 ε-backoff approximation, every n-gram costs exactly what the model gives it.
+The native core builds the same machine (native/reorder.cpp).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Iterable, Sequence
 
 import pywrapfst as fst
 
+from fstdecode.fst.binary import vector_fst
 from fstdecode.io.arpa import ArpaLM
 
 
@@ -27,16 +29,11 @@ def events_cost(lm: ArpaLM, weight: float, events: Iterable[tuple[Sequence[str],
     return sum(event_cost(lm, weight, c, w) for c, w in events)
 
 
-def build_lm_fst(
-    symbols: fst.SymbolTable, events: dict[int, list[tuple[Sequence[str], str | None]]], lm: ArpaLM, weight: float
-) -> fst.VectorFst:
-    """L over ``symbols``: label k costs the exact LM cost of the events ``events[k]``."""
-    lfst = fst.VectorFst()
-    q = lfst.add_state()
-    lfst.set_start(q)
-    lfst.set_final(q)
-    for label in range(1, symbols.num_symbols()):
-        lfst.add_arc(q, fst.Arc(label, label, events_cost(lm, weight, events.get(label, ())), q))
+def build_lm_fst(symbols: fst.SymbolTable, costs: Sequence[float]) -> fst.VectorFst:
+    """L over ``symbols``: label k (1 <= k <= len(costs)) costs ``costs[k - 1]``, the exact LM
+    cost of its events (:func:`events_cost`); arcs sorted by label."""
+    labels = list(range(1, len(costs) + 1))
+    lfst = vector_fst(1, 0, {0: 0.0}, [0] * len(labels), labels, labels, list(costs), [0] * len(labels))
     lfst.set_input_symbols(symbols)
     lfst.set_output_symbols(symbols)
     return lfst

@@ -23,42 +23,78 @@ from s1/s2) and carry everything L scores.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import pywrapfst as fst
 
+from fstdecode._native import core as _core
 from fstdecode.fst.binary import vector_fst
+from fstdecode.fst.lm_fst import build_lm_fst, events_cost
 from fstdecode.problem.problem import Option, SearchLimitError, SearchProblem
+from fstdecode.search.native import native_form
 from fstdecode.statespace.ngram import Event, join, state_space
 from fstdecode.statespace.signature import PHI, Sigs
 
 
 @dataclass(frozen=True)
 class Operation:
-    """What an output label of R stands for: a transition and the LM events it settles.
+    """What an output label of R stands for: a transition ψ1 p ψ2.
 
-    ``events`` are ``(context, word)`` (ln p(word | context)) or
-    ``(context, None)`` (a backoff charged by state minimisation), in word
-    ids of the problem; ``jumps`` is the sum of the distortion distances
-    |t(ψ1)+1−s(p)| and |t(p)+1−s(ψ2)| (Figure 4).
+    ``s1``/``s2`` are the starts of ψ1 and ψ2 (PHI for φ); ``jumps`` is the
+    sum of the distortion distances |t(ψ1)+1−s(p)| and |t(p)+1−s(ψ2)| (Figure 4).
     """
 
     option: Option
     s1: int
     s2: int
     jumps: int
-    events: tuple[Event, ...]
 
 
 @dataclass(frozen=True)
 class Reordering:
-    """R, its output symbols, and ``ops[label]`` for every output label."""
+    """R and L of one sentence, and what each output label of R stands for.
 
-    fst: fst.VectorFst
-    symbols: fst.SymbolTable
-    ops: dict[int, Operation]
+    Per label k >= 1 (entry 0, ε, is unused): ``options[k]``, ``s1[k]``,
+    ``s2[k]`` and ``jumps[k]`` make its :class:`Operation`, and ``lm_cost[k]``
+    is −λ_lm times the sum of the ln values of its LM events, in double
+    precision (L's arc weight before OpenFst rounds it to a float).
+    ``ilabel_sorted`` says that R's arcs are already sorted by input label.
+    The output symbols are ``names`` (by label), as a table made on first use
+    of :attr:`symbols` (R itself carries them only when built in Python).
+    """
+
+    fst: fst.Fst
+    lm: fst.Fst
+    names: Sequence[str]
     states: int
     transitions: int
+    options: Sequence[Option | None]
+    s1: Sequence[int]
+    s2: Sequence[int]
+    jumps: Sequence[int]
+    lm_cost: Sequence[float]
+    ilabel_sorted: bool = False
+    table: fst.SymbolTable | None = None
+
+    @cached_property
+    def symbols(self) -> fst.SymbolTable:
+        """R's output symbols: label k is ``names[k]`` (``<eps>`` = 0)."""
+        if self.table is not None:
+            return self.table
+        syms = fst.SymbolTable("reorder")
+        for name in self.names:
+            syms.add_symbol(name)
+        return syms
+
+    def operation(self, label: int) -> Operation:
+        return Operation(self.options[label], self.s1[label], self.s2[label], self.jumps[label])
+
+    @property
+    def ops(self) -> dict[int, Operation]:
+        """Every output label's operation."""
+        return {label: self.operation(label) for label in range(1, len(self.options))}
 
 
 def _token(p: int) -> str:
@@ -99,7 +135,9 @@ class _Builder:
         self.minimize = minimize
         self.syms = fst.SymbolTable("reorder")
         self.syms.add_symbol("<eps>", 0)
-        self.ops: dict[int, Operation] = {}
+        #: per label (0: ε): option, s1, s2, jumps, LM cost
+        self.options: list[Option | None] = [None]
+        self.s1, self.s2, self.jumps, self.lm_cost = [PHI], [PHI], [0], [0.0]
         #: (id(option), ψ1 signature, ψ2 signature) -> label
         self.cache: dict[tuple, int] = {}
         self._short: dict[tuple, int] = {}
@@ -151,15 +189,29 @@ class _Builder:
         label = self.cache[key] = self._short[short] = self.syms.add_symbol(
             head + "".join("|" + event_text(e, v) for e in events)
         )
-        self.ops[label] = Operation(opt, s1, s2, jumps, tuple(events))
-        self.arc_parts[label] = (self.input_label(opt), self.problem.eta * jumps)
+        if label == len(self.options):  # a new symbol
+            p = self.problem
+            self.options.append(opt)
+            self.s1.append(s1)
+            self.s2.append(s2)
+            self.jumps.append(jumps)
+            words = [([v[x] for x in context], None if w is None else v[w]) for context, w in events]
+            self.lm_cost.append(events_cost(p.lm, p.weights.lm, words))
+            self.arc_parts[label] = (self.input_label(opt), p.eta * jumps)
         return label
+
+    def reordering(self, r: fst.VectorFst, states: int, transitions: int) -> Reordering:
+        r.set_output_symbols(self.syms)
+        parts = (tuple(self.options), tuple(self.s1), tuple(self.s2), tuple(self.jumps), tuple(self.lm_cost))
+        lm = build_lm_fst(self.syms, self.lm_cost[1:])
+        names = [self.syms.find(k) for k in range(len(self.options))]
+        return Reordering(r, lm, names, states, transitions, *parts, table=self.syms)
 
 
 def build_reordering(
     problem: SearchProblem, labels: dict[int, int], max_states: int | None = None, minimize: bool = True
 ) -> Reordering:
-    """Build R for one sentence, reachable states only, in order of j.
+    """Build R (and L) for one sentence, reachable states only, in order of j.
 
     ``labels`` maps ``id(pair)`` of each option's phrase pair to P's output label.
     Raises SearchLimitError after ``max_states`` signature states. The arcs
@@ -201,6 +253,46 @@ def build_reordering(
                 dst.append(target)
     goal = layers[end].get(goal_sigs)
     finals = {goal: 0.0} if goal is not None else {}
-    r = vector_fst(states, 0, finals, src, ilabels, olabels, costs, dst)
-    r.set_output_symbols(b.syms)
-    return Reordering(r, b.syms, b.ops, states, transitions)
+    return b.reordering(vector_fst(states, 0, finals, src, ilabels, olabels, costs, dst), states, transitions)
+
+
+def build_reordering_native(
+    problem: SearchProblem, labels: dict[int, int], max_states: int | None = None, minimize: bool = True
+) -> Reordering:
+    """:func:`build_reordering` in the native core: the same states, arcs, labels and symbols, and
+    the same L. The core writes both as ConstFsts with arcs sorted by input label (read by
+    OpenFst in bulk); the symbol table is made only if asked for (:attr:`Reordering.symbols`)."""
+    form = native_form(problem)
+    inputs = [labels[id(opt.phrase.pair)] for opt in form.flat]
+    out = _core.build_reordering(form.core, problem.vocab, inputs, -1 if max_states is None else max_states, minimize)
+    if out["status"] == "budget":
+        raise SearchLimitError(out["message"])
+    return Reordering(
+        fst.Fst.read_from_string(out["fst"]),
+        fst.Fst.read_from_string(out["lm_fst"]),
+        out["symbols"].split("\n")[:-1],
+        out["states"],
+        out["transitions"],
+        _OptionsByIndex(out["option"], form.flat, problem.eos_option),
+        out["s1"],
+        out["s2"],
+        out["jumps"],
+        out["lm_cost"],
+        ilabel_sorted=True,
+    )
+
+
+class _OptionsByIndex(Sequence):
+    """Label -> Option, from the core's option index of each label (−1: ``</s>``; label 0: None)."""
+
+    def __init__(self, indices: list[int], flat: Sequence[Option], eos: Option) -> None:
+        self.indices, self.flat, self.eos = indices, flat, eos
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, label):  # type: ignore[override]
+        if isinstance(label, slice):
+            return [self[k] for k in range(len(self))[label]]
+        i = self.indices[label]
+        return None if label == 0 else self.eos if i < 0 else self.flat[i]

@@ -53,9 +53,10 @@ def compiled_table(path: str) -> PhraseTable:
 
 
 class FstSearcher:
-    """Searches with ``ShortestPath(I ∘ P ∘ R ∘ L)``; P is built (or read) once per searcher."""
+    """Searches with ``ShortestPath(I ∘ P ∘ R ∘ L)``; P is built (or read) once per searcher, R and
+    L per sentence by the ``engine`` (native: the core; python: :mod:`fstdecode.fst.reorder`)."""
 
-    def __init__(self, model: Model, options: FstOptions) -> None:
+    def __init__(self, model: Model, options: FstOptions, engine: str = "python") -> None:
         from fstdecode.fst.cascade import Cascade
         from fstdecode.fst.grammar import with_source_grammar
 
@@ -63,7 +64,7 @@ class FstSearcher:
         if options.source_grammar:
             p = with_source_grammar(options.source_grammar, model, p)
         self.options = options
-        self.cascade = Cascade(model, p)
+        self.cascade = Cascade(model, p, engine)
 
     def search(self, problem: SearchProblem) -> SearchResult:
         o = self.options
@@ -76,4 +77,11 @@ class FstSearcher:
         return out.result
 
 
-register("fst", FstOptions, factory=FstSearcher, exact=True, summary="the same search as a WFST cascade in OpenFst (exact)")
+register(
+    "fst",
+    FstOptions,
+    factory=FstSearcher,
+    native_factory=lambda model, options: FstSearcher(model, options, "native"),
+    exact=True,
+    summary="the same search as a WFST cascade in OpenFst (exact); R and L built by the native core",
+)

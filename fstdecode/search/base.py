@@ -147,7 +147,8 @@ class Method:
     """A registered search method (``--method name``).
 
     ``native``, if not None, is the same search in the native core
-    (``function(problem, options)``); the Python ``factory`` stays the reference.
+    (``function(problem, options)``), or ``native_factory`` makes a native searcher from the
+    model; the Python ``factory`` stays the reference.
     """
 
     name: str
@@ -156,19 +157,26 @@ class Method:
     exact: bool
     summary: str
     native: Callable[[SearchProblem, Any], SearchResult] | None = None
+    native_factory: Callable[[Model, Any], Searcher] | None = None
+
+    @property
+    def has_native(self) -> bool:
+        return self.native is not None or self.native_factory is not None
 
     def engine(self, engine: str) -> str:
         """The engine that serves ``engine`` (auto, native or python) for this method."""
         if engine not in ENGINES:
             raise OptionsError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
         if engine == "auto":
-            return "native" if self.native is not None else "python"
-        if engine == "native" and self.native is None:
+            return "native" if self.has_native else "python"
+        if engine == "native" and not self.has_native:
             raise OptionsError(f"--method {self.name} has no native implementation yet; use --engine python or auto")
         return engine
 
     def searcher(self, model: Model, options: SearchOptions, engine: str = "auto") -> Searcher:
         if self.engine(engine) == "native":
+            if self.native_factory is not None:
+                return self.native_factory(model, options)
             return FunctionSearcher(self.native, options)
         return self.factory(model, options)
 
@@ -197,14 +205,15 @@ def register(
     factory: Callable[[Model, Any], Searcher] | None = None,
     function: Callable[[SearchProblem, Any], SearchResult] | None = None,
     native: Callable[[SearchProblem, Any], SearchResult] | None = None,
+    native_factory: Callable[[Model, Any], Searcher] | None = None,
 ) -> Method:
     """Register a method by a ``factory``, or by a ``function(problem, options)``; ``native``
-    is its native-core twin, if it has one."""
+    (a function) or ``native_factory`` is its native-core twin, if it has one."""
     if factory is None:
         if function is None:
             raise ValueError("register() needs a factory or a function")
         factory = lambda model, opts: FunctionSearcher(function, opts)  # noqa: E731
-    method = METHODS[name] = Method(name, options, factory, exact, summary, native)
+    method = METHODS[name] = Method(name, options, factory, exact, summary, native, native_factory)
     return method
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sys
@@ -49,7 +50,7 @@ def test_scorer_total_equals_path_weight(example_model, cascade, sentence):
     out = cascade.search(words)
     sp = fst.shortestpath(out.lattice)
     [(labels, float_cost)] = read_paths(sp)
-    exact = exact_path_score(labels, out.reordering, out.problem, cascade.lm)
+    exact = exact_path_score(labels, out.reordering, out.problem)
     _, total = score_derivation(len(words), out.result.hypotheses[0][1], cascade.lm, example_model.weights)
     assert total == pytest.approx(exact, abs=1e-6)
     # OpenFst's float32 path weight agrees up to float rounding.
@@ -112,6 +113,70 @@ def test_reordering_and_lattice_properties(cascade):
     # One arc per transition, and every output symbol of R is an operation L can score.
     assert sum(r.num_arcs(q) for q in r.states()) == out.result.transitions
     assert set(out.reordering.ops) == set(range(1, out.reordering.symbols.num_symbols()))
+    assert r.properties(fst.I_LABEL_SORTED, True) == fst.I_LABEL_SORTED
+
+
+def machine(f: fst.Fst) -> tuple:
+    """An FST as data: start, and per state its final weight and its arcs sorted (OpenFst's
+    arcsort leaves the order of arcs with equal input labels unspecified)."""
+    states = []
+    for q in f.states():
+        arcs = sorted((a.ilabel, a.olabel, float(a.weight), a.nextstate) for a in f.arcs(q))
+        states.append((float(f.final(q)), arcs))
+    return f.start(), states
+
+
+def assert_same_reordering(words, model, minimize=True) -> None:
+    """R and L built by the core and in Python: the same machines, labels, symbols and operations."""
+    from fstdecode.fst.reorder import build_reordering, build_reordering_native
+    from fstdecode.problem.problem import SearchProblem
+
+    c = Cascade(model)
+    ip = fst.compose(c.input_fst(words), c.p.fst)
+    problems = [SearchProblem(c.sentence(words, ip), c.lm, model.weights, model.distortion_limit) for _ in range(2)]
+    py = build_reordering(problems[0], c.labels, minimize=minimize)
+    nat = build_reordering_native(problems[1], c.labels, minimize=minimize)
+    assert (nat.states, nat.transitions) == (py.states, py.transitions)
+    assert list(nat.names) == list(py.names)
+    assert machine(nat.fst) == machine(py.fst)
+    assert machine(nat.lm) == machine(py.lm)
+    assert list(nat.jumps) == list(py.jumps) and list(nat.s1) == list(py.s1) and list(nat.s2) == list(py.s2)
+    assert list(nat.lm_cost) == pytest.approx(list(py.lm_cost), rel=0, abs=1e-12)
+    assert [(o.s, o.t, o.phrase) for o in nat.options[1:]] == [(o.s, o.t, o.phrase) for o in py.options[1:]]
+    assert [nat.symbols.find(k) for k in range(len(nat.names))] == list(py.names)
+
+
+@pytest.mark.parametrize("sentence", EXAMPLES)
+def test_native_reordering_equals_python(example_model, sentence):
+    assert_same_reordering(tuple(sentence.split()), example_model)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order", [2, 3])
+@settings(max_examples=25, **SETTINGS)
+@given(case=random_case(max_n=6, order=3))
+def test_native_reordering_equals_python_random(order, case):
+    model, sentence = case
+    if order == 2:
+        model = dataclasses.replace(model, lm=model.lm.restrict(2))
+    assert_same_reordering(tuple(sentence), model, minimize=order == 3)
+
+
+def test_native_reordering_budget(example_model):
+    """Over budget, the core stops where the Python builder does, with the same error."""
+    from fstdecode.fst.reorder import build_reordering, build_reordering_native
+    from fstdecode.problem.problem import SearchLimitError, SearchProblem
+
+    c = Cascade(example_model)
+    words = tuple(EXAMPLES[1].split())
+    ip = fst.compose(c.input_fst(words), c.p.fst)
+    messages = []
+    for build in (build_reordering, build_reordering_native):
+        problem = SearchProblem(c.sentence(words, ip), c.lm, example_model.weights, example_model.distortion_limit)
+        with pytest.raises(SearchLimitError) as err:
+            build(problem, c.labels, max_states=50)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1]
 
 
 @pytest.mark.skipif(shutil.which("fstprint") is None, reason="fstprint not installed (apt install libfst-tools; .ci/run does)")

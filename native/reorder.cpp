@@ -1,0 +1,410 @@
+// build_reordering (reorder.h): R's states and arcs walked with the signature state space, its
+// operation symbols interned, and R and L written in OpenFst's binary format.
+#include "reorder.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "statespace.h"
+
+namespace fstdecode {
+namespace {
+
+using namespace space;  // Sig, Space, Successors, Event, PHI
+
+// ---------------------------------------------------------------------------------------------
+// OpenFst's binary ConstFst (fst/const-fst.h, version 2, unaligned; fst/fst.h FstHeader): the
+// header, then every state's record, then every arc, each array read by OpenFst in one go.
+
+constexpr std::int32_t FST_MAGIC = 2125659606;
+constexpr std::int32_t CONST_VERSION = 2;
+constexpr std::uint64_t EXPANDED = 0x1;
+constexpr std::uint64_t ILABEL_SORTED = 0x10000000;
+
+template <class T>
+void put(std::string& out, T value) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  out.append(bytes, sizeof(T));
+}
+
+void put_string(std::string& out, const std::string& s) {
+  put<std::int32_t>(out, static_cast<std::int32_t>(s.size()));
+  out += s;
+}
+
+struct Arc {
+  std::int32_t ilabel, olabel;
+  float weight;
+  std::int32_t nextstate;
+};
+
+struct ConstState {  // ConstFst<StdArc, uint32>'s state record
+  float final_weight;
+  std::uint32_t pos, narcs, niepsilons, noepsilons;
+};
+
+// A tropical ConstFst whose state q has the arcs arcs[first[q] .. first[q] + count[q]) (sorted
+// here by input label, stably: the machine is ilabel-sorted, as composition wants it, and says
+// so). final_state (if >= 0) has weight 0.
+std::string const_fst(long num_states, long start, long final_state, std::vector<Arc>& arcs,
+                      const std::vector<std::uint32_t>& first, const std::vector<std::uint32_t>& count) {
+  std::string out;
+  put(out, FST_MAGIC);
+  put_string(out, "const");
+  put_string(out, "standard");
+  put<std::int32_t>(out, CONST_VERSION);
+  put<std::int32_t>(out, 0);  // flags: no symbol tables, not aligned
+  put<std::uint64_t>(out, EXPANDED | ILABEL_SORTED);
+  put<std::int64_t>(out, start);
+  put<std::int64_t>(out, num_states);
+  put<std::int64_t>(out, static_cast<std::int64_t>(arcs.size()));
+  const std::size_t header = out.size();
+  const std::size_t n = static_cast<std::size_t>(num_states);
+  out.resize(header + n * sizeof(ConstState) + arcs.size() * sizeof(Arc));
+  char* state_at = out.data() + header;
+  char* arc_at = state_at + n * sizeof(ConstState);
+  std::uint32_t pos = 0;
+  for (std::size_t q = 0; q < n; ++q) {
+    Arc* from = arcs.data() + first[q];
+    Arc* to = from + count[q];
+    std::stable_sort(from, to, [](const Arc& x, const Arc& y) { return x.ilabel < y.ilabel; });
+    const float final_weight = static_cast<long>(q) == final_state ? 0.0f : std::numeric_limits<float>::infinity();
+    ConstState st{final_weight, pos, count[q], 0, 0};
+    for (const Arc* arc = from; arc != to; ++arc) {
+      st.niepsilons += arc->ilabel == 0;
+      st.noepsilons += arc->olabel == 0;
+    }
+    std::memcpy(state_at + q * sizeof(ConstState), &st, sizeof(ConstState));
+    std::memcpy(arc_at + static_cast<std::size_t>(pos) * sizeof(Arc), from, count[q] * sizeof(Arc));
+    pos += count[q];
+  }
+  return out;
+}
+static_assert(sizeof(ConstState) == 20, "ConstFst's state record is 20 bytes");
+static_assert(sizeof(Arc) == 16, "OpenFst's StdArc is 16 bytes: ilabel, olabel, weight, nextstate");
+
+// ---------------------------------------------------------------------------------------------
+// The states of one layer in order of creation, found by their signatures.
+
+class Layer {
+ public:
+  // The state (j, key[0..r)) with hash h: its number, or -1.
+  int find(std::uint64_t h, const Sig* key, int r) const {
+    const int x = index_.find(h, [&](int i) {
+      return r_[static_cast<std::size_t>(i)] == r && std::equal(key, key + r, sigs(i));
+    });
+    return x < 0 ? -1 : id_[static_cast<std::size_t>(x)];
+  }
+  void add(std::uint64_t h, const Sig* key, int r, int id) {
+    offset_.push_back(sigs_.size());
+    r_.push_back(r);
+    id_.push_back(id);
+    sigs_.insert(sigs_.end(), key, key + r);
+    index_.insert(h, static_cast<int>(id_.size()) - 1);
+  }
+  int size() const { return static_cast<int>(id_.size()); }
+  int id(int x) const { return id_[static_cast<std::size_t>(x)]; }
+  int r(int x) const { return r_[static_cast<std::size_t>(x)]; }
+  const Sig* sigs(int x) const { return sigs_.data() + offset_[static_cast<std::size_t>(x)]; }
+
+ private:
+  std::vector<Sig> sigs_;
+  std::vector<std::size_t> offset_;
+  std::vector<int> r_, id_;
+  Index index_;
+};
+
+std::uint64_t state_hash(const Sig* sigs, int r) {
+  std::uint64_t h = 0;
+  for (int k = 0; k < r; ++k) h += sig_hash(sigs[k]);
+  return h;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operation symbols (reorder.py's _Builder): one label per distinct symbol text. The text is a
+// one-to-one function of (option, s1, t1, s2, junction events) (an option fixes its span, P's
+// label, its target and the n-grams inside it), so labels are found by those ids, and each new
+// label's text is written once, into out.symbols.
+
+class Operations {
+ public:
+  Operations(const Problem& problem, Space& space, const std::vector<std::string>& vocab,
+             const std::vector<int>& input_labels, Reordering& out)
+      : p_(problem), sp_(space), vocab_(vocab), input_labels_(input_labels), out_(out) {
+    out_.symbols = "<eps>\n";
+    out_.option.push_back(-1);
+    out_.s1.push_back(PHI);
+    out_.s2.push_back(PHI);
+    out_.jumps.push_back(0);
+    out_.lm_cost.push_back(0.0);
+  }
+
+  // The number of labels, ε included.
+  std::size_t size() const { return out_.option.size(); }
+
+  int input_label(const Option& opt) const {
+    return opt.index < 0 ? 0 : input_labels_.at(static_cast<std::size_t>(opt.index));
+  }
+
+  // The labels of appending each of a group's options (opts[0 .. count)) to tape a (ψ1) and
+  // prepending it to tape c (ψ2), cached on what their symbols spell: the group, ψ1's start, end
+  // and words (for order 2 only its last word), ψ2's start and words (for order 2 only its first
+  // word; never its end). Returns the first of `count` labels (label_at).
+  std::size_t labels(int j, const Opt* opts, int count, const Sig* a, const Sig* c) {
+    const Sig none{PHI, PHI, PHI, PHI};
+    const Sig& x = a ? *a : none;
+    const Sig& y = c ? *c : none;
+    const bool bigram = p_.order() == 2;
+    const std::int32_t key[8] = {opts[0].id, x.s, bigram ? 0 : x.a, x.t, x.b, y.s, y.a, bigram ? 0 : y.b};
+    std::uint64_t h = static_cast<std::uint32_t>(key[0]);
+    for (int i = 1; i < 8; ++i) h = mix(h * 0x100000001b3ULL ^ static_cast<std::uint32_t>(key[i]));
+    const int found = group_index_.find(h, [&](int i) { return std::equal(key, key + 8, group_keys_.data() + static_cast<std::size_t>(i) * 8); });
+    if (found >= 0) return group_first_[static_cast<std::size_t>(found)];
+    const std::size_t first = labels_.size();
+    for (int i = 0; i < count; ++i) labels_.push_back(make(j, *opts[i].option, a, c));
+    group_keys_.insert(group_keys_.end(), key, key + 8);
+    group_first_.push_back(first);
+    group_index_.insert(h, static_cast<int>(group_first_.size()) - 1);
+    return first;
+  }
+  int label_at(std::size_t i) const { return labels_[i]; }
+
+ private:
+  // What an option alone puts in its symbols: the text after the positions (":label:target"),
+  // the text of the n-grams inside it, and their LM cost (summed from 0 in order).
+  struct Fixed {
+    bool made = false;
+    std::string suffix, inside;
+    double cost = 0.0;
+  };
+
+  const Fixed& fixed(const Option& opt) {
+    const std::size_t at = static_cast<std::size_t>(opt.id);
+    if (fixed_.size() <= at) fixed_.resize(at + 1);
+    Fixed& f = fixed_[at];
+    if (f.made) return f;
+    f.made = true;
+    f.suffix = ":" + std::to_string(input_label(opt)) + ":";
+    if (opt.index >= 0) {
+      append_words(f.suffix, opt.words.data(), opt.words.size());
+    } else {
+      f.suffix += "</s>";
+    }
+    const std::size_t k = static_cast<std::size_t>(p_.order() - 1);
+    if (opt.index >= 0)  // the n-grams inside the phrase (ŵ's LM part)
+      for (std::size_t i = k; i < opt.words.size(); ++i) {
+        const Event e{{opt.words.begin() + static_cast<std::ptrdiff_t>(i - k), opt.words.begin() + static_cast<std::ptrdiff_t>(i)},
+                      opt.words[i]};
+        append_event(f.inside, e);
+        f.cost += cost(e);
+      }
+    return f;
+  }
+
+  double cost(const Event& e) const {  // lm_fst.event_cost
+    const int m = static_cast<int>(e.context.size());
+    return e.word < 0 ? -p_.backoff(e.context.data(), m) : -p_.ngram(e.context.data(), m, e.word);
+  }
+
+  void append_words(std::string& out, const WordId* ids, std::size_t n) const {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i) out += ' ';
+      out += vocab_.at(static_cast<std::size_t>(ids[i]));
+    }
+  }
+
+  // "|" and reorder.event_text: "a b c" for ln p(c | a b), "bo:a b" for the backoff of "a b".
+  void append_event(std::string& out, const Event& e) const {
+    out += '|';
+    if (e.word < 0) out += "bo:";
+    append_words(out, e.context.data(), e.context.size());
+    if (e.word >= 0) {
+      if (!e.context.empty()) out += ' ';
+      out += vocab_.at(static_cast<std::size_t>(e.word));
+    }
+  }
+
+  static void append_token(std::string& out, int position) {  // reorder._token
+    if (position == PHI) {
+      out += '_';
+    } else {
+      out += std::to_string(position - 1);
+    }
+  }
+
+  // The label of opt joined to a and c: the one its symbol already has, or a new one.
+  int make(int j, const Option& opt, const Sig* a, const Sig* c) {
+    events_.clear();
+    if (p_.order() == 2) {
+      if (a) events_.push_back({{a->b}, opt.first()});
+      if (c) events_.push_back({{opt.last()}, c->a});
+    } else {
+      sp_.join(a, opt, c, &events_);
+    }
+    const int s1 = a ? a->s : PHI, t1 = a ? a->t : PHI, s2 = c ? c->s : PHI;
+    key_.assign({opt.id, s1, t1, s2});
+    for (const Event& e : events_) {
+      key_.push_back(static_cast<std::int32_t>(e.context.size()));
+      key_.insert(key_.end(), e.context.begin(), e.context.end());
+      key_.push_back(e.word);
+    }
+    std::uint64_t h = key_.size();
+    for (const std::int32_t v : key_) h = mix(h * 0x100000001b3ULL ^ static_cast<std::uint32_t>(v));
+    const std::size_t n = key_.size();
+    const int found = text_index_.find(h, [&](int i) {
+      const std::size_t at = text_at_[static_cast<std::size_t>(i)];
+      return text_at_[static_cast<std::size_t>(i) + 1] - at == n && std::equal(key_.begin(), key_.end(), text_keys_.begin() + static_cast<std::ptrdiff_t>(at));
+    });
+    if (found >= 0) return found + 1;  // text i is label i + 1
+    text_keys_.insert(text_keys_.end(), key_.begin(), key_.end());
+    text_at_.push_back(text_keys_.size());
+    const int label = static_cast<int>(size());
+    text_index_.insert(h, label - 1);
+    const Fixed& f = fixed(opt);
+    std::string& text = out_.symbols;
+    text += "op:";
+    append_token(text, opt.s);
+    text += '-';
+    append_token(text, opt.t);
+    text += ':';
+    append_token(text, s1);
+    text += ':';
+    append_token(text, t1);
+    text += ':';
+    append_token(text, s2);
+    text += f.suffix;
+    text += f.inside;
+    double total = f.cost;  // lm_fst.events_cost: the events' costs summed in order
+    for (const Event& e : events_) {
+      append_event(text, e);
+      total += cost(e);
+    }
+    text += '\n';
+    out_.option.push_back(opt.index);
+    out_.s1.push_back(s1);
+    out_.s2.push_back(s2);
+    out_.jumps.push_back((a ? j - a->t : 0) + (c ? opt.t + 1 - c->s : 0));
+    out_.lm_cost.push_back(total);
+    return label;
+  }
+
+  const Problem& p_;
+  Space& sp_;
+  const std::vector<std::string>& vocab_;
+  const std::vector<int>& input_labels_;
+  Reordering& out_;
+  // labels(): a group and its tapes -> its options' labels (from group_first_ in labels_).
+  Index group_index_;
+  std::vector<std::int32_t> group_keys_;  // 8 per entry
+  std::vector<std::size_t> group_first_;
+  std::vector<int> labels_;
+  // make(): the ids a symbol spells -> its label (text i, label i + 1; keys from text_at_[i]).
+  Index text_index_;
+  std::vector<std::int32_t> text_keys_, key_;
+  std::vector<std::size_t> text_at_{0};
+  std::vector<Event> events_;
+  std::vector<Fixed> fixed_;  // by option id
+};
+
+const Sig* tape_starting(const Sig* sigs, int r, int s) {
+  if (s == PHI) return nullptr;
+  for (int k = 0; k < r; ++k)
+    if (sigs[k].s == s) return &sigs[k];
+  throw std::logic_error("build_reordering: no tape starts at " + std::to_string(s));
+}
+
+template <bool NG>
+void walk(const Problem& problem, Space& sp, Operations& ops, const ReorderOptions& options, Reordering& out,
+          std::vector<Arc>& arcs, std::vector<std::uint32_t>& first, std::vector<std::uint32_t>& count) {
+  const int end = problem.end();
+  const double eta = problem.eta();
+  std::vector<Layer> layers(static_cast<std::size_t>(end) + 1);
+  layers[0].add(state_hash(&sp.start, 1), &sp.start, 1, 0);
+  long states = 1, transitions = 0;
+  Successors succ;
+  std::vector<std::uint64_t> hashes;
+  std::vector<Sig> sigs;
+  for (int j = 0; j < end; ++j) {
+    Layer& layer = layers[static_cast<std::size_t>(j)];
+    for (int x = 0; x < layer.size(); ++x) {
+      const int r = layer.r(x), from = layer.id(x);
+      sigs.assign(layer.sigs(x), layer.sigs(x) + r);
+      hashes.resize(static_cast<std::size_t>(r));
+      for (int k = 0; k < r; ++k) hashes[static_cast<std::size_t>(k)] = sig_hash(sigs[static_cast<std::size_t>(k)]);
+      sp.expand<NG>(j, sigs.data(), r, hashes.data(), succ);
+      const auto at = static_cast<std::uint32_t>(arcs.size());  // a state's arcs are one block
+      for (const Batch& b : succ) {
+        Layer& target = layers[static_cast<std::size_t>(b.t)];
+        Sig* key = succ.keys.data() + b.key;
+        const Sig* a = tape_starting(sigs.data(), r, b.s1);
+        const Sig* c = tape_starting(sigs.data(), r, b.s2);
+        const std::size_t labels = ops.labels(j, b.opts, b.count, a, c);
+        for (int y = 0; y < b.count; ++y) {
+          const std::size_t q = b.first + static_cast<std::size_t>(y);
+          ++transitions;
+          key[b.pos] = succ.sig[q];
+          int to = target.find(succ.hash[q], key, b.nr);
+          if (to < 0) {
+            to = static_cast<int>(states++);
+            if (options.max_states >= 0 && states > options.max_states) {
+              out.status = "budget";
+              out.message = "more than " + std::to_string(options.max_states) + " states (--max-states)";
+              return;
+            }
+            target.add(succ.hash[q], key, b.nr, to);
+          }
+          const int label = ops.label_at(labels + static_cast<std::size_t>(y));
+          arcs.push_back({ops.input_label(*b.opts[y].option), label,
+                          static_cast<float>(eta * out.jumps[static_cast<std::size_t>(label)]), to});
+        }
+      }
+      if (first.size() < static_cast<std::size_t>(states)) {
+        first.resize(static_cast<std::size_t>(states) * 2, 0);
+        count.resize(static_cast<std::size_t>(states) * 2, 0);
+      }
+      first[static_cast<std::size_t>(from)] = at;
+      count[static_cast<std::size_t>(from)] = static_cast<std::uint32_t>(arcs.size()) - at;
+    }
+  }
+  first.resize(static_cast<std::size_t>(states), 0);
+  count.resize(static_cast<std::size_t>(states), 0);
+  out.states = states;
+  out.transitions = transitions;
+  const Layer& last = layers[static_cast<std::size_t>(end)];
+  const int goal = last.find(state_hash(&sp.goal, 1), &sp.goal, 1);
+  out.fst = const_fst(states, 0, goal, arcs, first, count);
+}
+
+}  // namespace
+
+Reordering build_reordering(const Problem& problem, const std::vector<std::string>& vocab,
+                            const std::vector<int>& input_labels, const ReorderOptions& options) {
+  if (!problem.finished()) throw std::logic_error("build_reordering: the problem is not finished");
+  if (vocab.size() != problem.vocab_size())
+    throw std::invalid_argument("build_reordering: vocab has " + std::to_string(vocab.size()) +
+                                " words, the problem " + std::to_string(problem.vocab_size()));
+  Reordering out;
+  Space sp(problem, options.minimize);
+  Operations ops(problem, sp, vocab, input_labels, out);
+  std::vector<Arc> arcs;
+  arcs.reserve(1 << 16);
+  std::vector<std::uint32_t> first, count;
+  if (problem.order() > 2) walk<true>(problem, sp, ops, options, out, arcs, first, count);
+  else walk<false>(problem, sp, ops, options, out, arcs, first, count);
+  if (!out.status.empty()) return out;
+  // L: one state, final, with a self-loop per operation label costing its LM events.
+  std::vector<Arc> larcs;
+  for (std::size_t label = 1; label < ops.size(); ++label)
+    larcs.push_back({static_cast<std::int32_t>(label), static_cast<std::int32_t>(label),
+                     static_cast<float>(out.lm_cost[label]), 0});
+  out.lm_fst = const_fst(1, 0, 0, larcs, {0}, {static_cast<std::uint32_t>(larcs.size())});
+  return out;
+}
+
+}  // namespace fstdecode

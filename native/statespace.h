@@ -1,0 +1,525 @@
+// The signature state space of Chang & Collins (Sections 4.2-4.4) for LMs of any order: a port of
+// fstdecode/statespace/{signature,ngram}.py (state_space: start, goal, expand, tape_roles, join,
+// joined, minimise). The searches that walk it (signature.cpp) and the reordering automaton R
+// (reorder.cpp) share it.
+//
+// Layout: a signature is four ints (s, a, t, b): for order 2, (s, w_s, t, w_t) as in Figure 4;
+// for higher orders (s, F, t, L) with F and L ids of word tuples interned per problem (Contexts).
+// A state of layer j is its signatures sorted by s (starts are distinct: tapes are disjoint).
+// Every floating-point sum is formed in the Python order, so scores agree bit for bit with the
+// Python engine given the same LM values, and successors come in Python's order.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "hash.h"
+#include "problem.h"
+
+namespace fstdecode {
+namespace space {
+
+constexpr int PHI = -1;  // ψ index (and start position) meaning φ: no tape
+
+// ---------------------------------------------------------------------------------------------
+// Signatures and states.
+
+struct Sig {
+  std::int32_t s, a, t, b;  // order 2: (s, w_s, t, w_t); else (s, F, t, L), F and L Contexts ids
+};
+
+inline bool operator==(const Sig& x, const Sig& y) {
+  return x.s == y.s && x.a == y.a && x.t == y.t && x.b == y.b;
+}
+
+// A state's hash is the sum of its signatures' (see Space::expand), so each must spread well:
+// two multiplications by odd constants and a fold of the high half into the low (the index
+// takes its home slot from the low bits and its tag from the high ones).
+inline std::uint64_t sig_hash(const Sig& g) {
+  std::uint64_t h = (pair64(g.s, g.t) ^ (pair64(g.a, g.b) * 0x9e3779b97f4a7c15ULL)) * 0xc2b2ae3d27d4eb4fULL;
+  h ^= h >> 29;
+  return h * 0x165667b19e3779f9ULL;
+}
+
+// An open-addressing index of ids (into the owner's table), probed linearly, hashes stored.
+class Index {
+ public:
+  Index() { reset(); }
+  void reset() {
+    slots_.assign(16, Slot{});
+    size_ = 0;
+  }
+  template <class Eq>
+  int find(std::uint64_t h, Eq&& eq) const {
+    const std::size_t m = slots_.size() - 1;
+    for (std::size_t i = h & m;; i = (i + 1) & m) {
+      const Slot& slot = slots_[i];
+      if (slot.id < 0) return -1;
+      if (slot.hash == h && eq(slot.id)) return slot.id;
+    }
+  }
+  void insert(std::uint64_t h, int id) {  // id's key must be absent
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    place(h, id);
+    ++size_;
+  }
+  void release() {
+    std::vector<Slot>().swap(slots_);
+    size_ = 0;
+  }
+
+ private:
+  struct Slot {
+    std::uint64_t hash = 0;
+    std::int32_t id = -1;
+  };
+  void place(std::uint64_t h, int id) {
+    const std::size_t m = slots_.size() - 1;
+    std::size_t i = h & m;
+    while (slots_[i].id >= 0) i = (i + 1) & m;
+    slots_[i] = {h, id};
+  }
+  void grow() {
+    std::vector<Slot> old;
+    old.swap(slots_);
+    slots_.assign(std::max<std::size_t>(16, old.size() * 2), Slot{});
+    for (const Slot& slot : old)
+      if (slot.id >= 0) place(slot.hash, slot.id);
+  }
+  std::vector<Slot> slots_;
+  std::size_t size_ = 0;
+};
+
+// Word tuples of at most K = order - 1 problem ids (ngram.py's F and L), interned: equal tuples
+// have equal ids. Id 0 is the empty tuple (the <s> tape's F).
+class Contexts {
+ public:
+  explicit Contexts(int k) : k_(std::max(1, k)) { intern(nullptr, 0); }
+  int intern(const WordId* words, int len) {
+    std::uint64_t h = static_cast<std::uint64_t>(len);
+    for (int i = 0; i < len; ++i) h = mix(h * 0x100000001b3ULL ^ static_cast<std::uint32_t>(words[i]));
+    int id = index_.find(h, [&](int i) { return len_[static_cast<std::size_t>(i)] == len && std::equal(words, words + len, this->words(i)); });
+    if (id >= 0) return id;
+    id = static_cast<int>(len_.size());
+    len_.push_back(len);
+    words_.insert(words_.end(), words, words + len);
+    words_.resize(static_cast<std::size_t>(id + 1) * static_cast<std::size_t>(k_), 0);
+    index_.insert(h, id);
+    return id;
+  }
+  const WordId* words(int id) const { return words_.data() + static_cast<std::size_t>(id) * static_cast<std::size_t>(k_); }
+  int len(int id) const { return len_[static_cast<std::size_t>(id)]; }
+  int size() const { return static_cast<int>(len_.size()); }
+
+ private:
+  int k_;
+  std::vector<WordId> words_;  // k_ per tuple, padded
+  std::vector<int> len_;
+  Index index_;
+};
+
+// An option as the state space reads it (contiguous per group).
+struct Opt {
+  double score;  // ŵ(p)
+  std::int32_t id, s, t;
+  WordId first, last;
+  std::int32_t first_col, last_row;  // lam's column of `first`, row of `last`
+  const Option* option;
+};
+
+struct Group {
+  int t;
+  int id;                 // the group's number (Space::groups, in order)
+  std::vector<Opt> opts;  // by_start order
+};
+
+struct Joined {
+  std::int32_t first, last;  // F and L of the new tape (Contexts ids)
+  double score;              // the weighted LM score of the join's events (event_score)
+};
+
+// The successors of one state by the options of one group (all ending at t) for one choice of
+// (ψ1, ψ2): they differ only in the new tape. Successor q (first <= q < first + count) of the
+// Successors is the nr signatures from Successors::keys[key] with sig[q] at `pos`, reached by
+// opts[q - first] with the score delta[q]; hash[q] is its state's hash.
+struct Batch {
+  int t, nr, pos, s1, s2, count;
+  std::size_t key, first;
+  const Opt* opts;
+};
+
+// Every successor of one state, in the order Python yields them (batch by batch).
+struct Successors {
+  std::vector<Batch> store;  // batches: store[0 .. size)
+  std::size_t size = 0;
+  std::vector<Sig> keys;
+  std::vector<Sig> sig;
+  std::vector<double> delta;
+  std::vector<std::uint64_t> hash;
+  std::size_t count = 0;
+
+  void clear() {
+    size = 0;
+    keys.clear();
+    count = 0;
+  }
+  void add(const Batch& b) {
+    if (size == store.size()) store.resize(std::max<std::size_t>(16, 2 * size));
+    store[size++] = b;
+  }
+  const Batch* begin() const { return store.data(); }
+  const Batch* end() const { return store.data() + size; }
+  // Room for m more successors; returns the first one's number.
+  std::size_t reserve(std::size_t m) {
+    if (sig.size() < count + m) {
+      const std::size_t size = std::max(2 * sig.size(), count + m);
+      sig.resize(size);
+      delta.resize(size);
+      hash.resize(size);
+    }
+    const std::size_t first = count;
+    count += m;
+    return first;
+  }
+};
+
+// An LM event a join settles (ngram.Event): ln p(word | context), or the backoff of context
+// (word < 0), charged by state minimisation.
+struct Event {
+  std::vector<WordId> context;
+  WordId word;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Space: the state space of one problem (ngram.state_space), with the caches every search run on
+// it shares (junction scores, interned contexts, joins).
+
+class Space {
+ public:
+  Space(const Problem& problem, bool minimize)
+      : p(problem), n(problem.n()), end(problem.end()),
+        // A limit beyond n + 2 allows every jump (no distance here exceeds n + 1); clamping it
+        // keeps the arithmetic in range for "no limit" (UNLIMITED = 2**31 - 1).
+        d(std::min(problem.d(), problem.n() + 2)), order(problem.order()), k(problem.order() - 1),
+        eta(problem.eta()), minimize(minimize), ngram(problem.order() > 2), contexts(problem.order() - 1) {
+    WordId vocab = std::max(problem.bos(), problem.eos()) + 1;
+    for (const auto& opts : problem.by_start())
+      for (const Option& o : opts)
+        for (WordId w : o.words) vocab = std::max(vocab, w + 1);
+    vocab_ = vocab;
+    row_.assign(static_cast<std::size_t>(vocab), -1);
+    col_.assign(static_cast<std::size_t>(vocab), -1);
+    auto add = [](std::vector<std::int32_t>& index, int& count, WordId w) {
+      if (index[static_cast<std::size_t>(w)] < 0) index[static_cast<std::size_t>(w)] = count++;
+    };
+    add(row_, rows_, problem.bos());
+    add(col_, cols_, problem.eos());
+    for (const auto& opts : problem.by_start())
+      for (const Option& o : opts) {
+        add(row_, rows_, o.last());
+        add(col_, cols_, o.first());
+      }
+    if (!ngram && static_cast<long long>(rows_) * cols_ <= (1LL << 22))
+      lam_.assign(static_cast<std::size_t>(rows_) * static_cast<std::size_t>(cols_), std::nan(""));
+    groups.assign(static_cast<std::size_t>(end) + 1, {});
+    int group_count = 0;
+    for (int s = 1; s <= end; ++s) {
+      const auto& opts = problem.by_start()[static_cast<std::size_t>(s)];
+      std::vector<int> ends;
+      for (const Option& o : opts) ends.push_back(o.t);
+      std::sort(ends.begin(), ends.end());
+      ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+      for (int t : ends) {
+        Group g;
+        g.t = t;
+        g.id = group_count++;
+        for (const Option& o : opts)
+          if (o.t == t)
+            g.opts.push_back({o.score, o.id, o.s, o.t, o.first(), o.last(), col_[static_cast<std::size_t>(o.first())],
+                              row_[static_cast<std::size_t>(o.last())], &o});
+        groups[static_cast<std::size_t>(s)].push_back(std::move(g));
+      }
+    }
+    options_by_id.assign(static_cast<std::size_t>(problem.option_count()) + 1, nullptr);
+    for (const auto& opts : problem.by_start())
+      for (const Option& o : opts)
+        if (o.id >= 0) options_by_id[static_cast<std::size_t>(o.id)] = &o;
+    if (ngram) {
+      const WordId bos = problem.bos(), eos = problem.eos();
+      start = {0, 0, 0, contexts.intern(&bos, 1)};
+      goal = {0, 0, end, contexts.intern(&eos, 1)};
+    } else {
+      start = {0, problem.bos(), 0, problem.bos()};
+      goal = {0, problem.bos(), end, problem.eos()};
+    }
+  }
+
+  // problem.junctions()[a][b]: the weighted bigram score of a junction (computed on first use).
+  double lam(WordId a, WordId b) { return lam(a, row_[static_cast<std::size_t>(a)], b, col_[static_cast<std::size_t>(b)]); }
+  // The same, given a's row and b's column (from row_ and col_).
+  double lam(WordId a, std::int32_t row, WordId b, std::int32_t col) {
+    if (row >= 0 && col >= 0 && !lam_.empty()) {
+      double& v = lam_[static_cast<std::size_t>(row) * static_cast<std::size_t>(cols_) + static_cast<std::size_t>(col)];
+      if (std::isnan(v)) v = p.ngram(&a, 1, b);
+      return v;
+    }
+    return p.ngram(&a, 1, b);
+  }
+
+  // ngram.joined for every option of a group: join(a, opt, c) with its events scored, cached
+  // (one lookup per group and choice of ψ1 and ψ2; every option of the group is joined with
+  // them). The result depends on a only through its F and L (F is () exactly for the <s> tape)
+  // and on c through its F and L. Returns the joins, by the group's options.
+  const Joined* joined(const Group& g, const Sig* a, const Sig* c) {
+    const std::int32_t key[5] = {g.id, a ? a->a : -1, a ? a->b : -1, c ? c->a : -1, c ? c->b : -1};
+    const std::uint64_t h = mix(mix(pair64(key[0], key[1]) ^ 0x51ed270b27UL) ^ pair64(key[2], key[3]) * 0x9e3779b97f4a7c15ULL ^ static_cast<std::uint32_t>(key[4]));
+    const int id = join_index_.find(h, [&](int i) { return std::equal(key, key + 5, join_keys_.data() + static_cast<std::size_t>(i) * 5); });
+    if (id >= 0) return join_values_.data() + join_at_[static_cast<std::size_t>(id)];
+    const std::size_t at = join_values_.size();
+    for (const Opt& o : g.opts) join_values_.push_back(join(a, *o.option, c));
+    join_keys_.insert(join_keys_.end(), key, key + 5);
+    join_at_.push_back(at);
+    join_index_.insert(h, static_cast<int>(join_at_.size() - 1));
+    return join_values_.data() + at;
+  }
+
+  // The successors of state (j, sigs[0..r)), as statespace.signature.expand (order 2) and
+  // ngram.expand_ngram yield them and in their order, into `out`. `hashes` holds sig_hash of
+  // each of sigs.
+  template <bool NG>
+  void expand(int j, const Sig* sigs, int r, const std::uint64_t* hashes, Successors& out) {
+    out.clear();
+    for (const Group& g : groups[static_cast<std::size_t>(j) + 1]) {
+      const int t = g.t;
+      const int m = static_cast<int>(g.opts.size());
+      if (t == end) {  // </s> is only appended to a lone tape: anything else is not the goal
+        if (r != 1) continue;
+        const Sig& a = sigs[0];
+        const int jump = end - a.t - 1;
+        if (jump > d) continue;
+        const std::size_t first = out.reserve(static_cast<std::size_t>(m));
+        const Joined* joins = nullptr;
+        if constexpr (NG) joins = joined(g, &a, nullptr);
+        for (int i = 0; i < m; ++i) {
+          const Opt& o = g.opts[static_cast<std::size_t>(i)];
+          const std::size_t q = first + static_cast<std::size_t>(i);
+          Sig nw;
+          if constexpr (NG) {
+            const Joined& jn = joins[i];
+            nw = {a.s, jn.first, end, jn.last};
+            out.delta[q] = o.score + jn.score - eta * jump;
+          } else {
+            nw = {a.s, a.a, end, o.last};
+            out.delta[q] = o.score + lam(a.b, o.first) - eta * jump;
+          }
+          out.sig[q] = nw;
+          out.hash[q] = sig_hash(nw);
+        }
+        out.keys.push_back(sigs[0]);
+        out.add({t, 1, 0, a.s, PHI, m, out.keys.size() - 1, first, g.opts.data()});
+        continue;
+      }
+      if (!tape_roles(sigs, r, j, t)) continue;
+      for (const int k1 : cands1_)
+        for (const int k2 : cands2_) {
+          if (k1 == k2 && k1 != PHI) continue;  // a tape never plays both roles
+          const Sig* a = k1 != PHI ? &sigs[k1] : nullptr;
+          const Sig* c = k2 != PHI ? &sigs[k2] : nullptr;
+          const int ns = a ? a->s : j + 1;
+          // The other tapes, split around the new tape's start (states stay sorted by s).
+          const std::size_t key = out.keys.size();
+          int w = 0, pos = -1;
+          std::uint64_t rest = 0;
+          for (int k = 0; k < r; ++k) {
+            if (k == k1 || k == k2) continue;
+            if (pos < 0 && sigs[k].s > ns) {
+              pos = w++;
+              out.keys.push_back(Sig{});
+            }
+            out.keys.push_back(sigs[k]);
+            ++w;
+            rest += hashes[k];
+          }
+          if (pos < 0) {
+            pos = w++;
+            out.keys.push_back(Sig{});
+          }
+          const std::size_t first = out.reserve(static_cast<std::size_t>(m));
+          if constexpr (NG) {
+            const int jumps = (a ? j - a->t : 0) + (c ? t + 1 - c->s : 0);
+            const Joined* joins = joined(g, a, c);
+            for (int i = 0; i < m; ++i) {
+              const Opt& o = g.opts[static_cast<std::size_t>(i)];
+              const std::size_t q = first + static_cast<std::size_t>(i);
+              const Joined& jn = joins[i];
+              const Sig nw = {a ? a->s : o.s, jn.first, c ? c->t : o.t, jn.last};
+              out.sig[q] = nw;
+              out.delta[q] = o.score + jn.score - eta * jumps;
+              out.hash[q] = rest + sig_hash(nw);
+            }
+          } else {
+            // Figure 4: score = ŵ(p) [+ λ(e_1 | w_t(ψ1)) − η|t(ψ1) + 1 − s(p)|]
+            //                        [+ λ(w_s(ψ2) | e_m) − η|t(p) + 1 − s(ψ2)|]
+            const double pen1 = a ? eta * (j - a->t) : 0.0;  // t(ψ1) <= j, s(p) = j + 1
+            const double pen2 = c ? eta * (t + 1 - c->s) : 0.0;
+            const std::int32_t row1 = a ? row_[static_cast<std::size_t>(a->b)] : -1;
+            const std::int32_t col2 = c ? col_[static_cast<std::size_t>(c->a)] : -1;
+            for (int i = 0; i < m; ++i) {
+              const Opt& o = g.opts[static_cast<std::size_t>(i)];
+              const std::size_t q = first + static_cast<std::size_t>(i);
+              double score = o.score;
+              Sig nw;
+              nw.s = ns;
+              if (a) {
+                score += lam(a->b, row1, o.first, o.first_col) - pen1;
+                nw.a = a->a;
+              } else {
+                nw.a = o.first;
+              }
+              if (c) {
+                score += lam(o.last, o.last_row, c->a, col2) - pen2;
+                nw.t = c->t;
+                nw.b = c->b;
+              } else {
+                nw.t = t;
+                nw.b = o.last;
+              }
+              out.sig[q] = nw;
+              out.delta[q] = score;
+              out.hash[q] = rest + sig_hash(nw);
+            }
+          }
+          out.add({t, w, pos, a ? a->s : PHI, c ? c->s : PHI, m, key, first, g.opts.data()});
+        }
+    }
+  }
+
+  const Problem& p;
+  const int n, end, d, order, k;
+  const double eta;
+  const bool minimize, ngram;
+  Contexts contexts;
+  std::vector<std::vector<Group>> groups;  // groups[p]: grouped[p] of SearchProblem
+  std::vector<const Option*> options_by_id;
+  Sig start{}, goal{};
+  WordId vocab_ = 0;
+
+  // ngram.join (and minimise): the tape ψ1 · p · ψ2 and its events, scored in their order (and
+  // appended to *events, when given).
+  Joined join(const Sig* a, const Option& opt, const Sig* c, std::vector<Event>* events = nullptr) {
+    const int kk = k;
+    const Contexts& cx = contexts;
+    double total = 0.0;
+    if (opt.s == end) {  // </s> closes the <s> tape: score it, nothing follows
+      const WordId* last = cx.words(a->b);
+      const int m = cx.len(a->b);
+      const WordId* context = last + std::max(0, m - kk);
+      total += p.ngram(context, std::min(m, kk), p.eos());
+      if (events) events->push_back({{context, context + std::min(m, kk)}, p.eos()});
+      const WordId eos = p.eos();
+      return {0, contexts.intern(&eos, 1), total};
+    }
+    const bool bos_tape = a != nullptr && a->s == 0;
+    seq_.clear();
+    if (a) seq_.insert(seq_.end(), cx.words(a->b), cx.words(a->b) + cx.len(a->b));
+    const int a_first = a ? cx.len(a->a) : 0;
+    // Index in the new tape of p's first word; K stands for "K or more".
+    const int index = a == nullptr ? 0 : (bos_tape || a_first >= kk ? kk : a_first);
+    const int len_e = static_cast<int>(opt.words.size());
+    const int len_cf = c ? cx.len(c->a) : 0;
+    const WordId* cf = c ? cx.words(c->a) : nullptr;
+    for (int i = 0; i < len_e + len_cf; ++i) {
+      const WordId w = i < len_e ? opt.words[static_cast<std::size_t>(i)] : cf[i - len_e];
+      const bool in_phrase_scored = i < len_e && i >= kk;  // in ŵ(p): its context lies inside p
+      if (!in_phrase_scored && (bos_tape || index + i >= kk)) {
+        const int m = std::min<int>(kk, static_cast<int>(seq_.size()));
+        const WordId* context = seq_.data() + seq_.size() - m;
+        total += p.ngram(context, m, w);
+        if (events) events->push_back({{context, context + m}, w});
+      }
+      seq_.push_back(w);
+    }
+    // first = () for the <s> tape, else (F(a) + e + F(c))[:K].
+    buf_.clear();
+    if (!bos_tape) {
+      if (a) buf_.insert(buf_.end(), cx.words(a->a), cx.words(a->a) + a_first);
+      buf_.insert(buf_.end(), opt.words.begin(), opt.words.end());
+      if (c) buf_.insert(buf_.end(), cf, cf + len_cf);
+      if (static_cast<int>(buf_.size()) > kk) buf_.resize(static_cast<std::size_t>(kk));
+    }
+    const int first_len = static_cast<int>(buf_.size());
+    const int first = contexts.intern(buf_.data(), first_len);
+    int last;
+    if (c != nullptr && len_cf >= kk) {
+      last = c->b;  // ψ2's own, already minimised, last words
+    } else {
+      buf_.clear();
+      if (a) buf_.insert(buf_.end(), contexts.words(a->b), contexts.words(a->b) + contexts.len(a->b));
+      buf_.insert(buf_.end(), opt.words.begin(), opt.words.end());
+      if (c) buf_.insert(buf_.end(), contexts.words(c->a), contexts.words(c->a) + len_cf);
+      int m = std::min<int>(kk, static_cast<int>(buf_.size()));
+      const WordId* tail = buf_.data() + buf_.size() - m;
+      if (minimize && (bos_tape || first_len >= kk)) {
+        // KenLM's right-state minimisation: while the context starts no longer n-gram, every
+        // next word backs off through it; charge its backoff and drop its first word.
+        while (m > 0 && !p.extends(tail, m)) {
+          total += p.backoff(tail, m);
+          if (events) events->push_back({{tail, tail + m}, -1});
+          ++tail;
+          --m;
+        }
+      }
+      last = contexts.intern(tail, m);
+    }
+    return {first, last, total};
+  }
+
+ private:
+  // signature.tape_roles: the candidates for ψ1 and ψ2 (into cands1_/cands2_), false for None.
+  bool tape_roles(const Sig* sigs, int r, int j, int t) {
+    const int lo_t = t - d, lo_s = t - d + 2;
+    int must1 = PHI, must2 = PHI;
+    for (int k = 0; k < r; ++k) {
+      if (sigs[k].t < lo_t) {
+        if (must1 != PHI) return false;  // two expiring tapes, one phrase can extend only one
+        must1 = k;
+      }
+      if (sigs[k].s != 0 && sigs[k].s < lo_s) {
+        if (must2 != PHI || must1 == k) return false;
+        must2 = k;
+      }
+    }
+    cands1_.clear();
+    cands2_.clear();
+    if (must1 != PHI) {
+      cands1_.push_back(must1);
+    } else {
+      if (j + 1 >= lo_s) cands1_.push_back(PHI);  // φ: p starts a tape at j + 1, a valid start
+      for (int k = 0; k < r; ++k) cands1_.push_back(k);
+    }
+    if (must2 != PHI) {
+      if (t + 1 - sigs[must2].s > d) return false;
+      cands2_.push_back(must2);
+      return true;
+    }
+    cands2_.push_back(PHI);
+    for (int k = 0; k < r; ++k)
+      if (sigs[k].s != 0 && t + 1 - sigs[k].s <= d) cands2_.push_back(k);
+    return true;
+  }
+
+  std::vector<std::int32_t> row_, col_;
+  int rows_ = 0, cols_ = 0;
+  std::vector<double> lam_;  // rows_ x cols_, NaN until computed; empty when too large
+  Index join_index_;
+  std::vector<std::int32_t> join_keys_;  // 5 per entry: group, F and L of a, F and L of c
+  std::vector<std::size_t> join_at_;     // per entry: its joins' first in join_values_
+  std::vector<Joined> join_values_;
+  std::vector<int> cands1_, cands2_;
+  std::vector<WordId> seq_, buf_;
+};
+
+}  // namespace space
+}  // namespace fstdecode
