@@ -3,29 +3,47 @@
 
 In one run, and written to the ``bench_native`` section of docs/benchmarks.md:
 
-1. Every search method with a native twin (``METHODS[m].native is not None``, checked at run
-   time), ``--engine native`` against ``--engine python``, on the Hansards fr-en table
-   (log10 scores, table-limit 20) with the UN English LM at order 2 and 3, d = 4, and on the
-   de-en regression-test model of Moses (its moses.ini): ms/word, states/s, mean model score,
-   search errors against the exact result where one exists (a proven-optimal result of an exact
-   method: dp, bounded or coverage), and peak RSS. Each configuration runs in its own
+1. Every search method with a native engine (``METHODS[m].has_native``: a native twin function
+   or a ``native_factory``, checked at run time; ``fst`` is one, its R and L built by the core),
+   ``--engine native`` against ``--engine python``, on the Hansards fr-en table (log10 scores,
+   table-limit 20) with the UN English LM at order 2 and 3, d = 4, and on the de-en
+   regression-test model of Moses (its moses.ini): ms/word, states/s, mean model score, search
+   errors against the exact result where one exists (a proven-optimal result of an exact
+   method: dp, bounded, coverage or fst), and peak RSS. Each configuration runs in its own
    subprocess (its peak RSS is the child's ``ru_maxrss`` from ``os.wait4``) and decodes the
    sentences in order with :class:`fstdecode.decoder.Decoder`; a Python run stops at its time
    budget (``--budget``), and the ratios are taken over the sentences both engines decoded.
-2. Moses side by side when a ``moses`` binary is on PATH (the de-en model, whose moses.ini is
+   ``fst`` stays in this table because its cost is bounded: at d = 4, table-limit 20 R outgrows
+   the default state budget (200,000 states) on nearly every Hansards and de-en sentence (in
+   about 0.1-0.2 s natively, 1.5-6 s in Python, so the Python rows stop at ``--budget`` as the
+   other exact methods' do), and the line keeps the stack decoder's derivation, as ``dp``'s
+   does; so these rows measure mostly that path. The FST method's own measurement is part 2.
+2. The FST method where it searches to the end: the setting of scripts/bench_fst.py (the
+   Hansards table at table-limit 5, the UN LM as a bigram, d = 3), where the Python signature
+   DP finishes every sentence. In one subprocess, for each sentence: ``Cascade(model,
+   engine="native").search``, ``Cascade(model, engine="python").search`` and the Python DP
+   (``signature_dp.search`` on ``Decoder(model, engine="python").problem(words)``, no state
+   budget), each under ``--fst-budget`` seconds (:func:`scripts.benchlib.timed`). The native
+   cascade runs on the model loaded with ``engine="native"`` (NativeLM), the other two on the
+   model loaded with ``engine="python"`` (ArpaLM), as ``--engine`` loads it in the CLI. All
+   three run once on the shortest sentence first (a warm-up, not timed). Reported: R's build
+   time in Python and natively and their ratio, the native cascade's composition and shortest
+   path, its total (the whole ``search`` call), the Python DP's time, the ratio of the two, and
+   whether the three best scores agree (to 1e-6).
+3. Moses side by side when a ``moses`` binary is on PATH (the de-en model, whose moses.ini is
    Moses' own); otherwise Moses' figures are quoted (Hansards) or read from the regression
    test's truth (de-en), and labelled as such.
-3. The whole process ``fstdecode decode ...`` on the 480-line input (the 48 Hansards sentences
+4. The whole process ``fstdecode decode ...`` on the 480-line input (the 48 Hansards sentences
    ten times) at LM order 3 and 2: the default method and engine, ``--method stack`` and
    ``--engine python``, run in rounds (the median of the paired runs is reported), with the
    mean model score over the 48 distinct sentences (``--format json``).
-4. The LM load ratio: ArpaLM.from_file against NativeLM.from_file on the UN LM.
+5. The LM load ratio: ArpaLM.from_file against NativeLM.from_file on the UN LM.
 
-    python -m scripts.bench_native [--quick] [--budget SEC] [--rounds N] [--out docs/benchmarks.md]
+    python -m scripts.bench_native [--quick] [--budget SEC] [--fst-budget SEC] [--rounds N] [--out docs/benchmarks.md]
 
-``--quick`` (a smoke test, under a minute): the 8 shortest Hansards sentences, small Python
-budgets, one round on the 48-line input. The script rewrites only its own section of the output
-file, between ``<!-- bench_native:start -->`` and ``<!-- bench_native:end -->``.
+``--quick`` (a smoke test, about a minute): the 8 shortest Hansards sentences (in parts 1 and 2),
+small Python budgets, one round on the 48-line input. The script rewrites only its own section
+of the output file, between ``<!-- bench_native:start -->`` and ``<!-- bench_native:end -->``.
 """
 
 from __future__ import annotations
@@ -43,15 +61,21 @@ import time
 from pathlib import Path
 
 from scripts.benchlib import (
-    DATA, DOCS, HANSARDS, ROOT, UN_LM, Timeout, best_time, load_avg, log, marked, script, timed, write_section,
+    DATA, DOCS, HANSARDS, NO_BUDGET, ROOT, UN_LM, Timeout, best_time, hansards_args, load_avg, log, marked, script,
+    timed, write_section,
 )
 
 NAME = "bench_native"
 DE_EN = DATA / "moses-early-distortion-de-en"
 HANSARDS_D, TABLE_LIMIT = 4, 20
+#: The FST part's setting (scripts/bench_fst.py's): d, table-limit; the LM is read as a bigram
+#: (:func:`scripts.benchlib.hansards_args`). There the Python DP finishes every sentence.
+FST_D, FST_TABLE_LIMIT = 3, 5
+#: The native core's targets for the FST method: R built this many times faster than in Python,
+#: and the native cascade's total at most this many times the Python DP's time.
+TARGET_R_SPEEDUP, TARGET_FST_OVER_DP = 20.0, 2.0
 #: Modules that attach native twins (those not imported by fstdecode.decoder yet are imported here).
 TWIN_MODULES = ("fstdecode.search.native", "fstdecode.search.native_coverage", "fstdecode.search.native_signature")
-EXACT_METHODS = ("dp", "bounded", "coverage")
 SCORE_TOLERANCE = 1e-6  # search errors: a best score this far below the exact one
 SAME_TOLERANCE = 1e-9  # python vs native: the same scores
 
@@ -66,7 +90,7 @@ TARGET_MS_PER_WORD = 0.25
 
 
 def twin_methods() -> list[str]:
-    """The registered methods that have a native twin now, in registration order."""
+    """The registered methods that have a native engine now (``Method.has_native``), in registration order."""
     importlib.import_module("fstdecode.decoder")
     for name in TWIN_MODULES:
         try:
@@ -75,7 +99,7 @@ def twin_methods() -> list[str]:
             pass
     from fstdecode.search.base import METHODS
 
-    return [name for name, method in METHODS.items() if method.native is not None]
+    return [name for name, method in METHODS.items() if method.has_native]
 
 
 # --------------------------------------------------------------------------- one configuration (child)
@@ -138,9 +162,63 @@ def child_main(spec_json: str) -> int:
     return 0
 
 
-def run_child(spec: dict, wall: float) -> dict:
-    """Run one configuration in a subprocess; its record plus ``rss_mb`` (peak RSS) and ``status``."""
-    cmd = [sys.executable, "-c", "import sys; from scripts.bench_native import child_main; sys.exit(child_main(sys.argv[1]))",
+def fst_child_main(spec_json: str) -> int:
+    """Part 2 in one process: the native and the Python cascade and the Python DP on ``spec["lines"]``.
+
+    All three run once on sentence ``spec["warm_up"]`` first (not timed: imports, the core's LM
+    and phrase index, first calls). Then for each sentence, each of the three gets
+    ``spec["budget"]`` seconds (:func:`timed`); one that overruns is left out of that sentence's
+    record (``native``, ``python``, ``dp``). Prints ``{"sentences": [...]}`` as JSON.
+    """
+    import logging
+
+    logging.getLogger("fstdecode").setLevel(logging.ERROR)
+    spec = json.loads(spec_json)
+    from fstdecode.decoder import Decoder
+    from fstdecode.fst.cascade import Cascade
+    from fstdecode.model.model import load_model
+    from fstdecode.search.signature_dp import DpOptions
+    from fstdecode.search.signature_dp import search as dp_search
+
+    # Each engine on the model its --engine loads (NativeLM or ArpaLM), as in part 1.
+    models = {engine: load_model(**hansards_args(FST_D, FST_TABLE_LIMIT), engine=engine) for engine in ("native", "python")}
+    cascades = {engine: Cascade(models[engine], engine=engine) for engine in models}
+    decoder = Decoder(models["python"], engine="python")
+    lines = lines_of("hansards")
+
+    def cascade_run(engine: str, words: tuple[str, ...]):
+        return lambda: cascades[engine].search(words)
+
+    def dp_run(words: tuple[str, ...]):
+        return lambda: dp_search(decoder.problem(words), DpOptions(max_states=NO_BUDGET))
+
+    warm = tuple(lines[spec["warm_up"]].split())
+    for fn in (cascade_run("native", warm), cascade_run("python", warm), dp_run(warm)):
+        fn()
+    out = []
+    for i in spec["lines"]:
+        words = tuple(lines[i].split())
+        row: dict = {"id": i, "words": len(words)}
+        for engine in ("native", "python"):
+            got, secs = timed(cascade_run(engine, words), spec["budget"])
+            if got is not None:
+                t, r = got.timings, got.reordering
+                row[engine] = {"seconds": secs, "build_r": t.build_r, "compose": t.compose, "shortest_path": t.shortest_path,
+                               "score": got.result.hypotheses[0][0], "states": r.states, "transitions": r.transitions}
+            del got  # the lattice of this sentence, before the next search
+        got, secs = timed(dp_run(words), spec["budget"])
+        if got is not None:
+            row["dp"] = {"seconds": secs, "score": got.hypotheses[0][0], "states": got.states}
+        del got
+        out.append(row)
+    print(json.dumps({"sentences": out}))
+    return 0
+
+
+def run_child(spec: dict, wall: float, entry: str = "child_main") -> dict:
+    """Run ``entry(spec)`` of this module in a subprocess (one configuration: :func:`child_main`;
+    part 2: :func:`fst_child_main`); its record plus ``rss_mb`` (peak RSS) and ``status``."""
+    cmd = [sys.executable, "-c", f"import sys; from scripts.bench_native import {entry}; sys.exit({entry}(sys.argv[1]))",
            json.dumps(spec)]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=err)
@@ -233,6 +311,49 @@ def exact_scores(records: dict, methods_exact: set[str]) -> tuple[dict, list[str
                     clashes.append(f"{key} sentence {s['id']}: {method}/{engine} {s['score']!r} vs {got[s['id']]!r}")
                 got.setdefault(s["id"], s["score"])
     return exact, clashes
+
+
+# --------------------------------------------------------------------------- the FST method (part 2)
+
+
+def fst_rows(rec: dict) -> list[dict]:
+    """Per sentence that all three searches finished: the times, the two ratios and the checks.
+
+    ``other``: the native ``search`` call's time outside its three timings (I ∘ P, the phrase
+    options); ``same_score``: the three best scores within SCORE_TOLERANCE; ``same_r``: both
+    builders made R with the same numbers of states and arcs.
+    """
+    rows = []
+    for s in rec["sentences"]:
+        if not all(k in s for k in ("native", "python", "dp")):
+            continue
+        nat, py, dp = s["native"], s["python"], s["dp"]
+        scores = (nat["score"], py["score"], dp["score"])
+        rows.append({
+            "id": s["id"], "words": s["words"], "states": nat["states"], "arcs": nat["transitions"],
+            "r_python": py["build_r"], "r_native": nat["build_r"],
+            "r_ratio": py["build_r"] / nat["build_r"] if nat["build_r"] > 0 else None,
+            "compose": nat["compose"], "shortest_path": nat["shortest_path"],
+            "other": nat["seconds"] - nat["build_r"] - nat["compose"] - nat["shortest_path"],
+            "fst_native": nat["seconds"], "fst_python": py["seconds"], "dp": dp["seconds"],
+            "fst_over_dp": nat["seconds"] / dp["seconds"] if dp["seconds"] > 0 else None,
+            "same_score": max(scores) - min(scores) <= SCORE_TOLERANCE,
+            "same_r": (nat["states"], nat["transitions"]) == (py["states"], py["transitions"]) and nat["states"] == dp["states"],
+        })
+    return rows
+
+
+def fst_failures(rec: dict) -> list[str]:
+    """What went wrong in part 2: the child, a search over its budget, scores or R that differ."""
+    if rec["status"] != "ok":
+        return [f"FST part {rec['status']}"]
+    bad = [f"sentence {s['id']}: {k} over budget" for s in rec["sentences"] for k in ("native", "python", "dp") if k not in s]
+    for r in fst_rows(rec):
+        if not r["same_score"]:
+            bad.append(f"sentence {r['id']}: best scores differ")
+        if not r["same_r"]:
+            bad.append(f"sentence {r['id']}: R differs between the builders (or from the DP's states)")
+    return bad
 
 
 # --------------------------------------------------------------------------- whole processes (CLI)
@@ -331,7 +452,7 @@ def run(args, record) -> int:
     else:
         chosen = list(range(len(hansards)))
     models = [("hansards", 2, chosen), ("hansards", 3, chosen), ("de-en", None, list(range(len(lines_of("de-en")))))]
-    log(f"{NAME}: methods with a native twin: {', '.join(methods)}; python budget {budget:g} s per configuration")
+    log(f"{NAME}: methods with a native engine: {', '.join(methods)}; python budget {budget:g} s per configuration")
 
     records: dict = {}
     for model, order, ids in models:
@@ -349,6 +470,20 @@ def run(args, record) -> int:
                 if rec["status"] != "ok":
                     log(rec.get("stderr", ""))
     exact, clashes = exact_scores(records, methods_exact)
+
+    fst_budget = args.fst_budget if args.fst_budget is not None else (10.0 if quick else 60.0)
+    warm_up = min(range(len(hansards)), key=lambda i: len(hansards[i].split()))
+    log(f"{NAME}: the FST method (d = {FST_D}, table-limit {FST_TABLE_LIMIT}, bigram), {fst_budget:g} s per search; "
+        f"warm-up on sentence {warm_up}")
+    fst_rec = run_child({"lines": chosen, "budget": fst_budget, "warm_up": warm_up},
+                        3 * fst_budget * len(chosen) + 300, entry="fst_child_main")
+    if fst_rec["status"] != "ok":
+        log(fst_rec.get("stderr", ""))
+    for r in fst_rows(fst_rec):
+        log(f"  {r['id']:2d} n={r['words']:2d} R {r['r_python']:.3f}/{r['r_native']:.3f} s ({fmt(r['r_ratio'], '.1f')}x), "
+            f"native total {r['fst_native']:.3f} s, python {r['fst_python']:.3f} s, DP {r['dp']:.3f} s "
+            f"(fst/dp {fmt(r['fst_over_dp'], '.2f')}){'' if r['same_score'] else ' SCORES DIFFER'}")
+    fst_bad = fst_failures(fst_rec)
 
     log(f"{NAME}: whole processes")
     with tempfile.TemporaryDirectory() as tmp:
@@ -371,21 +506,22 @@ def run(args, record) -> int:
     moses = shutil.which("moses")
     moses_run = moses_de_en(moses) if moses else None
 
-    section = render(args, record, methods, models, records, exact, clashes, cli, (arpa_s, native_s), moses, moses_run,
-                     budget, rounds, load_avg())
+    section = render(args, record, methods, models, records, exact, clashes, (fst_rec, fst_budget, warm_up), cli,
+                     (arpa_s, native_s), moses, moses_run, budget, rounds, load_avg())
     write_section(args.out, NAME, section)
     log(f"wrote {args.out} ({record.elapsed():.0f} s)")
     bad = [k for k, rec in records.items() if rec["status"] != "ok"]
     differ = [k for k in {(a, m) for a, m, _ in records}
               if compare(records[(*k, "python")], records[(*k, "native")]).get("same") is False]
-    if bad or differ or clashes:
-        log(f"!!! {NAME}: failed {bad}; python and native differ in {differ}; exact results disagree in {clashes}")
+    if bad or differ or clashes or fst_bad:
+        log(f"!!! {NAME}: failed {bad}; python and native differ in {differ}; exact results disagree in {clashes}; "
+            f"FST part: {fst_bad}")
         return 1
     return 0
 
 
-def render(args, record, methods, models, records, exact, clashes, cli, lm_load, moses, moses_run, budget, rounds,
-           load_end) -> str:
+def render(args, record, methods, models, records, exact, clashes, fst_part, cli, lm_load, moses, moses_run, budget,
+           rounds, load_end) -> str:
     L = ["## The native core against the Python engine, and Moses (`scripts/bench_native.py`)", ""]
     L += [
         f"- command: `{record.command}`",
@@ -395,7 +531,7 @@ def render(args, record, methods, models, records, exact, clashes, cli, lm_load,
         f"- load average (1/5/15 min) at start {record.load_start}, at end {load_end}. The machine is shared and "
         "noisy: other processes ran during the measurement, so times (and more so ratios of times taken minutes "
         "apart) carry that noise; each configuration runs in one process (one core).",
-        f"- methods with a native twin at run time: {', '.join(methods)}",
+        f"- methods with a native engine at run time: {', '.join(methods)}",
         "",
         "### Methods: `--engine native` against `--engine python`",
         "",
@@ -407,9 +543,12 @@ def render(args, record, methods, models, records, exact, clashes, cli, lm_load,
         "the search time of the sentences searched to the end (a sentence over its `--max-states` budget gets the "
         "stack decoder's result, whose stats are not the method's; *over budget* counts those). *errors*: "
         "sentences whose model score is below the exact one (a proven-optimal result of an exact method, dp, "
-        f"bounded or coverage, from any row) by more than {SCORE_TOLERANCE:g}, out of those that have one. "
+        f"bounded, coverage or fst, from any row) by more than {SCORE_TOLERANCE:g}, out of those that have one. "
         f"*peak RSS*: the subprocess's `ru_maxrss`. The Python engine stops at {budget:g} s of search per row "
-        "(the sentence that overruns is dropped), so it may cover fewer sentences.",
+        "(the sentence that overruns is dropped), so it may cover fewer sentences. At this d and table-limit, "
+        "`fst` builds R up to the default state budget (200,000 states) on nearly every sentence and then keeps "
+        "the stack decoder's derivation, as `dp` does: its rows measure mostly that path; the next section "
+        "measures the cascade where it searches to the end.",
         "",
         "| model | method | engine | sentences | ms/word | states/s | mean model score | errors | proven optimal | over budget | peak RSS MB |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -443,6 +582,8 @@ def render(args, record, methods, models, records, exact, clashes, cli, lm_load,
     counts = ", ".join(f"{key} {len(exact.get(key, {}))}/{len(ids)}" for key, (_, _, ids) in zip(keys, models))
     L += ["", f"Sentences with an exact result: {counts}."
           + (" **Exact results disagree:** " + "; ".join(clashes) if clashes else "")]
+
+    L += render_fst(*fst_part)
 
     L += ["", "### Moses", ""]
     de_en_key = keys[-1]
@@ -506,14 +647,94 @@ def render(args, record, methods, models, records, exact, clashes, cli, lm_load,
     return marked(NAME, L)
 
 
+def render_fst(rec: dict, fst_budget: float, warm_up: int) -> list[str]:
+    """Part 2's subsection: the summary table, the targets and the per-sentence table."""
+    L = ["", "### The FST method: R, composition and shortest path against the Python DP", ""]
+    n = len(rec["sentences"]) if rec["status"] == "ok" else 0
+    L.append(
+        f"Hansards fr-en at table-limit {FST_TABLE_LIMIT} with the UN English LM read as a bigram, d = {FST_D} (the "
+        "setting of `scripts/bench_fst.py`, where the Python DP finishes every sentence), in one subprocess. For each "
+        'sentence, in this order: `Cascade(model, engine="native").search(words)` on the model loaded with '
+        '`engine="native"`; `Cascade(model, engine="python").search(words)` and the Python signature DP '
+        '(`signature_dp.search(Decoder(model, engine="python").problem(words), DpOptions(max_states=NO_BUDGET))`) '
+        f'on the model loaded with `engine="python"` (ArpaLM), as `--engine` loads it; each under {fst_budget:g} s '
+        f"(SIGALRM). All three ran once on sentence {warm_up} (the shortest) before the timing, so that first-call "
+        "costs (imports, the core's LM and phrase index) are not counted. *R*: `Timings.build_r` (R and L); "
+        "*compose*: `I∘P∘R∘L`; *shortest path*: `Timings.shortest_path` (with the exact re-ranking of the few best "
+        "paths); *other*: the rest of the `search` call (`I∘P` and the phrase options read off it); *FST total*: "
+        "the whole `search` call. *Python DP*: problem building and search. One run, so each ratio is of two "
+        "times taken seconds apart on this shared machine."
+    )
+    if rec["status"] != "ok":
+        return L + ["", f"**The FST part {rec['status']}:**", "", "```", rec.get("stderr", "").strip(), "```"]
+    rows = fst_rows(rec)
+    if not rows:
+        return L + ["", f"No sentence finished all three searches within {fst_budget:g} s."]
+
+    def stat(key: str, spec: str) -> str:
+        values = [r[key] for r in rows if r[key] is not None]
+        total = sum(values)
+        return (f"| {total:{spec}} | {statistics.median(values):{spec}} | {min(values):{spec}} | {max(values):{spec}} |"
+                if values else "| | | | |")
+
+    def ratio(key: str, num: str, den: str) -> str:
+        values = [r[key] for r in rows if r[key] is not None]
+        tot = sum(r[num] for r in rows) / sum(r[den] for r in rows)
+        return (f"| {tot:.2f}× (of the totals) | {statistics.median(values):.2f}× | {min(values):.2f}× | "
+                f"{max(values):.2f}× |")
+
+    L += ["", f"Over the {len(rows)} of {n} sentences that all three searches finished (peak RSS of the process "
+          f"{fmt(rec['rss_mb'], '.0f')} MB):", "",
+          "| | total | median | min | max |", "|---|---:|---:|---:|---:|",
+          "| R build, Python s " + stat("r_python", ".3f"),
+          "| R build, native s " + stat("r_native", ".4f"),
+          "| R build, Python ÷ native " + ratio("r_ratio", "r_python", "r_native"),
+          "| native compose s " + stat("compose", ".3f"),
+          "| native shortest path s " + stat("shortest_path", ".4f"),
+          "| native other s " + stat("other", ".4f"),
+          "| **native FST total s** " + stat("fst_native", ".3f"),
+          "| Python FST total s " + stat("fst_python", ".3f"),
+          "| **Python DP s** " + stat("dp", ".3f"),
+          "| native FST total ÷ Python DP " + ratio("fst_over_dp", "fst_native", "dp")]
+    r_ratios = [r["r_ratio"] for r in rows if r["r_ratio"] is not None]
+    over = [r["fst_over_dp"] for r in rows if r["fst_over_dp"] is not None]
+    r_met = sum(x >= TARGET_R_SPEEDUP for x in r_ratios)
+    dp_met = sum(x <= TARGET_FST_OVER_DP for x in over)
+    same = sum(r["same_score"] for r in rows)
+    same_r = sum(r["same_r"] for r in rows)
+    L += ["",
+          f"- R built {statistics.median(r_ratios):.1f}× faster natively (median; min {min(r_ratios):.1f}×): at least "
+          f"{TARGET_R_SPEEDUP:g}× on {r_met} of {len(r_ratios)} sentences (target: ≥ {TARGET_R_SPEEDUP:g}×).",
+          f"- The native FST total is {statistics.median(over):.2f}× the Python DP's time (median; max {max(over):.2f}×): "
+          f"at most {TARGET_FST_OVER_DP:g}× on {dp_met} of {len(over)} sentences (target: ≤ {TARGET_FST_OVER_DP:g}×).",
+          f"- Best scores: FST native = FST Python = Python DP to {SCORE_TOLERANCE:g} on {same} of {len(rows)} "
+          f"sentences; R has the same states and arcs from both builders (and as many states as the DP) on {same_r} "
+          f"of {len(rows)}."]
+    missing = [f"{s['id']} ({', '.join(k for k in ('native', 'python', 'dp') if k not in s)})"
+               for s in rec["sentences"] if not all(k in s for k in ("native", "python", "dp"))]
+    if missing:
+        L.append(f"- Over the {fst_budget:g} s budget (left out above): sentence " + "; ".join(missing) + ".")
+    L += ["", "| id | n | R states | R arcs | R Python s | R native s | R ratio | compose s | shortest path s | other s | "
+          "FST total s | Python FST s | Python DP s | FST ÷ DP | same score |",
+          "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|"]
+    for r in rows:
+        L.append(f"| {r['id']} | {r['words']} | {r['states']:,} | {r['arcs']:,} | {r['r_python']:.3f} | {r['r_native']:.4f} | "
+                 f"{fmt(r['r_ratio'], '.1f')}× | {r['compose']:.3f} | {r['shortest_path']:.4f} | {r['other']:.4f} | "
+                 f"{r['fst_native']:.3f} | {r['fst_python']:.3f} | {r['dp']:.3f} | {fmt(r['fst_over_dp'], '.2f')} | "
+                 f"{'yes' if r['same_score'] else '**NO**'} |")
+    return L
+
+
 def add_args(ap) -> None:
     ap.add_argument("--budget", type=float, default=None,
                     help="seconds of search per Python-engine configuration (default 60; --quick 1.5)")
+    ap.add_argument("--fst-budget", type=float, default=None,
+                    help="seconds per search and sentence in the FST part (default 60; --quick 10)")
     ap.add_argument("--rounds", type=int, default=None, help="rounds of paired whole-process runs (default 5; --quick 1)")
 
 
 main = script(NAME, __doc__, run, add_args=add_args, out=DOCS / "benchmarks.md",
-              quick="smoke test (under a minute): 8 short sentences, 1.5 s Python budgets, one round on 48 lines",
+              quick="smoke test (about a minute): 8 short sentences, 1.5 s Python budgets, one round on 48 lines",
               needs_data=True)
 
 
