@@ -84,7 +84,8 @@ class Stats:
 class DecodeResult:
     """The outcome for one input line.
 
-    * Proven best: ``derivations`` set, ``optimal`` True.
+    * Proven best: ``derivations`` set, ``optimal`` True, ``upper_bound`` the best score (the
+      certificate; ``gap`` 0).
     * Over budget (``--max-states``): the best derivations found (by the
       method, else by the default stack decoder), ``optimal`` False and
       ``reason`` saying so; no derivations only if none was found at all.
@@ -99,10 +100,19 @@ class DecodeResult:
     stats: Stats = field(default_factory=lambda: Stats(0, 0, 0.0))
     error: str | None = None
     reason: str | None = None
+    #: A bound on the model score of every derivation, when the search proved one.
+    upper_bound: float | None = None
 
     @property
     def best(self) -> Derivation | None:
         return self.derivations[0] if self.derivations else None
+
+    @property
+    def gap(self) -> float | None:
+        """``upper_bound`` minus the best derivation's score (0 at a proven optimum), when known."""
+        if self.upper_bound is None or self.best is None:
+            return None
+        return max(0.0, self.upper_bound - self.best.search_score)
 
 
 class Decoder:
@@ -185,7 +195,9 @@ class Decoder:
             return DecodeResult(id, words, (), False, Stats(0, 0, time.perf_counter() - start), str(e))
         derivations = tuple(self._derivation(words, phrases, s) for s, phrases in result.hypotheses)
         stats = Stats(result.states, result.transitions, time.perf_counter() - start)
-        return DecodeResult(id, words, derivations, result.optimal and reason is None, stats, reason=reason)
+        optimal = result.optimal and reason is None
+        bound = result.certified().upper_bound if reason is None else result.upper_bound
+        return DecodeResult(id, words, derivations, optimal, stats, reason=reason, upper_bound=bound)
 
     def _over_budget(self, problem: SearchProblem, e: SearchLimitError) -> tuple[SearchResult, str]:
         """The one rule for a search over budget: its best derivations, else the stack decoder's.

@@ -38,7 +38,8 @@ def _derivation_json(d: Derivation) -> dict:
 
 
 def json_line(result: DecodeResult) -> str:
-    """One JSON object: id, source, translation, score, features, derivation, optimal, stats.
+    """One JSON object: id, source, translation, score, features, derivation, optimal, stats;
+    ``upper_bound`` and ``gap`` when the search proved a bound (the certificate).
 
     With more than one derivation the others follow under ``nbest``; a
     failed line has ``error`` and the source as its translation.
@@ -50,6 +51,9 @@ def json_line(result: DecodeResult) -> str:
     else:
         obj.update(_derivation_json(best))
         obj["optimal"] = result.optimal
+        if result.upper_bound is not None:
+            obj["upper_bound"] = result.upper_bound
+            obj["gap"] = result.gap
         if result.reason is not None:
             obj["reason"] = result.reason
         if len(result.derivations) > 1:

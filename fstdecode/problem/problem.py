@@ -17,6 +17,7 @@ Scores are model scores to *maximise* (the weighted sum of features):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -308,9 +309,19 @@ class SearchResult:
 
     Each hypothesis is ``(score, phrases in target order)``; ``optimal`` is
     True only when the method proves that the first one is the best.
+    ``upper_bound``, when the method has one, bounds the score of every
+    derivation (the certificate: at a proven optimum it equals the best score;
+    an exhaustive method's is its best score).
     """
 
     hypotheses: tuple[tuple[float, tuple[Phrase, ...]], ...]
     optimal: bool
     states: int
     transitions: int
+    upper_bound: float | None = None
+
+    def certified(self) -> SearchResult:
+        """This result with its certificate: a proven optimum bounds every derivation by its score."""
+        if self.upper_bound is not None or not self.optimal or not self.hypotheses:
+            return self
+        return dataclasses.replace(self, upper_bound=self.hypotheses[0][0])

@@ -53,6 +53,26 @@ def test_over_budget_line_keeps_a_real_translation_and_says_so():
     assert "line 1: over budget" in proc.stderr.decode()
 
 
+@pytest.mark.parametrize("method", [name for name, m in sorted(METHODS.items()) if m.exact])
+def test_a_proven_optimum_carries_its_certificate(model, method):
+    """An exact method's line: an upper bound on every derivation's score, equal to the best's."""
+    result = Decoder(model, method).decode(SLIDES)
+    assert result.optimal
+    assert result.upper_bound == pytest.approx(result.best.score, abs=1e-6)
+    assert result.gap == pytest.approx(0.0, abs=1e-9)
+
+
+def test_no_certificate_without_a_proof(model):
+    """A heuristic's line, and an exact method's line over budget, claim no bound."""
+    for result in (Decoder(model, "stack").decode(SLIDES), Decoder(model, "dp", max_states=5).decode(SLIDES)):
+        assert not result.optimal
+        assert result.upper_bound is None and result.gap is None
+    proc = fstdecode(["decode", "--method", "dp", "--format", "json"], (SLIDES + "\n").encode())
+    obj = json.loads(proc.stdout)
+    assert obj["optimal"] is True and obj["gap"] == 0.0
+    assert obj["upper_bound"] == pytest.approx(obj["score"], abs=1e-6)
+
+
 def test_over_budget_text_line_is_reported_on_stderr():
     proc = fstdecode(["decode", "--method", "dp", "--max-states", "5"], (SLIDES + "\n").encode())
     assert proc.returncode == 0
