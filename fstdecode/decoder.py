@@ -14,6 +14,7 @@ can hold the two together.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -177,9 +178,10 @@ class Decoder:
         """
         words = tokens(line)
         start = time.perf_counter()
-        if not words:
+        if not words:  # one derivation, the empty one: optimal, its own score the bound
             empty = self._derivation(words, (), 0.0)
-            return DecodeResult(id, words, (empty,), True, Stats(0, 0, 0.0))
+            empty = dataclasses.replace(empty, search_score=empty.score)
+            return DecodeResult(id, words, (empty,), True, Stats(0, 0, 0.0), upper_bound=empty.score)
         reserved = sorted({w for w in words if w in RESERVED_TOKENS})
         if reserved:
             why = f"the input holds the reserved token(s) {' '.join(reserved)} (LM sentence markers and Moses' field separator)"

@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "hash.h"
+
 namespace fstdecode {
 
 Problem::Problem(const NgramLM& lm, std::vector<WordId> lm_id, int n, int d, double eta,
@@ -52,18 +54,10 @@ void Problem::finish() {
   finished_ = true;
   eos_option_.id = option_count_;
   by_start_[static_cast<std::size_t>(end())].push_back(eos_option_);
+  by_id_.assign(static_cast<std::size_t>(option_count_) + 1, nullptr);
+  for (const auto& opts : by_start_)
+    for (const Option& o : opts) by_id_[static_cast<std::size_t>(o.id)] = &o;
 }
-
-namespace {
-inline std::uint64_t mix(std::uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ULL;
-  h ^= h >> 33;
-  return h;
-}
-}  // namespace
 
 void Problem::grow_cache() const {
   const std::size_t cap = cache_.slots.empty() ? 1024 : cache_.slots.size() * 2;

@@ -31,6 +31,8 @@ class Problem {
  public:
   Problem(const NgramLM& lm, std::vector<WordId> lm_id, int n, int d, double eta, double lm_weight,
           WordId bos, WordId eos);
+  Problem(const Problem&) = delete;  // option() and the searches point into by_start
+  Problem& operator=(const Problem&) = delete;
   void add_option(Option option);  // a phrase option (1 <= s <= t <= n)
   void finish();                   // adds </s> and groups options; call once, before searching
 
@@ -49,6 +51,9 @@ class Problem {
 
   // The number of options added (their ids are 0 .. option_count() - 1, in order of addition).
   int option_count() const { return option_count_; }
+  // The option whose Option::id is `id` (0 <= id <= option_count(), the last being </s>), for
+  // the searches' back-pointers; after finish().
+  const Option& option(int id) const { return *by_id_[static_cast<std::size_t>(id)]; }
   bool finished() const { return finished_; }
   // The LM id of a problem id.
   WordId lm_id(WordId w) const { return lm_id_[static_cast<std::size_t>(w)]; }
@@ -80,6 +85,7 @@ class Problem {
   WordId bos_, eos_;
   Option bos_option_, eos_option_;
   std::vector<std::vector<Option>> by_start_;
+  std::vector<const Option*> by_id_;  // by Option::id, set by finish()
   int option_count_ = 0;
   bool finished_ = false;
   // ngram's cache: open addressing keyed on the exact ids (the last order - 1 context words

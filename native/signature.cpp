@@ -48,8 +48,7 @@ constexpr double NEG_INF = -std::numeric_limits<double>::infinity();
 constexpr long long WIDEN = 4;
 constexpr long long MAX_BEAM = 1000000;
 
-struct Budget {};    // thrown once more than max_states states exist
-struct EmptyMax {};  // thrown by the beam where Python's make_beam takes max() of no scores
+struct Budget {};  // thrown once more than max_states states exist
 
 // ---------------------------------------------------------------------------------------------
 // Heuristic (signature_beam.Heuristic): β(T) for one problem, values per word cached.
@@ -690,7 +689,7 @@ class Chart {
         const Back& b = hyps_[layers_[static_cast<std::size_t>(j)].first + static_cast<std::size_t>(i)];
         if (b.opt < 0) break;
         steps.push_back({b.opt, b.s1, b.s2});
-        j = sp_.options_by_id[static_cast<std::size_t>(b.opt)]->s - 1;
+        j = sp_.p.option(b.opt).s - 1;
         i = b.prev_i;
       } else {
         const Hyp& h = layers_[static_cast<std::size_t>(j)].lists[static_cast<std::size_t>(i)][static_cast<std::size_t>(rank)];
@@ -714,7 +713,7 @@ class Chart {
     tapes[0] = {-1};
     open[0] = 1;
     for (const Step& st : steps) {
-      const Option& o = *sp_.options_by_id[static_cast<std::size_t>(st.opt)];
+      const Option& o = sp_.p.option(st.opt);
       const auto at = [](int s) { return static_cast<std::size_t>(s); };
       if (st.s1 == PHI && st.s2 == PHI) {
         tapes[at(o.s)] = {st.opt};
@@ -750,7 +749,7 @@ class Chart {
     out.clear();
     for (int id : tapes[only]) {
       if (id < 0) continue;
-      const int index = sp_.options_by_id[static_cast<std::size_t>(id)]->index;
+      const int index = sp_.p.option(id).index;
       if (index >= 0) out.push_back(index);
     }
     return true;
@@ -835,12 +834,9 @@ struct Beam {
       for (int k = 0; k < r; ++k) sigs[static_cast<std::size_t>(k)] = layer.sig_at(at, k);
       scored.push_back({alpha + h(j, sigs.data(), r), i});
     }
-    if (threshold >= 0) {
-      if (scored.empty()) {
-        // Every state is dead: signature_beam.make_beam then takes max() of no scores, a
-        // ValueError in Python, which the seam raises alike.
-        throw EmptyMax{};
-      }
+    // A layer whose states are all dead keeps none: there is no best to measure the threshold
+    // from, and the search goes on with the other layers (as make_beam does).
+    if (threshold >= 0 && !scored.empty()) {
       double top = scored[0].first;
       for (const auto& x : scored)
         if (x.first > top) top = x.first;
@@ -874,11 +870,6 @@ Result beam_search(Space& space, const SignatureBeamOptions& o, Memory& memory) 
       run_chart(space, chart, beam, NoAdmit{});
     } catch (const Budget&) {
       return budget_result(o.max_states);
-    } catch (const EmptyMax&) {
-      Result out;
-      out.status = "empty max";
-      out.message = "max() arg is an empty sequence";
-      return out;
     }
     states += chart.states;
     transitions += chart.transitions;

@@ -6,11 +6,11 @@
 // engine given the same LM values; orders that decide ties are replicated (stable sorts, dict
 // insertion order = the order keys are first created, k-best lists with earlier insertions first).
 //
-// Layout: a coverage is a fixed array of W 64-bit words (W = 1 for n <= 64), bit p - 1 for
-// position p. LM contexts are interned per search (ids into one table); a recombination key is
-// (coverage, last_t, context id). Hypotheses live in one arena per search (score, back-pointer,
-// option); a stack holds its keys in creation order with an open-addressing index, and is freed
-// once expanded (as Python's `stacks[c] = {}`).
+// Layout: a coverage is a Cov<W> (coverage_set.h). LM contexts are interned per search
+// (space::Contexts) and the <s>-tape joins cached per (context, option) (space::BosJoins); a
+// recombination key is (coverage, last_t, context id). Hypotheses live in one arena per search
+// (score, back-pointer, option); a stack holds its keys in creation order with an
+// open-addressing index, and is freed once expanded (as Python's `stacks[c] = {}`).
 #include "stack.h"
 
 #include <algorithm>
@@ -25,88 +25,18 @@
 #include <utility>
 #include <vector>
 
+#include "coverage_set.h"
+#include "statespace.h"
+
 namespace fstdecode {
 namespace {
 
+using space::BosJoins;
+using space::Contexts;
+using space::Index;
+using space::Joined;
+
 constexpr double NEG_INF = -std::numeric_limits<double>::infinity();
-
-inline std::uint64_t mix(std::uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ULL;
-  h ^= h >> 33;
-  return h;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Coverage bits: bit i (0-based) is position i + 1.
-
-template <int W>
-struct Cov {
-  std::uint64_t w[W] = {};
-
-  bool get(int i) const { return (w[i >> 6] >> (i & 63)) & 1U; }
-  // Bits lo..hi (0-based, inclusive) of word k.
-  static std::uint64_t mask(int k, int lo, int hi) {
-    const int a = std::max(lo, k * 64), b = std::min(hi, k * 64 + 63);
-    if (a > b) return 0;
-    const int len = b - a + 1;
-    const std::uint64_t m = len == 64 ? ~0ULL : ((1ULL << len) - 1);
-    return m << (a - k * 64);
-  }
-  void set_range(int lo, int hi) {
-    for (int k = lo >> 6; k <= (hi >> 6); ++k) w[k] |= mask(k, lo, hi);
-  }
-  bool any_in_range(int lo, int hi) const {
-    if (lo > hi) return false;
-    for (int k = lo >> 6; k <= (hi >> 6); ++k)
-      if (w[k] & mask(k, lo, hi)) return true;
-    return false;
-  }
-  bool any_zero_in_range(int lo, int hi) const {
-    if (lo > hi) return false;
-    for (int k = lo >> 6; k <= (hi >> 6); ++k)
-      if (~w[k] & mask(k, lo, hi)) return true;
-    return false;
-  }
-  // The index of the lowest zero bit.
-  int first_zero() const {
-    for (int k = 0; k < W; ++k)
-      if (~w[k]) return k * 64 + __builtin_ctzll(~w[k]);
-    return W * 64;
-  }
-  // The first set (or clear, with ones = false) bit at index >= i, or limit if none below limit.
-  int next(int i, int limit, bool ones) const {
-    for (int k = i >> 6; k < W && k * 64 < limit; ++k) {
-      std::uint64_t v = ones ? w[k] : ~w[k];
-      if (k == (i >> 6)) v &= ~0ULL << (i & 63);
-      if (v) return std::min(limit, k * 64 + __builtin_ctzll(v));
-    }
-    return limit;
-  }
-  // The number of set bits at index >= i.
-  int count_from(int i) const {
-    int total = 0;
-    for (int k = i >> 6; k < W; ++k) {
-      std::uint64_t v = w[k];
-      if (k == (i >> 6)) v &= ~0ULL << (i & 63);
-      total += __builtin_popcountll(v);
-    }
-    return total;
-  }
-  bool operator==(const Cov& o) const {
-    for (int k = 0; k < W; ++k)
-      if (w[k] != o.w[k]) return false;
-    return true;
-  }
-  bool operator!=(const Cov& o) const { return !(*this == o); }
-  std::uint64_t hash() const {
-    std::uint64_t h = 0;
-    for (int k = 0; k < W; ++k) h = mix(h ^ w[k]) + k;
-    return h;
-  }
-};
 
 // lowest_uncovered: g, the leftmost uncovered position (n + 1 when all n are covered).
 template <int W>
@@ -159,168 +89,6 @@ bool minimal_completion_fits(const Cov<W>& cov, int last_t, int n, int d) {
   if (std::abs(last_t + 1 - g) > d) return false;
   return !any_block(cov, g, n, [&](int a, int b) { return b - a + 1 > d; });
 }
-
-// ---------------------------------------------------------------------------------------------
-// A small open-addressing index of ints (ids into a caller's table), probed linearly.
-
-class Index {
- public:
-  explicit Index(std::size_t capacity = 16) { reset(capacity); }
-  void reset(std::size_t capacity) {
-    std::size_t cap = 16;
-    while (cap < 2 * capacity) cap <<= 1;
-    slots_.assign(cap, -1);
-    hashes_.assign(cap, 0);
-    size_ = 0;
-  }
-  // The id whose key equals the probe's (eq(id)), or -1.
-  template <class Eq>
-  int find(std::uint64_t h, Eq&& eq) const {
-    const std::size_t m = slots_.size() - 1;
-    for (std::size_t i = h & m;; i = (i + 1) & m) {
-      const int id = slots_[i];
-      if (id < 0) return -1;
-      if (hashes_[i] == h && eq(id)) return id;
-    }
-  }
-  // Inserts id (whose key is known to be absent).
-  void insert(std::uint64_t h, int id) {
-    if (2 * (size_ + 1) > slots_.size()) grow();
-    place(h, id);
-    ++size_;
-  }
-  void release() {
-    std::vector<int>().swap(slots_);
-    std::vector<std::uint64_t>().swap(hashes_);
-    size_ = 0;
-  }
-
- private:
-  void place(std::uint64_t h, int id) {
-    const std::size_t m = slots_.size() - 1;
-    std::size_t i = h & m;
-    while (slots_[i] >= 0) i = (i + 1) & m;
-    slots_[i] = id;
-    hashes_[i] = h;
-  }
-  void grow() {
-    std::vector<int> old_slots;
-    std::vector<std::uint64_t> old_hashes;
-    old_slots.swap(slots_);
-    old_hashes.swap(hashes_);
-    const std::size_t cap = std::max<std::size_t>(16, old_slots.size() * 2);
-    slots_.assign(cap, -1);
-    hashes_.assign(cap, 0);
-    for (std::size_t i = 0; i < old_slots.size(); ++i)
-      if (old_slots[i] >= 0) place(old_hashes[i], old_slots[i]);
-  }
-  std::vector<int> slots_;
-  std::vector<std::uint64_t> hashes_;
-  std::size_t size_ = 0;
-};
-
-// ---------------------------------------------------------------------------------------------
-// LM contexts (tuples of at most K = order - 1 problem ids), interned per search, and the joins
-// of fstdecode.statespace.ngram.join for the stack's <s>-tapes, cached per (option, context).
-
-class Contexts {
- public:
-  explicit Contexts(int k) : k_(k) {}
-  int intern(const WordId* words, int len) {
-    const std::uint64_t h = hash(words, len);
-    int id = index_.find(h, [&](int i) {
-      return len_[static_cast<std::size_t>(i)] == len &&
-             std::equal(words, words + len, this->words(i));
-    });
-    if (id >= 0) return id;
-    id = static_cast<int>(len_.size());
-    len_.push_back(len);
-    words_.insert(words_.end(), words, words + len);
-    words_.resize(static_cast<std::size_t>(id + 1) * static_cast<std::size_t>(k_), 0);
-    index_.insert(h, id);
-    return id;
-  }
-  const WordId* words(int id) const { return words_.data() + static_cast<std::size_t>(id) * k_; }
-  int len(int id) const { return len_[static_cast<std::size_t>(id)]; }
-
- private:
-  static std::uint64_t hash(const WordId* words, int len) {
-    std::uint64_t h = static_cast<std::uint64_t>(len);
-    for (int i = 0; i < len; ++i) h = mix(h * 0x100000001b3ULL ^ static_cast<std::uint32_t>(words[i]));
-    return h;
-  }
-  int k_;
-  std::vector<WordId> words_;  // k_ per context, padded
-  std::vector<int> len_;
-  Index index_;
-};
-
-struct Joined {
-  int context;  // the new tape's last words (minimised), an id of Contexts
-  double lm;    // the weighted LM score of the join's events
-};
-
-class Joins {
- public:
-  Joins(const Problem& problem, Contexts& contexts)
-      : problem_(problem), contexts_(contexts), k_(problem.order() - 1) {}
-
-  // joined(problem, (0, (), last_t, context), opt, None, True): the tape ending in `context`
-  // (an <s>-tape) with opt appended.
-  const Joined& get(int context, const Option& opt) {
-    const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(context)) << 32) |
-                              static_cast<std::uint32_t>(opt.id);
-    const std::uint64_t h = mix(key);
-    const int id = index_.find(h, [&](int i) { return keys_[static_cast<std::size_t>(i)] == key; });
-    if (id >= 0) return values_[static_cast<std::size_t>(id)];
-    keys_.push_back(key);
-    values_.push_back(join(context, opt));
-    index_.insert(h, static_cast<int>(values_.size() - 1));
-    return values_.back();
-  }
-
- private:
-  Joined join(int context, const Option& opt) {
-    const Problem& p = problem_;
-    const int k = k_;
-    seq_.assign(contexts_.words(context), contexts_.words(context) + contexts_.len(context));
-    double total = 0.0;  // event_score: the events' scores summed in order from 0.0
-    if (opt.s == p.end()) {  // </s> closes the <s> tape: one event, nothing follows
-      const int m = std::min<int>(k, static_cast<int>(seq_.size()));
-      total += p.ngram(seq_.data() + seq_.size() - m, m, p.eos());
-      const WordId eos = p.eos();
-      return {contexts_.intern(&eos, 1), total};
-    }
-    // The <s> tape's words are all scored in context: each word of p before its N-th gets an
-    // event (the later ones are in ŵ(p)).
-    const int len = static_cast<int>(opt.words.size());
-    for (int i = 0; i < len; ++i) {
-      const WordId w = opt.words[static_cast<std::size_t>(i)];
-      if (i < k) {
-        const int m = std::min<int>(k, static_cast<int>(seq_.size()));
-        total += p.ngram(seq_.data() + seq_.size() - m, m, w);
-      }
-      seq_.push_back(w);
-    }
-    // last = (context + e)[-k:], then KenLM's right-state minimisation (minimise()).
-    int m = std::min<int>(k, static_cast<int>(seq_.size()));
-    const WordId* last = seq_.data() + seq_.size() - m;
-    while (m > 0 && !p.extends(last, m)) {
-      total += p.backoff(last, m);
-      ++last;
-      --m;
-    }
-    return {contexts_.intern(last, m), total};
-  }
-
-  const Problem& problem_;
-  Contexts& contexts_;
-  int k_;
-  std::vector<WordId> seq_;
-  std::vector<std::uint64_t> keys_;
-  std::vector<Joined> values_;
-  Index index_;
-};
 
 // ---------------------------------------------------------------------------------------------
 // Tables (stack.py's Tables/tables()): ranked options per span, ends per start, Pharaoh's
@@ -461,16 +229,12 @@ class Search {
       // keeps the arithmetic in range for "no limit" (UNLIMITED = 2**31 - 1).
       : p_(problem), o_(options), n_(problem.n()), d_(std::min(problem.d(), problem.n() + 2)),
         eta_(problem.eta()),
-        contexts_(problem.order() - 1), joins_(problem, contexts_), tabs_(make_tables(problem)) {
+        contexts_(problem.order() - 1), joins_(problem, contexts_, true), tabs_(make_tables(problem)) {
     full_.set_range(0, n_ - 1);
     nbest_ = std::max(1, o_.nbest);
     threshold_ = o_.early_threshold >= 0 ? o_.early_threshold
                  : o_.beam_threshold >= 0 ? o_.beam_threshold
                                           : std::log(1e5);
-    options_by_id_.assign(static_cast<std::size_t>(problem.option_count()) + 1, nullptr);
-    for (const auto& opts : problem.by_start())
-      for (const Option& opt : opts)
-        if (opt.id >= 0) options_by_id_[static_cast<std::size_t>(opt.id)] = &opt;
   }
 
   Result run() {
@@ -483,11 +247,11 @@ class Search {
       double score = 0.0, future = tabs_.future_of(zero);
       int last_t = 0;
       if (n_ == 0) {  // nothing to translate: close <s> with </s> at once
-        const Joined& close = joins_.get(context, p_.eos_option());
-        score = close.lm;
+        const Joined close = joins_.get(context, p_.eos_option());
+        score = close.score;
         future = 0.0;
         last_t = p_.end();
-        context = close.context;
+        context = close.last;
       }
       push(0, zero, last_t, context, future, score, -1, -1);
       for (int c = 0; c < n_; ++c) expand_stack(c);
@@ -522,7 +286,7 @@ class Search {
       out.score = arena_[static_cast<std::size_t>(finals[i])].score;
       for (int h = finals[i]; h >= 0 && arena_[static_cast<std::size_t>(h)].option >= 0;
            h = arena_[static_cast<std::size_t>(h)].prev)
-        out.options.push_back(options_by_id_[static_cast<std::size_t>(arena_[static_cast<std::size_t>(h)].option)]->index);
+        out.options.push_back(p_.option(arena_[static_cast<std::size_t>(h)].option).index);
       std::reverse(out.options.begin(), out.options.end());
       result.hypotheses.push_back(std::move(out));
     }
@@ -546,11 +310,6 @@ class Search {
   }
   double estimate(const Stack<W>& stack, const Entry<W>& entry) const {
     return arena_[static_cast<std::size_t>(head(stack, entry))].score + entry.future;
-  }
-
-  static std::uint64_t key_hash(const Cov<W>& cov, int last_t, int context) {
-    return mix(cov.hash() ^ (static_cast<std::uint64_t>(static_cast<std::uint32_t>(last_t)) << 40) ^
-               static_cast<std::uint32_t>(context));
   }
 
   // push(c, key, hyp) with insert_best into the key's list.
@@ -709,14 +468,14 @@ class Search {
       for (const auto& cand : cands_) {
         ++transitions_;
         const Option& opt = *cand.option;
-        const Joined joined = joins_.get(entry.context, opt);  // a copy: get may grow the cache
-        const int new_context = joined.context;
-        double delta = opt.score + joined.lm - eta_ * cand.delta_d;
+        const Joined joined = joins_.get(entry.context, opt);
+        const int new_context = joined.last;
+        double delta = opt.score + joined.score - eta_ * cand.delta_d;
         Cov<W> key_cov = cand.coverage;
         int key_t = opt.t, key_context = new_context;
         double future = cand.future;
         if (cand.coverage == full_) {
-          const double close = joins_.get(new_context, p_.eos_option()).lm;
+          const double close = joins_.get(new_context, p_.eos_option()).score;
           const int final_delta = mq ? 0 : p_.end() - 1 - opt.t;
           delta += close - eta_ * final_delta;
           key_t = p_.end();
@@ -739,9 +498,8 @@ class Search {
   double threshold_ = 0.0;
   Cov<W> full_;
   Contexts contexts_;
-  Joins joins_;
+  BosJoins joins_;
   Tables tabs_;
-  std::vector<const Option*> options_by_id_;
   std::vector<Stack<W>> stacks_;
   std::vector<Hyp> arena_;
   long created_ = 0, states_ = 0, transitions_ = 0;
@@ -752,26 +510,12 @@ class Search {
   std::vector<Candidate<W>> cands_;
 };
 
-template <int W>
-Result run(const Problem& problem, const StackOptions& options) {
-  Search<W> search(problem, options);
-  return search.run();
-}
-
 }  // namespace
 
 Result stack_search(const Problem& problem, const StackOptions& options) {
   if (!problem.finished()) throw std::logic_error("stack_search: call Problem.finish() first");
-  const int n = problem.n();
-  if (n <= 64) return run<1>(problem, options);
-  if (n <= 128) return run<2>(problem, options);
-  if (n <= 256) return run<4>(problem, options);
-  if (n <= 512) return run<8>(problem, options);
-  Result result;
-  result.status = "none";
-  result.message = "the native stack decoder takes sentences of up to 512 words, got " +
-                   std::to_string(n) + " (use the Python engine)";
-  return result;
+  return with_width(problem, "the native stack decoder",
+                    [&](auto w) { return Search<decltype(w)::value>(problem, options).run(); });
 }
 
 }  // namespace fstdecode

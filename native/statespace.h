@@ -1,7 +1,8 @@
 // The signature state space of Chang & Collins (Sections 4.2-4.4) for LMs of any order: a port of
 // fstdecode/statespace/{signature,ngram}.py (state_space: start, goal, expand, tape_roles, join,
 // joined, minimise). The searches that walk it (signature.cpp) and the reordering automaton R
-// (reorder.cpp) share it.
+// (reorder.cpp) share it; the stack decoder and the coverage DP (stack.cpp, coverage.cpp), which
+// keep only the <s> tape, use its interned contexts and joins (Contexts, BosJoins).
 //
 // Layout: a signature is four ints (s, a, t, b): for order 2, (s, w_s, t, w_t) as in Figure 4;
 // for higher orders (s, F, t, L) with F and L ids of word tuples interned per problem (Contexts).
@@ -192,6 +193,117 @@ struct Event {
   WordId word;
 };
 
+// ngram.join (and minimise) on one problem's interned contexts: the tape ψ1 · p · ψ2 (a = ψ1,
+// c = ψ2, either may be null: φ) and its events, scored in their order (and appended to *events,
+// when given). ψ1 is the <s> tape when a->s == 0; then a->a must be 0 (the empty tuple) and a->t
+// is not read. Returns the new tape's F and L and the weighted LM score of the events.
+class Joiner {
+ public:
+  Joiner(const Problem& problem, Contexts& contexts, bool minimize)
+      : p_(problem), contexts_(contexts), k_(problem.order() - 1), minimize_(minimize) {}
+
+  Joined operator()(const Sig* a, const Option& opt, const Sig* c, std::vector<Event>* events = nullptr) {
+    double total = 0.0;
+    if (opt.s == p_.end()) {  // </s> closes the <s> tape: score it, nothing follows
+      const WordId* last = contexts_.words(a->b);
+      const int m = contexts_.len(a->b);
+      const WordId* context = last + std::max(0, m - k_);
+      total += p_.ngram(context, std::min(m, k_), p_.eos());
+      if (events) events->push_back({{context, context + std::min(m, k_)}, p_.eos()});
+      const WordId eos = p_.eos();
+      return {0, contexts_.intern(&eos, 1), total};
+    }
+    const bool bos_tape = a != nullptr && a->s == 0;
+    seq_.clear();
+    if (a) seq_.insert(seq_.end(), contexts_.words(a->b), contexts_.words(a->b) + contexts_.len(a->b));
+    const int a_first = a ? contexts_.len(a->a) : 0;
+    // Index in the new tape of p's first word; K stands for "K or more".
+    const int index = a == nullptr ? 0 : (bos_tape || a_first >= k_ ? k_ : a_first);
+    const int len_e = static_cast<int>(opt.words.size());
+    const int len_cf = c ? contexts_.len(c->a) : 0;
+    const WordId* cf = c ? contexts_.words(c->a) : nullptr;
+    for (int i = 0; i < len_e + len_cf; ++i) {
+      const WordId w = i < len_e ? opt.words[static_cast<std::size_t>(i)] : cf[i - len_e];
+      const bool in_phrase_scored = i < len_e && i >= k_;  // in ŵ(p): its context lies inside p
+      if (!in_phrase_scored && (bos_tape || index + i >= k_)) {
+        const int m = std::min<int>(k_, static_cast<int>(seq_.size()));
+        const WordId* context = seq_.data() + seq_.size() - m;
+        total += p_.ngram(context, m, w);
+        if (events) events->push_back({{context, context + m}, w});
+      }
+      seq_.push_back(w);
+    }
+    // first = () for the <s> tape, else (F(a) + e + F(c))[:K].
+    buf_.clear();
+    if (!bos_tape) {
+      if (a) buf_.insert(buf_.end(), contexts_.words(a->a), contexts_.words(a->a) + a_first);
+      buf_.insert(buf_.end(), opt.words.begin(), opt.words.end());
+      if (c) buf_.insert(buf_.end(), cf, cf + len_cf);
+      if (static_cast<int>(buf_.size()) > k_) buf_.resize(static_cast<std::size_t>(k_));
+    }
+    const int first_len = static_cast<int>(buf_.size());
+    const int first = contexts_.intern(buf_.data(), first_len);
+    int last;
+    if (c != nullptr && len_cf >= k_) {
+      last = c->b;  // ψ2's own, already minimised, last words
+    } else {
+      buf_.clear();
+      if (a) buf_.insert(buf_.end(), contexts_.words(a->b), contexts_.words(a->b) + contexts_.len(a->b));
+      buf_.insert(buf_.end(), opt.words.begin(), opt.words.end());
+      if (c) buf_.insert(buf_.end(), contexts_.words(c->a), contexts_.words(c->a) + len_cf);
+      int m = std::min<int>(k_, static_cast<int>(buf_.size()));
+      const WordId* tail = buf_.data() + buf_.size() - m;
+      if (minimize_ && (bos_tape || first_len >= k_)) {
+        // KenLM's right-state minimisation: while the context starts no longer n-gram, every
+        // next word backs off through it; charge its backoff and drop its first word.
+        while (m > 0 && !p_.extends(tail, m)) {
+          total += p_.backoff(tail, m);
+          if (events) events->push_back({{tail, tail + m}, -1});
+          ++tail;
+          --m;
+        }
+      }
+      last = contexts_.intern(tail, m);
+    }
+    return {first, last, total};
+  }
+
+ private:
+  const Problem& p_;
+  Contexts& contexts_;
+  const int k_;
+  const bool minimize_;
+  std::vector<WordId> seq_, buf_;
+};
+
+// joined(problem, (0, (), last_t, context), opt, None, minimize) of fstdecode.statespace.ngram,
+// as fstdecode/search/stack.py and coverage_dp.py call it: the <s> tape ending in the words
+// `context` (a Contexts id) with opt appended (opt may be </s>), cached per (context, option).
+// Joined::last is the new tape's LM context, Joined::score the join's LM score.
+class BosJoins {
+ public:
+  BosJoins(const Problem& problem, Contexts& contexts, bool minimize) : join_(problem, contexts, minimize) {}
+
+  Joined get(int context, const Option& opt) {
+    const std::uint64_t key = pair64(context, opt.id);
+    const std::uint64_t h = mix(key);
+    const int id = index_.find(h, [&](int i) { return keys_[static_cast<std::size_t>(i)] == key; });
+    if (id >= 0) return values_[static_cast<std::size_t>(id)];
+    const Sig tape = {0, 0, 0, context};  // F = () (id 0); join reads no t
+    const Joined value = join_(&tape, opt, nullptr);
+    keys_.push_back(key);
+    values_.push_back(value);
+    index_.insert(h, static_cast<int>(values_.size() - 1));
+    return value;
+  }
+
+ private:
+  Joiner join_;
+  std::vector<std::uint64_t> keys_;
+  std::vector<Joined> values_;
+  Index index_;
+};
+
 // ---------------------------------------------------------------------------------------------
 // Space: the state space of one problem (ngram.state_space), with the caches every search run on
 // it shares (junction scores, interned contexts, joins).
@@ -203,7 +315,8 @@ class Space {
         // A limit beyond n + 2 allows every jump (no distance here exceeds n + 1); clamping it
         // keeps the arithmetic in range for "no limit" (UNLIMITED = 2**31 - 1).
         d(std::min(problem.d(), problem.n() + 2)), order(problem.order()), k(problem.order() - 1),
-        eta(problem.eta()), minimize(minimize), ngram(problem.order() > 2), contexts(problem.order() - 1) {
+        eta(problem.eta()), minimize(minimize), ngram(problem.order() > 2), contexts(problem.order() - 1),
+        joiner_(problem, contexts, minimize) {
     WordId vocab = std::max(problem.bos(), problem.eos()) + 1;
     for (const auto& opts : problem.by_start())
       for (const Option& o : opts)
@@ -242,10 +355,6 @@ class Space {
         groups[static_cast<std::size_t>(s)].push_back(std::move(g));
       }
     }
-    options_by_id.assign(static_cast<std::size_t>(problem.option_count()) + 1, nullptr);
-    for (const auto& opts : problem.by_start())
-      for (const Option& o : opts)
-        if (o.id >= 0) options_by_id[static_cast<std::size_t>(o.id)] = &o;
     if (ngram) {
       const WordId bos = problem.bos(), eos = problem.eos();
       start = {0, 0, 0, contexts.intern(&bos, 1)};
@@ -402,78 +511,12 @@ class Space {
   const bool minimize, ngram;
   Contexts contexts;
   std::vector<std::vector<Group>> groups;  // groups[p]: grouped[p] of SearchProblem
-  std::vector<const Option*> options_by_id;
   Sig start{}, goal{};
   WordId vocab_ = 0;
 
-  // ngram.join (and minimise): the tape ψ1 · p · ψ2 and its events, scored in their order (and
-  // appended to *events, when given).
+  // ngram.join (and minimise): see Joiner.
   Joined join(const Sig* a, const Option& opt, const Sig* c, std::vector<Event>* events = nullptr) {
-    const int kk = k;
-    const Contexts& cx = contexts;
-    double total = 0.0;
-    if (opt.s == end) {  // </s> closes the <s> tape: score it, nothing follows
-      const WordId* last = cx.words(a->b);
-      const int m = cx.len(a->b);
-      const WordId* context = last + std::max(0, m - kk);
-      total += p.ngram(context, std::min(m, kk), p.eos());
-      if (events) events->push_back({{context, context + std::min(m, kk)}, p.eos()});
-      const WordId eos = p.eos();
-      return {0, contexts.intern(&eos, 1), total};
-    }
-    const bool bos_tape = a != nullptr && a->s == 0;
-    seq_.clear();
-    if (a) seq_.insert(seq_.end(), cx.words(a->b), cx.words(a->b) + cx.len(a->b));
-    const int a_first = a ? cx.len(a->a) : 0;
-    // Index in the new tape of p's first word; K stands for "K or more".
-    const int index = a == nullptr ? 0 : (bos_tape || a_first >= kk ? kk : a_first);
-    const int len_e = static_cast<int>(opt.words.size());
-    const int len_cf = c ? cx.len(c->a) : 0;
-    const WordId* cf = c ? cx.words(c->a) : nullptr;
-    for (int i = 0; i < len_e + len_cf; ++i) {
-      const WordId w = i < len_e ? opt.words[static_cast<std::size_t>(i)] : cf[i - len_e];
-      const bool in_phrase_scored = i < len_e && i >= kk;  // in ŵ(p): its context lies inside p
-      if (!in_phrase_scored && (bos_tape || index + i >= kk)) {
-        const int m = std::min<int>(kk, static_cast<int>(seq_.size()));
-        const WordId* context = seq_.data() + seq_.size() - m;
-        total += p.ngram(context, m, w);
-        if (events) events->push_back({{context, context + m}, w});
-      }
-      seq_.push_back(w);
-    }
-    // first = () for the <s> tape, else (F(a) + e + F(c))[:K].
-    buf_.clear();
-    if (!bos_tape) {
-      if (a) buf_.insert(buf_.end(), cx.words(a->a), cx.words(a->a) + a_first);
-      buf_.insert(buf_.end(), opt.words.begin(), opt.words.end());
-      if (c) buf_.insert(buf_.end(), cf, cf + len_cf);
-      if (static_cast<int>(buf_.size()) > kk) buf_.resize(static_cast<std::size_t>(kk));
-    }
-    const int first_len = static_cast<int>(buf_.size());
-    const int first = contexts.intern(buf_.data(), first_len);
-    int last;
-    if (c != nullptr && len_cf >= kk) {
-      last = c->b;  // ψ2's own, already minimised, last words
-    } else {
-      buf_.clear();
-      if (a) buf_.insert(buf_.end(), contexts.words(a->b), contexts.words(a->b) + contexts.len(a->b));
-      buf_.insert(buf_.end(), opt.words.begin(), opt.words.end());
-      if (c) buf_.insert(buf_.end(), contexts.words(c->a), contexts.words(c->a) + len_cf);
-      int m = std::min<int>(kk, static_cast<int>(buf_.size()));
-      const WordId* tail = buf_.data() + buf_.size() - m;
-      if (minimize && (bos_tape || first_len >= kk)) {
-        // KenLM's right-state minimisation: while the context starts no longer n-gram, every
-        // next word backs off through it; charge its backoff and drop its first word.
-        while (m > 0 && !p.extends(tail, m)) {
-          total += p.backoff(tail, m);
-          if (events) events->push_back({{tail, tail + m}, -1});
-          ++tail;
-          --m;
-        }
-      }
-      last = contexts.intern(tail, m);
-    }
-    return {first, last, total};
+    return joiner_(a, opt, c, events);
   }
 
  private:
@@ -518,7 +561,7 @@ class Space {
   std::vector<std::size_t> join_at_;     // per entry: its joins' first in join_values_
   std::vector<Joined> join_values_;
   std::vector<int> cands1_, cands2_;
-  std::vector<WordId> seq_, buf_;
+  Joiner joiner_;
 };
 
 }  // namespace space

@@ -105,8 +105,8 @@ def expect_reader_error(
 def outcome(search, problem, options):
     """A search's result, or the class and message of the error it raised (with a budget's ``best``).
 
-    Engine agreement tests compare these: the same result, or the same error with the same words.
-    ValueError is ``signature_beam.make_beam``'s max() of no scores, which the native beam mirrors.
+    Engine agreement tests compare these: the same result, or the same error with the same words
+    (a ValueError too, should either engine raise one).
     """
     from fstdecode.problem.problem import SearchError, SearchLimitError
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from typing import Sequence
 
@@ -220,7 +221,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if hasattr(sys.stdout, "reconfigure"):  # write UTF-8, as the input and model files are
         sys.stdout.reconfigure(encoding="utf-8")
     try:
-        return COMMANDS[args.command](args)
+        status = COMMANDS[args.command](args)
+        _poll_interrupt()
+        return status
     except FstdecodeError as e:
         print(f"fstdecode: error: {e}", file=sys.stderr)
         return 2
@@ -229,6 +232,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    finally:
+        # A Ctrl-C after this point finds the run over: keep it from printing a traceback at exit.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _poll_interrupt() -> None:
+    """Give a pending Ctrl-C its KeyboardInterrupt now (Python raises it on a call).
+
+    A Ctrl-C that arrives with the end of the input wakes the read with end-of-file rather
+    than an interruption; without a call before ``main`` returns, it would surface only in the
+    interpreter's shutdown, as an ignored exception with status 0.
+    """
 
 
 if __name__ == "__main__":

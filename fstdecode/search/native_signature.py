@@ -33,20 +33,12 @@ def _budget(max_states: int | None) -> int:
     return -1 if max_states is None else int(max_states)
 
 
-def _result(problem: SearchProblem, result) -> SearchResult:
-    if result.status == "empty max":
-        # signature_beam.make_beam with a threshold on a layer whose states are all dead takes
-        # max() of no scores; the core stops there too and raises the same error.
-        raise ValueError(result.message)
-    return to_result(problem, result)
-
-
 def dp_search(problem: SearchProblem, options: DpOptions = DpOptions()) -> SearchResult:
     """:func:`fstdecode.search.signature_dp.search` in the native core."""
     core_options = _core.SignatureDpOptions(
         nbest=options.nbest, max_states=_budget(options.max_states), minimize=options.minimize
     )
-    return _result(problem, _core.signature_dp(native_form(problem).core, core_options))
+    return to_result(problem, _core.signature_dp(native_form(problem).core, core_options))
 
 
 def beam_search(problem: SearchProblem, options: BeamOptions = BeamOptions()) -> SearchResult:
@@ -63,7 +55,7 @@ def beam_search(problem: SearchProblem, options: BeamOptions = BeamOptions()) ->
         heuristic=options.heuristic,
         minimize=options.minimize,
     )
-    return _result(problem, _core.signature_beam(native_form(problem).core, core_options))
+    return to_result(problem, _core.signature_beam(native_form(problem).core, core_options))
 
 
 def bounded_search(problem: SearchProblem, options: BoundedOptions = BoundedOptions()) -> SearchResult:
@@ -71,7 +63,7 @@ def bounded_search(problem: SearchProblem, options: BoundedOptions = BoundedOpti
     core_options = _core.SignatureDpOptions(
         nbest=options.nbest, max_states=_budget(options.max_states), minimize=options.minimize
     )
-    return _result(problem, _core.signature_bounded(native_form(problem).core, core_options))
+    return to_result(problem, _core.signature_bounded(native_form(problem).core, core_options))
 
 
 attach_native("dp", dp_search)

@@ -123,7 +123,10 @@ def make_beam(heuristic: Heuristic, beam_size: int | None, beam_threshold: float
 
     States that cannot finish are dropped first: each remaining phrase joins
     at most two tapes into one, so r tapes need r − 1 more phrases, at most
-    one per untranslated word.
+    one per untranslated word. A layer whose states are all dead keeps none
+    (there is no best to measure the threshold from); the search goes on with
+    the other layers and, if nothing reaches the goal, widens or reports that
+    the beam kept no complete derivation.
     """
     n = heuristic.problem.n
 
@@ -131,7 +134,7 @@ def make_beam(heuristic: Heuristic, beam_size: int | None, beam_threshold: float
         if not layer:
             return layer
         scored = [(hyps[0][0] + heuristic(j, sigs), sigs) for sigs, hyps in layer.items() if len(sigs) - 1 <= n - j]
-        if beam_threshold is not None:
+        if beam_threshold is not None and scored:
             top = max(g for g, _ in scored)
             scored = [x for x in scored if x[0] >= top - beam_threshold]
         if beam_size is not None and len(scored) > beam_size:

@@ -34,7 +34,8 @@ SLIDES_TGT = "this must also be our concern"  # Chang & Collins' slides
 FIG1_SRC = "wir müssen auch diese kritik ernst nehmen"
 FIG1_TGT = "we must also take these criticisms seriously"  # Figure 1 of the paper
 
-JSON_KEYS = {"id", "source", "translation", "score", "features", "derivation", "optimal", "stats"}
+#: The keys of a proven-optimal line (the certificate: upper_bound and gap).
+JSON_KEYS = {"id", "source", "translation", "score", "features", "derivation", "optimal", "upper_bound", "gap", "stats"}
 FEATURE_KEYS = {"lm", "tm", "distortion", "word", "phrase", "unknown"}
 
 
@@ -263,6 +264,7 @@ def check_json_result(obj: dict, line_no: int, source_line: str, ref: Reference 
     assert obj["id"] == line_no
     assert obj["source"] == " ".join(words)
     assert obj["optimal"] is True
+    assert obj["gap"] == 0.0 and obj["upper_bound"] == pytest.approx(obj["score"], abs=1e-6)
     assert set(obj["features"]) == FEATURE_KEYS
     assert len(obj["features"]["tm"]) == len(ref.w["tm"])
     der = obj["derivation"]

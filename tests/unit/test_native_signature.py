@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from fstdecode.decoder import Decoder
 from fstdecode.model.model import load_model
-from fstdecode.problem.problem import SearchLimitError
+from fstdecode.problem.problem import SearchError, SearchLimitError
 from fstdecode.search import bounded, native_signature, signature_beam, signature_dp
 from fstdecode.search.bounded import BoundedOptions
 from fstdecode.search.signature_beam import HEURISTICS, BeamOptions
@@ -144,8 +144,8 @@ def test_beam_budget_errors_agree(case, max_states, heuristic):
 @given(random_case(min_n=3, max_n=8, order=2), st.data())
 def test_beam_without_one_word_options(case, data):
     # A position without a one-word option and beams of 1-2 states make dead ends likelier:
-    # more widening reruns and, with a threshold, layers whose states are all dead (where
-    # make_beam raises ValueError; a few percent of these examples).
+    # more widening reruns and, with a threshold, layers whose states are all dead (which the
+    # beam empties; a few percent of these examples).
     problem = problem_of(case)
     p = data.draw(st.integers(1, problem.n))
     problem.by_start[p] = [opt for opt in problem.by_start[p] if opt.t != p]
@@ -165,6 +165,39 @@ def test_example_sentence_and_empty_input(words):
         for heuristic in HEURISTICS:
             for beam_size in (1, 3, 100):
                 assert_same("beam", problem, BeamOptions(nbest=nbest, beam_size=beam_size, heuristic=heuristic))
+
+
+@pytest.mark.parametrize("beam_threshold, finds", [
+    (0.5, False),  # the threshold prunes too hard at every width: both report no derivation
+    (3.0, True),  # the widened beam finds a derivation
+])
+def test_beam_threshold_on_a_layer_of_dead_states(monkeypatch, beam_threshold, finds):
+    # d = 3, one state per j, β = 0: in the widened run (4 states per j) every state of T_n has
+    # two tapes and cannot finish. make_beam took max() of no scores there (ValueError, and the
+    # core mirrored it); the layer now keeps no state and the search goes on in both engines.
+    problem = Decoder(load_model(distortion_limit=3)).problem(EXAMPLE)
+    options = BeamOptions(beam_size=1, beam_threshold=beam_threshold, heuristic="none")
+    dead_layers = []
+    make_beam = signature_beam.make_beam
+
+    def spying_make_beam(heuristic, beam_size, threshold):
+        beam = make_beam(heuristic, beam_size, threshold)
+
+        def spy(j, layer):
+            kept = beam(j, layer)
+            if layer and all(len(sigs) - 1 > problem.n - j for sigs in layer):
+                dead_layers.append((j, len(kept)))
+            return kept
+
+        return spy
+
+    monkeypatch.setattr(signature_beam, "make_beam", spying_make_beam)
+    python = assert_same("beam", problem, options)
+    assert (problem.n, 0) in dead_layers  # the instance still has an all-dead layer, kept empty
+    if finds:
+        assert python.hypotheses
+    else:
+        assert python[0] is SearchError and "kept no complete derivation" in python[1]
 
 
 def test_no_distortion_limit():

@@ -204,7 +204,10 @@ def test_sigint_exits_130_quietly():
     line = proc.stdout.readline()  # the first line is done: the CLI waits for more input
     assert line.strip() == b"this must"
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    try:  # as at a terminal: the input stays open while Ctrl-C is handled
+        proc.wait(timeout=30)
+    finally:
+        out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert b"Traceback" not in err and b"KeyboardInterrupt" not in err
 
