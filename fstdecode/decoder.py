@@ -30,6 +30,7 @@ from fstdecode.search import signature_dp, bounded, signature_beam, stack, cover
 import fstdecode.fst.searcher  # noqa: F401, E402
 import fstdecode.reference.exhaustive  # noqa: F401, E402
 import fstdecode.search.native  # noqa: F401, E402  (the native twins)
+from fstdecode.search.native import NativeTable  # noqa: E402
 import fstdecode.search.native_coverage  # noqa: F401, E402
 import fstdecode.search.native_signature  # noqa: F401, E402
 from fstdecode.search.base import METHODS, SearchOptions, Searcher
@@ -157,6 +158,8 @@ class Decoder:
         self.searcher: Searcher = entry.searcher(model, options, self.engine)
         self._fallback: Searcher | None = None
         self._phrase_scores = PhraseScores()  # ŵ(p) of the model's pairs, shared by every sentence
+        if self.engine == "native":  # the table in the core, made with the decoder as Moses loads its own
+            self._phrase_scores.native = NativeTable(model.table, self.lm, model.weights)
 
     @property
     def nbest(self) -> int:

@@ -383,9 +383,19 @@ PYBIND11_MODULE(_core, m) {
            py::arg("lm"), py::arg("tm"), py::arg("word"), py::arg("phrase"), py::arg("unknown"),
            py::arg("lm_weight"), py::arg("unknown_value"),
            py::keep_alive<1, 2>())  // the index keeps its LM alive
-      .def("add_source", &PhraseIndex::add_source, py::arg("source_length"), py::arg("targets"),
-           py::arg("scores"))
-      .def("add_unknown", &PhraseIndex::add_unknown, py::arg("word"))
+      .def("add_source", &PhraseIndex::add_source, py::arg("source"), py::arg("targets"), py::arg("scores"))
+      .def(
+          "sentence",
+          [](const py::object& self, const std::vector<std::string>& words, int d, double eta) {
+            std::vector<int> s, t, handle;
+            std::unique_ptr<Problem> problem = self.cast<PhraseIndex&>().sentence(words, d, eta, s, t, handle);
+            py::object core = py::cast(std::move(problem));
+            py::detail::keep_alive_impl(core, self);  // a problem keeps the index (and its LM) alive
+            return py::make_tuple(core, s, t, handle);
+          },
+          "(Problem, s, t, handle): the problem of the tokens and its hits (0-based spans; "
+          "handle -1: an unknown word's copy)",
+          py::arg("words"), py::arg("d"), py::arg("eta"))
       .def("pairs", &PhraseIndex::pairs, py::arg("handle"))
       .def("problem", &PhraseIndex::problem, py::arg("n"), py::arg("d"), py::arg("eta"), py::arg("s"),
            py::arg("t"), py::arg("handle"),

@@ -1,6 +1,7 @@
 // PhraseIndex (table.h): the model's pairs with their ŵ(p), and a sentence's Problem.
 #include "table.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -40,34 +41,89 @@ double PhraseIndex::pair_score(const double* scores, const std::vector<int>& wor
   return score;
 }
 
-int PhraseIndex::add_source(int source_length, const std::vector<std::vector<std::string>>& targets,
+namespace {
+// A phrase's key: its word ids, 4 bytes each.
+void append_id(std::string& key, int id) { key.append(reinterpret_cast<const char*>(&id), sizeof id); }
+}  // namespace
+
+int PhraseIndex::add_source(const std::vector<std::string>& source,
+                            const std::vector<std::vector<std::string>>& targets,
                             const std::vector<double>& scores) {
   const std::size_t m = weights_.tm.size();
-  if (source_length < 1) throw std::invalid_argument("a source phrase has at least one word");
+  if (source.empty()) throw std::invalid_argument("a source phrase has at least one word");
   if (scores.size() != targets.size() * m)
     throw std::invalid_argument("add_source: " + std::to_string(targets.size()) + " pairs need " +
                                 std::to_string(targets.size() * m) + " scores, got " +
                                 std::to_string(scores.size()));
+  std::string key;
+  for (const auto& word : source) {
+    const auto [it, fresh] = source_words_.emplace(word, static_cast<int>(source_words_.size()));
+    append_id(key, it->second);
+  }
+  const int handle = static_cast<int>(sources_.size());
+  if (!source_handles_.emplace(key, handle).second)
+    throw std::invalid_argument("add_source: the source phrase is registered already");
   std::vector<Pair> pairs;
   pairs.reserve(targets.size());
   for (std::size_t i = 0; i < targets.size(); ++i) {
     if (targets[i].empty()) throw std::invalid_argument("add_source: an empty target phrase");
     Pair pair;
     for (const auto& word : targets[i]) pair.words.push_back(intern(word));
-    pair.score = pair_score(scores.data() + i * m, pair.words, false, source_length);
+    pair.score = pair_score(scores.data() + i * m, pair.words, false, static_cast<int>(source.size()));
     pairs.push_back(std::move(pair));
   }
   sources_.push_back(std::move(pairs));
-  return static_cast<int>(sources_.size()) - 1;
+  longest_ = std::max(longest_, static_cast<int>(source.size()));
+  return handle;
 }
 
-int PhraseIndex::add_unknown(const std::string& word) {
+PhraseIndex::Pair PhraseIndex::unknown_pair(const std::string& word) {
   const std::vector<double> zeros(weights_.tm.size(), 0.0);
   Pair pair;
   pair.words = {intern(word)};
   pair.score = pair_score(zeros.data(), pair.words, true, 1);
-  sources_.push_back({std::move(pair)});
-  return static_cast<int>(sources_.size()) - 1;
+  return pair;
+}
+
+std::unique_ptr<Problem> PhraseIndex::sentence(const std::vector<std::string>& words, int d, double eta,
+                                               std::vector<int>& s, std::vector<int>& t,
+                                               std::vector<int>& handle) {
+  const int n = static_cast<int>(words.size());
+  std::vector<int> ids(words.size(), -1);  // source word ids (-1: in no source phrase)
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const auto it = source_words_.find(words[i]);
+    if (it != source_words_.end()) ids[i] = it->second;
+  }
+  // Unknown words' copies get handles after the registered sources, for this call only.
+  const std::size_t registered = sources_.size();
+  std::string key;
+  for (int a = 0; a < n; ++a) {
+    key.clear();
+    append_id(key, ids[static_cast<std::size_t>(a)]);
+    if (ids[static_cast<std::size_t>(a)] < 0 || source_handles_.find(key) == source_handles_.end()) {
+      s.push_back(a);
+      t.push_back(a);
+      handle.push_back(-1);
+    }
+    for (int b = a; b < n && b < a + longest_; ++b) {
+      if (ids[static_cast<std::size_t>(b)] < 0) break;  // no source holds this word
+      if (b > a) append_id(key, ids[static_cast<std::size_t>(b)]);
+      const auto it = source_handles_.find(key);
+      if (it == source_handles_.end()) continue;
+      s.push_back(a);
+      t.push_back(b);
+      handle.push_back(it->second);
+    }
+  }
+  std::vector<int> handles = handle;
+  for (std::size_t i = 0; i < handles.size(); ++i)
+    if (handles[i] < 0) {
+      sources_.push_back({unknown_pair(words[static_cast<std::size_t>(s[i])])});
+      handles[i] = static_cast<int>(sources_.size()) - 1;
+    }
+  auto out = problem(n, d, eta, s, t, handles);
+  sources_.resize(registered);  // the copies were for this sentence only
+  return out;
 }
 
 int PhraseIndex::pairs(int handle) const {

@@ -3,11 +3,11 @@
 // option building (fstdecode/problem/problem.py: _option, _pair_score), so that a native search
 // never needs the Python form of its problem.
 //
-// Python finds which source spans of a sentence the table holds (a dict lookup per span) and
-// registers each distinct source phrase here once, on first sight (add_source); unknown words are
-// registered the same way (add_unknown). A sentence is then a list of hits (span, source handle)
-// in the Python option order; problem() turns it into a Problem whose options, option order, word
-// ids and ŵ(p) are those SearchProblem builds (same floating-point operations, in the same order).
+// Python registers every source phrase of the table once (add_source); a sentence is then looked
+// up here (sentence(): its hits, spans with a source handle, in Python's option order, unknown
+// words' copies included) and problem() turns the hits into a Problem whose options, option
+// order, word ids and ŵ(p) are those SearchProblem builds (same floating-point operations, in
+// the same order).
 #pragma once
 
 #include <memory>
@@ -34,14 +34,19 @@ class PhraseIndex {
   // Invariant: every registered pair has weights.tm.size() scores and a non-empty target.
   PhraseIndex(const NgramLM& lm, PairWeights weights, double unknown_value);
 
-  // Registers the pairs of one source phrase of `source_length` words, in table order:
-  // targets[i] are pair i's words and scores[i * tm + k] its k-th score. Returns its handle.
-  int add_source(int source_length, const std::vector<std::vector<std::string>>& targets,
+  // Registers the pairs of one source phrase, in table order: targets[i] are pair i's words and
+  // scores[i * tm + k] its k-th score. Returns its handle. Each source is registered once.
+  int add_source(const std::vector<std::string>& source, const std::vector<std::vector<std::string>>& targets,
                  const std::vector<double>& scores);
-  // Moses' translation of an unknown word: copied through, every score 0 (sentence.unknown_pair).
-  int add_unknown(const std::string& word);
   // The number of pairs of a handle.
   int pairs(int handle) const;
+
+  // The problem of the tokens `words` (build_sentence): every span of up to the longest
+  // registered source that is a registered source is a hit, and a token that is no one-word
+  // source first gets its copy (handle -1, an unknown word). The hits are appended to s, t and
+  // handle, in the order problem() takes them.
+  std::unique_ptr<Problem> sentence(const std::vector<std::string>& words, int d, double eta,
+                                    std::vector<int>& s, std::vector<int>& t, std::vector<int>& handle);
 
   // The Problem of a sentence of n tokens whose hits are (s[i], t[i], handle[i]): 0-based
   // inclusive token spans in SearchProblem's option order (by start; an unknown word's copy
@@ -65,6 +70,12 @@ class PhraseIndex {
   std::unordered_map<std::string, int> ids_;  // target word -> global id
   std::vector<WordId> lm_of_;                 // global id -> LM id
   std::vector<std::vector<Pair>> sources_;    // handle -> its pairs
+  // Source phrases: words interned, a phrase keyed by its word ids (4 bytes each) -> handle.
+  std::unordered_map<std::string, int> source_words_;
+  std::unordered_map<std::string, int> source_handles_;
+  int longest_ = 0;
+  // Moses' translation of an unknown word: copied through, every score 0 (sentence.unknown_pair).
+  Pair unknown_pair(const std::string& word);
   int bos_, eos_;
 };
 

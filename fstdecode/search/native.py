@@ -25,7 +25,7 @@ from typing import Any
 from fstdecode._native import core as _core
 from fstdecode.io.arpa import LN10, ArpaLM
 from fstdecode.io.native_lm import NativeLM
-from fstdecode.io.phrase_table import PhrasePair
+from fstdecode.io.phrase_table import PhrasePair, PhraseTable
 from fstdecode.model.features import UNKNOWN_WORD_VALUE, Weights
 from fstdecode.problem.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult
 from fstdecode.problem.sentence import Phrase, unknown_pair
@@ -94,14 +94,15 @@ def _arpa_bytes(lm: ArpaLM) -> bytes:
 
 
 class NativeTable:
-    """The model's phrase table in the core (``_core.PhraseIndex``): each distinct source phrase is
-    registered once, on first sight, with ŵ(p) of its pairs computed in the core.
+    """The model's phrase table in the core (``_core.PhraseIndex``): every source phrase is
+    registered once, when the table is made, with ŵ(p) of its pairs computed in the core; a
+    sentence's options are then looked up there.
 
-    Invariant: handle ``h`` of the core holds the pairs ``self.pairs[h]`` (a table's tuple, or
-    one unknown-word copy), in that order.
+    Invariant: handle ``h`` of the core holds the pairs ``self.pairs[h]`` (a table's tuple), in
+    that order.
     """
 
-    def __init__(self, lm: Any, weights: Weights, num_scores: int) -> None:
+    def __init__(self, table: PhraseTable, lm: Any, weights: Weights) -> None:
         self.index = _core.PhraseIndex(
             lm_core(lm),
             [float(w) for w in weights.tm],
@@ -111,54 +112,24 @@ class NativeTable:
             float(weights.lm),
             UNKNOWN_WORD_VALUE,
         )
-        self.num_scores = num_scores
+        self.num_scores = table.num_scores
         #: handle -> the pairs it stands for
         self.pairs: list[tuple[PhrasePair, ...]] = []
-        self._handles: dict[int, int] = {}  # id(a table's pairs tuple) -> handle
-        self._unknown: dict[str, int] = {}  # word -> handle of its copy
-
-    def source(self, pairs: tuple[PhrasePair, ...]) -> int:
-        """The handle of a source phrase's pairs (the table's own tuple, kept alive here)."""
-        h = self._handles.get(id(pairs))
-        if h is None:
+        for source in table.sources():
+            pairs = table.lookup(source)
             scores = [v for pair in pairs for v in pair.scores]
-            h = self.index.add_source(len(pairs[0].source), [list(pair.target) for pair in pairs], scores)
+            self.index.add_source(list(source), [list(pair.target) for pair in pairs], scores)
             self.pairs.append(pairs)
-            self._handles[id(pairs)] = h
-        return h
-
-    def unknown(self, word: str) -> int:
-        """The handle of an unknown word's copy (:func:`unknown_pair`)."""
-        h = self._unknown.get(word)
-        if h is None:
-            h = self._unknown[word] = self.index.add_unknown(word)
-            self.pairs.append((unknown_pair(word, self.num_scores),))
-        return h
 
     def form(self, problem: SearchProblem) -> NativeForm:
         """The core Problem of a problem made by :meth:`SearchProblem.from_table`, with the options
         :func:`build_sentence` would give, in its order."""
-        table, words, n = problem.table, problem.words, problem.n
-        longest, lookup = table.max_source_len, table.lookup
-        starts: list[int] = []
-        ends: list[int] = []
-        handles: list[int] = []
-        for s in range(n):
-            if (words[s],) not in table:  # an unknown word: its copy comes first
-                starts.append(s)
-                ends.append(s)
-                handles.append(self.unknown(words[s]))
-            for t in range(s, min(n, s + longest)):
-                pairs = lookup(words[s : t + 1])
-                if pairs:
-                    starts.append(s)
-                    ends.append(t)
-                    handles.append(self.source(pairs))
-        core = self.index.problem(n, problem.d, float(problem.eta), starts, ends, handles)
+        core, starts, ends, handles = self.index.sentence(list(problem.words), problem.d, float(problem.eta))
         offsets = [0]
+        pairs = self.pairs
         for h in handles:
-            offsets.append(offsets[-1] + len(self.pairs[h]))
-        return NativeForm(core, tuple(zip(starts, ends, handles)), tuple(offsets), self.pairs)
+            offsets.append(offsets[-1] + (len(pairs[h]) if h >= 0 else 1))
+        return NativeForm(core, tuple(zip(starts, ends, handles)), tuple(offsets), pairs, problem.words, self.num_scores)
 
 
 @dataclass(frozen=True)
@@ -166,22 +137,26 @@ class NativeForm:
     """A problem's core ``Problem`` and how its option indices map back to Phrase objects.
 
     Option ``i`` is pair ``i - offsets[k]`` of hit ``k = bisect_right(offsets, i) - 1``; a
-    hit is ``(start, end, handle)`` (0-based inclusive token span). ``flat`` is used instead
-    when it is set (the options of a problem built in Python).
+    hit is ``(start, end, handle)`` (0-based inclusive token span; handle −1 an unknown word of
+    ``words``). ``flat`` is used instead when it is set (the options of a problem built in Python).
     """
 
     core: Any
     hits: tuple[tuple[int, int, int], ...] = ()
     offsets: tuple[int, ...] = ()
     pairs: list[tuple[PhrasePair, ...]] = field(default_factory=list)
+    words: tuple[str, ...] = ()
+    num_scores: int = 0
     flat: tuple[Option, ...] = ()
 
     def phrase(self, i: int) -> Phrase:
-        """The Phrase of option index ``i``."""
+        """The Phrase of option index ``i`` (handle −1: the copy of an unknown word)."""
         if self.flat:
             return self.flat[i].phrase
         k = bisect.bisect_right(self.offsets, i) - 1
         start, end, handle = self.hits[k]
+        if handle < 0:
+            return Phrase(start, end, unknown_pair(self.words[start], self.num_scores))
         return Phrase(start, end, self.pairs[handle][i - self.offsets[k]])
 
 
@@ -199,7 +174,7 @@ def native_form(problem: SearchProblem) -> NativeForm:
         scores = problem.phrase_scores
         if problem.table is not None and scores is not None and not problem.options_built:
             if scores.native is None:
-                scores.native = NativeTable(problem.lm, problem.weights, problem.table.num_scores)
+                scores.native = NativeTable(problem.table, problem.lm, problem.weights)
             form = scores.native.form(problem)
         else:
             form = NativeForm(native_problem(problem), flat=tuple(_flat_options(problem)))
