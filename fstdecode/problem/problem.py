@@ -55,7 +55,7 @@ class PhraseScores(dict):
     sentence, are never cached.
 
     ``native`` holds the native core's copy of the same pairs and scores
-    (:class:`fstdecode.search.native.NativeTable`), made on first use.
+    (:class:`fstdecode.search.native.NativeTable`), made by the native Decoder (or on first use).
     """
 
     native: Any = None
