@@ -395,11 +395,7 @@ PYBIND11_MODULE(_core, m) {
           },
           "(Problem, s, t, handle): the problem of the tokens and its hits (0-based spans; "
           "handle -1: an unknown word's copy)",
-          py::arg("words"), py::arg("d"), py::arg("eta"))
-      .def("pairs", &PhraseIndex::pairs, py::arg("handle"))
-      .def("problem", &PhraseIndex::problem, py::arg("n"), py::arg("d"), py::arg("eta"), py::arg("s"),
-           py::arg("t"), py::arg("handle"),
-           py::keep_alive<0, 1>());  // a problem keeps the index (and so its LM) alive
+          py::arg("words"), py::arg("d"), py::arg("eta"));
 
   py::class_<Hypothesis>(m, "Hypothesis")
       .def_readonly("score", &Hypothesis::score)

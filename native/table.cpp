@@ -89,54 +89,6 @@ std::unique_ptr<Problem> PhraseIndex::sentence(const std::vector<std::string>& w
                                                std::vector<int>& s, std::vector<int>& t,
                                                std::vector<int>& handle) {
   const int n = static_cast<int>(words.size());
-  std::vector<int> ids(words.size(), -1);  // source word ids (-1: in no source phrase)
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    const auto it = source_words_.find(words[i]);
-    if (it != source_words_.end()) ids[i] = it->second;
-  }
-  // Unknown words' copies get handles after the registered sources, for this call only.
-  const std::size_t registered = sources_.size();
-  std::string key;
-  for (int a = 0; a < n; ++a) {
-    key.clear();
-    append_id(key, ids[static_cast<std::size_t>(a)]);
-    if (ids[static_cast<std::size_t>(a)] < 0 || source_handles_.find(key) == source_handles_.end()) {
-      s.push_back(a);
-      t.push_back(a);
-      handle.push_back(-1);
-    }
-    for (int b = a; b < n && b < a + longest_; ++b) {
-      if (ids[static_cast<std::size_t>(b)] < 0) break;  // no source holds this word
-      if (b > a) append_id(key, ids[static_cast<std::size_t>(b)]);
-      const auto it = source_handles_.find(key);
-      if (it == source_handles_.end()) continue;
-      s.push_back(a);
-      t.push_back(b);
-      handle.push_back(it->second);
-    }
-  }
-  std::vector<int> handles = handle;
-  for (std::size_t i = 0; i < handles.size(); ++i)
-    if (handles[i] < 0) {
-      sources_.push_back({unknown_pair(words[static_cast<std::size_t>(s[i])])});
-      handles[i] = static_cast<int>(sources_.size()) - 1;
-    }
-  auto out = problem(n, d, eta, s, t, handles);
-  sources_.resize(registered);  // the copies were for this sentence only
-  return out;
-}
-
-int PhraseIndex::pairs(int handle) const {
-  if (handle < 0 || static_cast<std::size_t>(handle) >= sources_.size())
-    throw std::out_of_range("no source phrase has handle " + std::to_string(handle));
-  return static_cast<int>(sources_[static_cast<std::size_t>(handle)].size());
-}
-
-std::unique_ptr<Problem> PhraseIndex::problem(int n, int d, double eta, const std::vector<int>& s,
-                                              const std::vector<int>& t,
-                                              const std::vector<int>& handle) const {
-  if (t.size() != s.size() || handle.size() != s.size())
-    throw std::invalid_argument("problem: s, t and handle differ in length");
   // Problem ids in order of first sight, as SearchProblem.word_id assigns them: <s>, </s>, then
   // the target words of the options in order.
   std::unordered_map<int, WordId> local;
@@ -147,22 +99,43 @@ std::unique_ptr<Problem> PhraseIndex::problem(int n, int d, double eta, const st
     return it->second;
   };
   const WordId bos = local_id(bos_), eos = local_id(eos_);
+  // Option k (index k) is the k-th pair of the hits, in order.
   std::vector<Option> options;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (!(0 <= s[i] && s[i] <= t[i] && t[i] < n))
-      throw std::invalid_argument("problem: span [" + std::to_string(s[i]) + ", " +
-                                  std::to_string(t[i]) + "] is not within a sentence of " +
-                                  std::to_string(n) + " tokens");
-    pairs(handle[i]);  // throws for an unknown handle
-    for (const Pair& pair : sources_[static_cast<std::size_t>(handle[i])]) {
+  auto hit = [&](int a, int b, int h, const Pair* pairs, std::size_t count) {
+    s.push_back(a);
+    t.push_back(b);
+    handle.push_back(h);
+    for (const Pair* pair = pairs; pair != pairs + count; ++pair) {
       Option o;
-      o.s = s[i] + 1;
-      o.t = t[i] + 1;
-      o.score = pair.score;
-      o.words.reserve(pair.words.size());
-      for (const int w : pair.words) o.words.push_back(local_id(w));
+      o.s = a + 1;
+      o.t = b + 1;
+      o.score = pair->score;
+      o.words.reserve(pair->words.size());
+      for (const int w : pair->words) o.words.push_back(local_id(w));
       o.index = static_cast<int>(options.size());
       options.push_back(std::move(o));
+    }
+  };
+  std::vector<int> ids(words.size(), -1);  // source word ids (-1: in no source phrase)
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const auto it = source_words_.find(words[i]);
+    if (it != source_words_.end()) ids[i] = it->second;
+  }
+  std::string key;
+  for (int a = 0; a < n; ++a) {
+    key.clear();
+    append_id(key, ids[static_cast<std::size_t>(a)]);
+    if (ids[static_cast<std::size_t>(a)] < 0 || source_handles_.find(key) == source_handles_.end()) {
+      const Pair copy = unknown_pair(words[static_cast<std::size_t>(a)]);  // first, as build_sentence
+      hit(a, a, -1, &copy, 1);
+    }
+    for (int b = a; b < n && b < a + longest_; ++b) {
+      if (ids[static_cast<std::size_t>(b)] < 0) break;  // no source holds this word
+      if (b > a) append_id(key, ids[static_cast<std::size_t>(b)]);
+      const auto it = source_handles_.find(key);
+      if (it == source_handles_.end()) continue;
+      const std::vector<Pair>& pairs = sources_[static_cast<std::size_t>(it->second)];
+      hit(a, b, it->second, pairs.data(), pairs.size());
     }
   }
   auto problem = std::make_unique<Problem>(lm_, std::move(lm_id), n, d, eta, weights_.lm, bos, eos);

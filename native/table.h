@@ -5,9 +5,8 @@
 //
 // Python registers every source phrase of the table once (add_source); a sentence is then looked
 // up here (sentence(): its hits, spans with a source handle, in Python's option order, unknown
-// words' copies included) and problem() turns the hits into a Problem whose options, option
-// order, word ids and ŵ(p) are those SearchProblem builds (same floating-point operations, in
-// the same order).
+// words' copies included) and made a Problem whose options, option order, word ids and ŵ(p)
+// are those SearchProblem builds (same floating-point operations, in the same order).
 #pragma once
 
 #include <memory>
@@ -38,22 +37,14 @@ class PhraseIndex {
   // scores[i * tm + k] its k-th score. Returns its handle. Each source is registered once.
   int add_source(const std::vector<std::string>& source, const std::vector<std::vector<std::string>>& targets,
                  const std::vector<double>& scores);
-  // The number of pairs of a handle.
-  int pairs(int handle) const;
-
   // The problem of the tokens `words` (build_sentence): every span of up to the longest
   // registered source that is a registered source is a hit, and a token that is no one-word
-  // source first gets its copy (handle -1, an unknown word). The hits are appended to s, t and
-  // handle, in the order problem() takes them.
+  // source first gets its copy (handle -1, an unknown word). The hits (0-based inclusive spans
+  // and handles) are appended to s, t and handle in SearchProblem's option order (by start; an
+  // unknown word's copy first, then by end, each source's pairs in table order); option k of
+  // the result has index k, the k-th pair of the hits.
   std::unique_ptr<Problem> sentence(const std::vector<std::string>& words, int d, double eta,
                                     std::vector<int>& s, std::vector<int>& t, std::vector<int>& handle);
-
-  // The Problem of a sentence of n tokens whose hits are (s[i], t[i], handle[i]): 0-based
-  // inclusive token spans in SearchProblem's option order (by start; an unknown word's copy
-  // first, then by end, each source's pairs in table order). Option k of the result has index
-  // k: the k-th pair of the hits, in order.
-  std::unique_ptr<Problem> problem(int n, int d, double eta, const std::vector<int>& s,
-                                   const std::vector<int>& t, const std::vector<int>& handle) const;
 
  private:
   struct Pair {

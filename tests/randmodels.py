@@ -7,12 +7,14 @@ the same path as users.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from pathlib import Path
 
 from hypothesis import strategies as st
 
 from fstdecode.decoder import Decoder
+from fstdecode.io.arpa import ArpaLM
 from fstdecode.model.features import Weights
 from fstdecode.model.model import load_model
 
@@ -109,3 +111,16 @@ def problem_of(case):
     """The search problem of a ``random_case`` draw: its sentence under its model (a DP decoder's)."""
     model, sentence = case
     return Decoder(model).problem(sentence)
+
+
+@st.composite
+def python_lm_case(draw, order: int):
+    """A random_case whose LM is a Python ArpaLM read from a file that is gone afterwards:
+    the core then reads the ArpaLM's n-grams from memory (native._arpa_bytes)."""
+    model, sentence = draw(random_case(max_n=6, order=order))
+    text = draw(arpa_bigram() if order == 2 else arpa_trigram())
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "lm.arpa"
+        path.write_text(text, encoding="utf-8")
+        lm = ArpaLM.from_file(path)
+    return dataclasses.replace(model, lm=lm), sentence

@@ -7,9 +7,6 @@ must return the same derivations with the same scores (to 1e-9), the same ``stat
 
 from __future__ import annotations
 
-import dataclasses
-import tempfile
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,9 +20,9 @@ from fstdecode.search import coverage_dp, native_coverage
 from fstdecode.search.base import METHODS
 from fstdecode.search.coverage_dp import CoverageOptions
 
-from randmodels import NO_BUDGET, arpa_bigram, arpa_trigram, problem_of, random_case
+from randmodels import NO_BUDGET, problem_of, python_lm_case, random_case
 from shared import outcome
-from shared import data_path
+from shared import hansards_input, hansards_model
 
 SETTINGS = dict(
     deadline=None,
@@ -86,18 +83,6 @@ def test_no_derivation_errors_agree(case, data):
         problem.by_start[s] = [opt for opt in problem.by_start[s] if not opt.s <= p <= opt.t]
     got = assert_same(problem, data.draw(coverage_options()))
     assert got == (SearchError, f"no derivation satisfies the distortion limit d={problem.d}")
-
-
-@st.composite
-def python_lm_case(draw, order: int):
-    """A random_case whose LM is a Python ArpaLM read from a file that is gone afterwards."""
-    model, sentence = draw(random_case(max_n=6, order=order))
-    text = draw(arpa_bigram() if order == 2 else arpa_trigram())
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "lm.arpa"
-        path.write_text(text, encoding="utf-8")
-        lm = ArpaLM.from_file(path)
-    return dataclasses.replace(model, lm=lm), sentence
 
 
 @pytest.mark.slow  # many hypothesis examples; the fast set keeps one agreement check per engine
@@ -166,16 +151,8 @@ def test_registered_as_the_native_twin():
 @pytest.mark.slow
 @pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 def test_hansards_native_equals_python(order):
-    model = load_model(
-        phrase_table=data_path("hansards-fr-en-decoder", "tm"),
-        tm_score_format="log10",
-        lm=data_path("english-lm-un", "lm.en.arpa"),
-        lm_order=order,
-        distortion_limit=4,
-        table_limit=20,
-    )
-    decoder = Decoder(model)
-    lines = data_path("hansards-fr-en-decoder", "input").read_text(encoding="utf-8").splitlines()
+    decoder = Decoder(hansards_model(lm_order=order, distortion_limit=4, table_limit=20))
+    lines = hansards_input()
     short = [i for i, line in enumerate(lines) if len(line.split()) <= 8]  # the Python DP takes seconds beyond
     assert len(short) >= 8
     for i in short:

@@ -22,7 +22,7 @@ from fstdecode.search.signature_dp import DpOptions
 
 from randmodels import NO_BUDGET, problem_of, random_case
 from shared import outcome
-from shared import SEARCH_SETTINGS, data_path
+from shared import SEARCH_SETTINGS, hansards_input, hansards_model
 
 EXAMPLE = "das muss unsere sorge gleichermaßen sein".split()
 
@@ -238,16 +238,8 @@ def test_registered_as_the_methods_native_twins():
 def test_hansards_dp_native_equals_python():
     # The bigram Hansards model at d = 4 with 20 translations per phrase: most sentences run
     # over the budget, which both engines must hit at the same state.
-    model = load_model(
-        phrase_table=data_path("hansards-fr-en-decoder", "tm"),
-        tm_score_format="log10",
-        lm=data_path("english-lm-un", "lm.en.arpa"),
-        lm_order=2,
-        distortion_limit=4,
-        table_limit=20,
-    )
-    decoder = Decoder(model)
-    lines = data_path("hansards-fr-en-decoder", "input").read_text(encoding="utf-8").splitlines()
+    decoder = Decoder(hansards_model(lm_order=2, distortion_limit=4, table_limit=20))
+    lines = hansards_input()
     options = DpOptions(max_states=300_000)
     for i, line in enumerate(lines[:20]):
         assert_same("dp", decoder.problem(line.split(), i), options)
@@ -257,16 +249,8 @@ def test_hansards_dp_native_equals_python():
 def test_hansards_beam_and_bounded_native_equal_python():
     # Where the bounded DP runs over its budget after its beam finished (sentences 3 and 4),
     # the error carries the beam's derivation: a case small random models never reach.
-    model = load_model(
-        phrase_table=data_path("hansards-fr-en-decoder", "tm"),
-        tm_score_format="log10",
-        lm=data_path("english-lm-un", "lm.en.arpa"),
-        lm_order=2,
-        distortion_limit=4,
-        table_limit=20,
-    )
-    decoder = Decoder(model)
-    lines = data_path("hansards-fr-en-decoder", "input").read_text(encoding="utf-8").splitlines()
+    decoder = Decoder(hansards_model(lm_order=2, distortion_limit=4, table_limit=20))
+    lines = hansards_input()
     outcomes = []
     for i, line in enumerate(lines[:6]):
         problem = decoder.problem(line.split(), i)

@@ -7,9 +7,7 @@ return the same derivations with the same scores (to 1e-9), the same ``states`` 
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,9 +20,8 @@ from fstdecode.model.model import load_model
 from fstdecode.problem.problem import SearchLimitError
 from fstdecode.search import native, stack
 
-from randmodels import arpa_bigram, arpa_trigram, random_case
-from shared import outcome
-from shared import data_path
+from randmodels import python_lm_case, random_case
+from shared import hansards_input, hansards_model, outcome
 
 SETTINGS = dict(
     deadline=None,
@@ -136,19 +133,6 @@ def test_native_equals_python_without_one_word_options(case, data):
     assert_same(problem, data.draw(stack_options()))
 
 
-@st.composite
-def python_lm_case(draw, order: int):
-    """A random_case whose LM is a Python ArpaLM read from a file that is gone afterwards:
-    the core then reads the ArpaLM's n-grams from memory (native._arpa_bytes)."""
-    model, sentence = draw(random_case(max_n=6, order=order))
-    text = draw(arpa_bigram() if order == 2 else arpa_trigram())
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "lm.arpa"
-        path.write_text(text, encoding="utf-8")
-        lm = ArpaLM.from_file(path)
-    return dataclasses.replace(model, lm=lm), sentence
-
-
 @pytest.mark.slow  # many hypothesis examples; the fast set keeps one agreement check per engine
 @pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 @settings(max_examples=30, **SETTINGS)
@@ -207,16 +191,8 @@ def test_native_problem_keeps_the_option_order():
 
 @pytest.mark.slow
 def test_hansards_native_equals_python():
-    model = load_model(
-        phrase_table=data_path("hansards-fr-en-decoder", "tm"),
-        tm_score_format="log10",
-        lm=data_path("english-lm-un", "lm.en.arpa"),
-        lm_order=3,
-        distortion_limit=4,
-        table_limit=20,
-    )
-    decoder = Decoder(model)
-    lines = data_path("hansards-fr-en-decoder", "input").read_text(encoding="utf-8").splitlines()
+    decoder = Decoder(hansards_model(lm_order=3, distortion_limit=4, table_limit=20))
+    lines = hansards_input()
     assert len(lines) == 48
     options = stack.StackOptions()
     for i, line in enumerate(lines):
