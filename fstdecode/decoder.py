@@ -26,12 +26,13 @@ from fstdecode.problem.problem import PhraseScores, SearchLimitError, SearchProb
 from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.problem.sentence import Phrase
 # Importing the method modules registers them, in this order (fstdecode.search.base.METHODS).
-from fstdecode.search import signature_dp, bounded, signature_beam, stack, coverage_dp  # noqa: F401, I001
+from fstdecode.search import signature_dp, bounded, signature_beam, stack, coverage_dp, exact  # noqa: F401, I001
 import fstdecode.fst.searcher  # noqa: F401, E402
 import fstdecode.reference.exhaustive  # noqa: F401, E402
 import fstdecode.search.native  # noqa: F401, E402  (the native twins)
 from fstdecode.search.native import NativeTable  # noqa: E402
 import fstdecode.search.native_coverage  # noqa: F401, E402
+import fstdecode.search.native_exact  # noqa: F401, E402
 import fstdecode.search.native_signature  # noqa: F401, E402
 from fstdecode.search.base import METHODS, SearchOptions, Searcher
 

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "coverage.h"
+#include "exact.h"
 #include "lm.h"
 #include "problem.h"
 #include "reorder.h"
@@ -164,6 +165,18 @@ PYBIND11_MODULE(_core, m) {
             return lm.logprob(context.data(), static_cast<int>(context.size()), w);
           },
           "ln p(w | context) over ids, the most recent word last", py::arg("context"), py::arg("w"))
+      .def(
+          "context_bounds",
+          [](const NgramLM& lm, const std::vector<WordId>& context, int unknown, WordId w) {
+            LmArgs::checked_ids(lm, context);
+            LmArgs::checked_id(lm, w);
+            if (context.empty()) throw py::value_error("context_bounds needs at least one known context word");
+            double lo, hi;
+            lm.context_bounds(context.data(), static_cast<int>(context.size()), unknown, w, lo, hi);
+            return py::make_tuple(lo, hi);
+          },
+          "(lo, hi): bounds on ln p(w | u + context) over every u of `unknown` words",
+          py::arg("context"), py::arg("unknown"), py::arg("w"))
       .def(
           "backoff",
           [](const NgramLM& lm, const std::vector<WordId>& ids) {
@@ -408,7 +421,8 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("states", &Result::states)
       .def_readonly("transitions", &Result::transitions)
       .def_readonly("status", &Result::status, "'' (finished), 'budget' or 'none'")
-      .def_readonly("message", &Result::message);
+      .def_readonly("message", &Result::message)
+      .def_readonly("upper_bound", &Result::upper_bound, "a bound on every derivation's score (NaN: none)");
 
   // ---- Searches -------------------------------------------------------------------------
   // (section: searches)
@@ -508,4 +522,32 @@ PYBIND11_MODULE(_core, m) {
   m.def("coverage_search", &coverage_search,
         "the exact coverage-vector DP (fstdecode.search.coverage_dp.search)", py::arg("problem"),
         py::arg("options"), py::call_guard<py::gil_scoped_release>());
+
+  // ---- Exact search ---------------------------------------------------------------------
+  // (section: exact)
+  py::class_<ExactOptions>(m, "ExactOptions",
+                           "fstdecode.search.exact.ExactOptions; max_states < 0: no budget; time_limit <= 0: none")
+      .def(py::init([](int nbest, long max_states, double time_limit, double lower_bound) {
+             if (nbest < 1) throw std::invalid_argument("nbest must be >= 1");
+             ExactOptions o;
+             o.nbest = nbest;
+             o.max_states = max_states;
+             o.time_limit = time_limit;
+             o.lower_bound = lower_bound;
+             return o;
+           }),
+           py::arg("nbest") = 1, py::arg("max_states") = -1L, py::arg("time_limit") = -1.0,
+           py::arg("lower_bound") = -std::numeric_limits<double>::infinity())
+      .def_readonly("nbest", &ExactOptions::nbest)
+      .def_readonly("max_states", &ExactOptions::max_states)
+      .def_readonly("time_limit", &ExactOptions::time_limit)
+      .def_readonly("lower_bound", &ExactOptions::lower_bound);
+  py::class_<ExactBounds>(m, "ExactBounds", "the pieces of the exact search's heuristic (tests)")
+      .def_readonly("beta", &ExactBounds::beta, "by option id (add_option order)")
+      .def_readonly("eos", &ExactBounds::eos)
+      .def_readonly("cover", &ExactBounds::cover, "cover[a][b], 1 <= a <= b <= n");
+  m.def("exact_bounds", &exact_bounds, "the heuristic's pieces of a problem", py::arg("problem"),
+        py::call_guard<py::gil_scoped_release>());
+  m.def("exact_search", &exact_search, "A* over coverage states (fstdecode.search.exact.search)",
+        py::arg("problem"), py::arg("options"), py::call_guard<py::gil_scoped_release>());
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -76,6 +77,55 @@ template <int W>
 std::uint64_t key_hash(const Cov<W>& cov, int last_t, int context) {
   return mix(cov.hash() ^ (static_cast<std::uint64_t>(static_cast<std::uint32_t>(last_t)) << 40) ^
              static_cast<std::uint32_t>(context));
+}
+
+// ---- Coverage tests shared by the stack decoder and the exact search (search/stack.py) -------
+
+// lowest_uncovered: g, the leftmost uncovered position (n + 1 when all n are covered).
+template <int W>
+inline int lowest_uncovered(const Cov<W>& c) { return c.first_zero() + 1; }
+
+// The maximal covered runs [a, b] (positions) right of g, left to right (_covered_blocks).
+template <int W, class F>
+inline bool any_block(const Cov<W>& c, int g, int n, F&& f) {
+  int i = g;  // index g is position g + 1
+  while (i < n) {
+    const int a = c.next(i, n, true);
+    if (a >= n) break;
+    const int b = c.next(a, n, false);  // first uncovered index after the run
+    if (f(a + 1, b)) return true;       // positions a + 1 .. b
+    i = b;
+  }
+  return false;
+}
+
+// M&Q's remaining distortion (stack.py remaining_distortion): the least total jump of any
+// completion, ignoring d: |last_t + 1 - g| plus every covered position right of g.
+template <int W>
+int remaining_distortion(const Cov<W>& c, int last_t, int n) {
+  const int g = lowest_uncovered(c);
+  if (g > n) return std::abs(last_t + 1 - g);
+  int covered_right = 0;
+  any_block(c, g, n, [&](int a, int b) {
+    covered_right += b - a + 1;
+    return false;
+  });
+  return std::abs(last_t + 1 - g) + covered_right;
+}
+
+// is_dead (stack.py): the state provably cannot complete within the distortion limit d.
+template <int W>
+bool is_dead(const Cov<W>& cov, int last_t, int n, int d) {
+  const int g = lowest_uncovered(cov);
+  if (g > n) return n - last_t > d;
+  if (std::abs(last_t + 1 - g) > d) {
+    const int hi = std::min(g + d - 1, n);
+    if (hi <= g || !cov.any_zero_in_range(g, hi - 1)) return true;  // positions g+1..hi
+  }
+  return any_block(cov, g, n, [&](int a, int b) {
+    const int length = b - a + 1;
+    return length > d || (last_t >= b && length + (last_t == b ? 1 : 2) > d);
+  });
 }
 
 // The search f(std::integral_constant<int, W>{}) with the fewest words W that hold the problem's

@@ -15,9 +15,7 @@ Problem::Problem(const NgramLM& lm, std::vector<WordId> lm_id, int n, int d, dou
                  double lm_weight, WordId bos, WordId eos)
     : lm_(lm), lm_id_(std::move(lm_id)), n_(n), d_(d), eta_(eta), lm_weight_(lm_weight),
       bos_(bos), eos_(eos) {
-  if (lm_.order() < 2)
-    throw std::invalid_argument("the search needs an LM of order >= 2, got order " +
-                                std::to_string(lm_.order()));
+  if (lm_.order() < 1) throw std::invalid_argument("the search needs an LM of order >= 1");
   if (n_ < 0) throw std::invalid_argument("n must be >= 0, got " + std::to_string(n_));
   if (d_ < 0) throw std::invalid_argument("d must be >= 0, got " + std::to_string(d_));
   const auto size = static_cast<WordId>(lm_id_.size());

@@ -27,6 +27,8 @@ struct Option {
   WordId last() const { return words.back(); }
 };
 
+inline int search_order(const NgramLM& lm) { return lm.order() < 2 ? 2 : lm.order(); }
+
 class Problem {
  public:
   Problem(const NgramLM& lm, std::vector<WordId> lm_id, int n, int d, double eta, double lm_weight,
@@ -41,7 +43,10 @@ class Problem {
   int end() const { return n_ + 1; }
   int d() const { return d_; }
   double eta() const { return eta_; }
-  int order() const { return lm_.order(); }
+  // The search's order: the LM's, at least 2 (a unigram LM is searched as a bigram LM without
+  // bigrams: its contexts are one word, which it ignores).
+  int order() const { return search_order(lm_); }
+  double lm_weight() const { return lm_weight_; }
   WordId bos() const { return bos_; }
   WordId eos() const { return eos_; }
   const Option& bos_option() const { return bos_option_; }
@@ -120,6 +125,8 @@ struct Result {
   // "none": no derivation exists (or none survived the beam).
   std::string status;
   std::string message;
+  // A bound on every derivation's score, when the search proves one (NaN: none).
+  double upper_bound = std::numeric_limits<double>::quiet_NaN();
 };
 
 }  // namespace fstdecode

@@ -38,24 +38,6 @@ using space::Joined;
 
 constexpr double NEG_INF = -std::numeric_limits<double>::infinity();
 
-// lowest_uncovered: g, the leftmost uncovered position (n + 1 when all n are covered).
-template <int W>
-inline int lowest_uncovered(const Cov<W>& c) { return c.first_zero() + 1; }
-
-// The maximal covered runs [a, b] (positions) right of g, left to right (_covered_blocks).
-template <int W, class F>
-inline bool any_block(const Cov<W>& c, int g, int n, F&& f) {
-  int i = g;  // index g is position g + 1
-  while (i < n) {
-    const int a = c.next(i, n, true);
-    if (a >= n) break;
-    const int b = c.next(a, n, false);  // first uncovered index after the run
-    if (f(a + 1, b)) return true;       // positions a + 1 .. b
-    i = b;
-  }
-  return false;
-}
-
 template <int W>
 int mq_delta(const Cov<W>& cov, int last_t, int s, int t) {
   const int g = lowest_uncovered(cov);
@@ -67,20 +49,6 @@ int mq_delta(const Cov<W>& cov, int last_t, int s, int t) {
 }
 
 inline int plain_delta(int last_t, int s) { return std::abs(last_t + 1 - s); }
-
-template <int W>
-bool is_dead(const Cov<W>& cov, int last_t, int n, int d) {
-  const int g = lowest_uncovered(cov);
-  if (g > n) return n - last_t > d;
-  if (std::abs(last_t + 1 - g) > d) {
-    const int hi = std::min(g + d - 1, n);
-    if (hi <= g || !cov.any_zero_in_range(g, hi - 1)) return true;  // positions g+1..hi
-  }
-  return any_block(cov, g, n, [&](int a, int b) {
-    const int length = b - a + 1;
-    return length > d || (last_t >= b && length + (last_t == b ? 1 : 2) > d);
-  });
-}
 
 template <int W>
 bool minimal_completion_fits(const Cov<W>& cov, int last_t, int n, int d) {

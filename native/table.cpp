@@ -10,9 +10,7 @@ namespace fstdecode {
 
 PhraseIndex::PhraseIndex(const NgramLM& lm, PairWeights weights, double unknown_value)
     : lm_(lm), weights_(std::move(weights)), unknown_value_(unknown_value) {
-  if (lm_.order() < 2)
-    throw std::invalid_argument("the search needs an LM of order >= 2, got order " +
-                                std::to_string(lm_.order()));
+  if (lm_.order() < 1) throw std::invalid_argument("the search needs an LM of order >= 1");
   bos_ = intern("<s>");
   eos_ = intern("</s>");
 }
@@ -32,7 +30,7 @@ double PhraseIndex::pair_score(const double* scores, const std::vector<int>& wor
   for (std::size_t k = 0; k < weights_.tm.size(); ++k) score += weights_.tm[k] * scores[k];
   score += weights_.word * -static_cast<double>(words.size()) + weights_.phrase;
   if (unknown) score += weights_.unknown * unknown_value_ * source_length;
-  const int k = lm_.order() - 1;
+  const int k = search_order(lm_) - 1;
   std::vector<WordId> context(static_cast<std::size_t>(k));
   for (std::size_t i = static_cast<std::size_t>(k); i < words.size(); ++i) {
     for (int j = 0; j < k; ++j) context[static_cast<std::size_t>(j)] = lm_of_[static_cast<std::size_t>(words[i - k + j])];

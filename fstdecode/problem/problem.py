@@ -93,7 +93,7 @@ class Option:
 class SearchProblem:
     """One sentence, an n-gram LM, weights and a distortion limit d, as integers.
 
-    The search uses the LM's whole order (``order = lm.order``, at least 2);
+    The search uses the LM's whole order (``order = max(2, lm.order)``: a unigram LM as a bigram one);
     restrict the LM first to search with a lower order.
 
     Invariants: ``by_start[p]`` lists the options starting at position p
@@ -117,11 +117,11 @@ class SearchProblem:
         words: Sequence[str] = (),
         table: PhraseTable | None = None,
     ) -> None:
-        if lm.order < 2:
-            raise SearchError(f"{lm.path}: the search needs an LM of order >= 2, got order {lm.order}")
         if sentence is None and table is None:
             raise SearchError("a SearchProblem needs a sentence, or words and a phrase table")
-        self.order = lm.order
+        #: The search's LM order: the LM's, at least 2 (a unigram LM is searched as a bigram LM
+        #: without bigrams: its one-word contexts are ignored by its scores).
+        self.order = max(2, lm.order)
         #: The input line's number (0-based), for what a search writes per sentence (lattices).
         self.id = id
         if sentence is not None:

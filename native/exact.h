@@ -1,0 +1,42 @@
+// Exact search with a certificate: A* over coverage states (fstdecode/search/exact.py is the
+// Python reference and states the proof). A state is (coverage, last end position, the last
+// order - 1 target words, unminimised); its heuristic is an admissible and consistent upper bound
+// on every completion, so the first complete derivation popped is optimal and its score is the
+// certificate (an upper bound on every derivation's score).
+#pragma once
+
+#include <limits>
+#include <vector>
+
+#include "problem.h"
+
+namespace fstdecode {
+
+struct ExactOptions {
+  int nbest = 1;
+  long max_states = -1;      // < 0: no budget
+  double time_limit = -1.0;  // seconds of search; <= 0: none
+  // The score of a known derivation (with nbest > 1, of the nbest-th of known ones): states
+  // whose bound is below it cannot hold a better one and are not kept.
+  double lower_bound = -std::numeric_limits<double>::infinity();
+};
+
+// The pieces of the heuristic, for tests: beta[i] bounds ŵ(p) plus the LM scores of the first
+// order - 1 words of option id i after anything that may precede it; eos bounds the LM score of
+// </s> after any last phrase; cover[a][b] (1 <= a <= b <= n) is the best segmentation of
+// positions a..b by beta.
+struct ExactBounds {
+  std::vector<double> beta;
+  double eos = 0.0;
+  std::vector<std::vector<double>> cover;
+};
+
+ExactBounds exact_bounds(const Problem& problem);
+
+// The k best derivations, optimal = true and upper_bound = the best score, or status "budget"
+// (max_states or time_limit ran out; upper_bound then bounds every derivation's score, and
+// hypotheses holds any complete derivation found) or "none" (no derivation satisfies the
+// distortion limit, or none scores at least lower_bound).
+Result exact_search(const Problem& problem, const ExactOptions& options);
+
+}  // namespace fstdecode
