@@ -24,17 +24,22 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// The last words of a phrase that may precede another; `partial`: words before them matter too
-// (the phrase is shorter than order - 1) and are unknown.
+// The last words of what may precede a phrase (exact.py, Tail): `partial`, words before them
+// matter and are unknown; `charged`, the first word's score is bounded by the one-word-shorter
+// context's plus `charge` (the largest weighted backoff of the contexts it stands for).
 struct Tail {
   std::vector<WordId> words;
-  bool partial;
-  bool operator==(const Tail& o) const { return partial == o.partial && words == o.words; }
+  bool partial = false;
+  bool charged = false;
+  double charge = 0.0;
+  bool operator==(const Tail& o) const {
+    return partial == o.partial && charged == o.charged && charge == o.charge && words == o.words;
+  }
 };
 
 struct TailHash {
   std::size_t operator()(const Tail& t) const {
-    std::uint64_t h = t.partial ? 0x51ULL : 0x17ULL;
+    std::uint64_t h = (t.partial ? 0x51ULL : 0x17ULL) ^ (t.charged ? 0x9e37ULL : 0);
     for (WordId w : t.words) h = mix(h ^ static_cast<std::uint32_t>(w));
     return static_cast<std::size_t>(h);
   }
@@ -42,10 +47,40 @@ struct TailHash {
 
 using Tails = std::unordered_set<Tail, TailHash>;
 
-Tail tail_of(const Option& q, int k) {
+// Lemma 1's predecessors of a phrase starting at s: the last phrase q before it ends at q.t with
+// |q.t + 1 - s| <= d and lies left of s or right of s's position (or <s>, when s - 1 <= d).
+bool may_precede(const Option& q, int s, int d) { return std::abs(q.t + 1 - s) <= d && (q.t < s || q.s > s); }
+
+// The tails of phrase q (exact.py, tails_of): its last k words; a phrase of k - 1 words is
+// completed by each word x that may precede it (explicit when x + q extends in the LM, else
+// folded into one charged tail, since then every next word backs off through x + q).
+void tails_of(const Problem& p, const Option& q, int k, int d, Tails& out) {
   const int len = static_cast<int>(q.words.size());
-  const int from = std::max(0, len - k);
-  return {std::vector<WordId>(q.words.begin() + from, q.words.end()), len < k};
+  if (len >= k) {
+    out.insert({std::vector<WordId>(q.words.end() - k, q.words.end())});
+    return;
+  }
+  if (len < k - 1) {
+    out.insert({q.words, true});
+    return;
+  }
+  std::vector<WordId> ctx(static_cast<std::size_t>(k));
+  std::copy(q.words.begin(), q.words.end(), ctx.begin() + 1);
+  std::unordered_set<WordId> seen;
+  Tail charged{q.words, false, true, -kInf};
+  auto add = [&](WordId x) {
+    if (!seen.insert(x).second) return;
+    ctx[0] = x;
+    if (p.extends(ctx)) out.insert({ctx});
+    charged.charge = std::max(charged.charge, p.backoff(ctx));
+  };
+  if (q.s - 1 <= d) add(p.bos());
+  const auto& by_start = p.by_start();
+  for (int a = 1; a <= p.n(); ++a)
+    for (const Option& r : by_start[static_cast<std::size_t>(a)])
+      if (r.t < q.s - 1 - d || r.t > q.s - 1 + d) continue;
+      else if (may_precede(r, q.s, d)) add(r.last());
+  if (charged.charge > -kInf) out.insert(charged);
 }
 
 // The weighted LM score of `w` after known[0..len) (problem ids, most recent last) and `unknown`
@@ -71,21 +106,29 @@ double prefix_bound(const Problem& p, const Tail& tail, const std::vector<WordId
     const int have = lt + i;
     const int len = std::min(k, have);
     const int unknown = tail.partial ? k - have : 0;
-    total += word_bound(p, seq.data() + (have - len), len, unknown, words[static_cast<std::size_t>(i)]);
+    const WordId w = words[static_cast<std::size_t>(i)];
+    if (i == 0 && tail.charged)
+      total += p.ngram(seq.data(), len, w) + tail.charge;
+    else
+      total += word_bound(p, seq.data() + (have - len), len, unknown, w);
     seq.push_back(words[static_cast<std::size_t>(i)]);
   }
   return total;
 }
 
-// The tails that may precede a phrase starting at s: the last phrase q before it ends at q.t
-// with |q.t + 1 - s| <= d and lies left of s or right of s's position, or <s> when s - 1 <= d.
-Tails tails_before(const Problem& p, int s, int k, int d) {
+// The tails of everything that may precede a phrase starting at s (Lemma 1). The tails of each
+// option are made once (`memo`, by option id).
+Tails tails_before(const Problem& p, int s, int k, int d, std::vector<Tails>& memo) {
   Tails out;
-  if (s - 1 <= d) out.insert({{p.bos()}, false});
+  if (s - 1 <= d) out.insert({{p.bos()}});
   const auto& by_start = p.by_start();
   for (int a = 1; a <= p.n(); ++a)
-    for (const Option& q : by_start[static_cast<std::size_t>(a)])
-      if (std::abs(q.t + 1 - s) <= d && (q.t < s || q.s > s)) out.insert(tail_of(q, k));
+    for (const Option& q : by_start[static_cast<std::size_t>(a)]) {
+      if (!may_precede(q, s, d)) continue;
+      Tails& mine = memo[static_cast<std::size_t>(q.id)];
+      if (mine.empty()) tails_of(p, q, k, d, mine);
+      out.insert(mine.begin(), mine.end());
+    }
   return out;
 }
 
@@ -97,10 +140,11 @@ ExactBounds exact_bounds(const Problem& p) {
   ExactBounds b;
   b.beta.assign(static_cast<std::size_t>(p.option_count()), -kInf);
   const auto& by_start = p.by_start();
+  std::vector<Tails> memo(static_cast<std::size_t>(p.option_count()));
   for (int s = 1; s <= n; ++s) {
     const auto& opts = by_start[static_cast<std::size_t>(s)];
     if (opts.empty()) continue;
-    const Tails tails = tails_before(p, s, k, d);
+    const Tails tails = tails_before(p, s, k, d, memo);
     // Options sharing their first k words share the LM part.
     std::vector<std::pair<std::vector<WordId>, double>> memo;
     for (const Option& o : opts) {
@@ -122,10 +166,14 @@ ExactBounds exact_bounds(const Problem& p) {
   }
   // </s> follows the last phrase q, whose final jump end - q.t - 1 is within d.
   Tails last;
-  if (n == 0) last.insert({{p.bos()}, false});
+  if (n == 0) last.insert({{p.bos()}});
   for (int a = 1; a <= n; ++a)
     for (const Option& q : by_start[static_cast<std::size_t>(a)])
-      if (p.end() - q.t - 1 <= d) last.insert(tail_of(q, k));
+      if (p.end() - q.t - 1 <= d) {
+        Tails& mine = memo[static_cast<std::size_t>(q.id)];
+        if (mine.empty()) tails_of(p, q, k, d, mine);
+        last.insert(mine.begin(), mine.end());
+      }
   b.eos = -kInf;
   const std::vector<WordId> eos{p.eos()};
   for (const Tail& t : last) b.eos = std::max(b.eos, prefix_bound(p, t, eos, k));
