@@ -42,6 +42,23 @@ def arpa_bigram(draw, vocab=TARGET_VOCAB) -> str:
 
 
 @st.composite
+def arpa_unigram(draw, vocab=TARGET_VOCAB) -> str:
+    """An ARPA unigram LM over ``vocab`` (the search reads it as a bigram LM without bigrams)."""
+    words = ["<s>", "</s>", "<unk>", *vocab]
+    return arpa_text([f"{-99.0 if w == '<s>' else draw(st.floats(-3, -0.1)):.4f}\t{w}" for w in words])
+
+
+def arpa_of_order(order: int):
+    """The random ARPA strategy of an LM order (1, 2 or 3)."""
+    return {1: arpa_unigram, 2: arpa_bigram, 3: arpa_trigram}[order]()
+
+
+def signed(low: float, high: float):
+    """A weight in [low, high], zero drawn often (the searches must hold for any sign)."""
+    return st.one_of(st.just(0.0), st.floats(low, high))
+
+
+@st.composite
 def arpa_trigram(draw, vocab=TARGET_VOCAB) -> str:
     """An ARPA trigram LM over ``vocab``: random unigrams, a random subset of bigrams
     (with backoffs) and of trigrams whose bigram prefix is listed (as ARPA requires)."""
@@ -82,19 +99,24 @@ def phrase_table(draw, sentence: tuple[str, ...], max_len: int = 3, max_translat
 
 
 @st.composite
-def random_case(draw, min_n: int = 1, max_n: int = 6, max_d: int = 5, order: int = 2):
-    """(model, sentence): a random model with an LM of ``order`` (2 or 3) and an input of min_n..max_n tokens."""
+def random_case(draw, min_n: int = 1, max_n: int = 6, max_d: int = 5, order: int = 2, any_sign: bool = False):
+    """(model, sentence): a random model with an LM of ``order`` (1, 2 or 3) and an input of
+    min_n..max_n tokens; ``any_sign`` draws negative and zero LM, TM and distortion weights too."""
     n = draw(st.integers(min_n, max_n))
     sentence = tuple(draw(st.lists(st.sampled_from(SOURCE_VOCAB), min_size=n, max_size=n)))
     d = draw(st.integers(1, max_d))
+    if any_sign:
+        lm_w, tm1, tm2, dist = draw(signed(-1, 2)), draw(signed(-1, 1)), draw(signed(-1, 1)), draw(signed(-1, 1.5))
+    else:
+        lm_w, tm1, tm2, dist = draw(st.floats(0.2, 2)), draw(st.floats(0, 1)), draw(st.floats(0, 1)), draw(st.floats(0, 1.5))
     weights = [
-        f"lm={draw(st.floats(0.2, 2)):.3f}",
-        f"tm={draw(st.floats(0, 1)):.3f},{draw(st.floats(0, 1)):.3f}",
-        f"distortion={draw(st.floats(0, 1.5)):.3f}",
+        f"lm={lm_w:.3f}",
+        f"tm={tm1:.3f},{tm2:.3f}",
+        f"distortion={dist:.3f}",
         f"word={draw(st.floats(-1, 1)):.3f}",
         f"phrase={draw(st.floats(-1, 1)):.3f}",
     ]
-    pt, lm = draw(phrase_table(sentence)), draw(arpa_bigram() if order == 2 else arpa_trigram())
+    pt, lm = draw(phrase_table(sentence)), draw(arpa_of_order(order))
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "pt").write_text(pt, encoding="utf-8")
         (Path(tmp) / "lm").write_text(lm, encoding="utf-8")

@@ -11,7 +11,11 @@ The heuristic ``h(S)`` bounds the score of every completion of S from above. The
 1. **Tails.** Whatever precedes a phrase p starting at s is ``<s>`` (only if s − 1 <= d) or
    the last phrase q placed before it, with |q.t + 1 − s| <= d and q disjoint from p, so
    q.t < s or q.s > s. The context of p's first words ends with q's last min(|q|, K) words
-   (its *tail*); if q is shorter than K, the words before them are unknown (a *partial* tail).
+   (its *tail*). If q has K − 1 words, the word x before it is the last word of what may
+   precede q (by the same rule) or ``<s>``: each x for which x + q extends in the LM gives a
+   complete tail; for every other x, the next word backs off through x + q, so its score is
+   its score after q plus backoff(x + q), at most the largest such backoff (a *charged* tail).
+   If q is shorter still, the words before it are unknown (a *partial* tail).
 2. **Word bounds.** For a known context c and J unknown words before it,
    ``ArpaLM.context_bounds`` bounds ln p(w | u c) over every u: the score either backs off
    through c (then it is ln p(w | c) plus the backoffs of the longer contexts, each within the
@@ -67,7 +71,10 @@ from fstdecode.search.base import SearchOptions, option, register
 #: and 100-200 bytes a state, so this is at most a minute or so and a few GB per sentence.
 DEFAULT_EXACT_MAX_STATES = 20_000_000
 
-Tail = tuple[tuple[int, ...], bool]  # (words, partial)
+#: (words, partial, charge): the last words of what may precede a phrase; ``partial``: words
+#: before them matter and are unknown; ``charge`` (not None): the first word is bounded by its
+#: score after ``words`` plus this weighted backoff (lemma 1).
+Tail = tuple[tuple[int, ...], bool, float | None]
 
 
 @dataclass(frozen=True)
@@ -93,9 +100,29 @@ class Bounds:
     cover: list[list[float]]
 
 
-def tail_of(q: Option, k: int) -> Tail:
-    """Lemma 1: q's last min(|q|, K) words, and whether words before them matter."""
-    return q.words[-k:], len(q.words) < k
+def may_precede(q: Option, s: int, d: int) -> bool:
+    """Lemma 1: q may be the last phrase before one that starts at s."""
+    return abs(q.t + 1 - s) <= d and (q.t < s or q.s > s)
+
+
+def tails_of(problem: SearchProblem, q: Option, k: int, d: int) -> set[Tail]:
+    """Lemma 1: the tails of q (complete, charged or partial)."""
+    if len(q.words) >= k:
+        return {(q.words[-k:], False, None)}
+    if len(q.words) < k - 1:
+        return {(q.words, True, None)}
+    xs = {problem.bos} if q.s - 1 <= d else set()
+    xs |= {r.last for a in range(1, problem.n + 1) for r in problem.by_start[a] if may_precede(r, q.s, d)}
+    out: set[Tail] = set()
+    charge = -math.inf
+    for x in xs:
+        ctx = (x, *q.words)
+        if problem.extends(ctx):
+            out.add((ctx, False, None))
+        charge = max(charge, problem.backoff(ctx))
+    if xs:
+        out.add((q.words, False, charge))
+    return out
 
 
 def word_bound(problem: SearchProblem, known: tuple[int, ...], unknown: int, w: int) -> float:
@@ -112,27 +139,37 @@ def word_bound(problem: SearchProblem, known: tuple[int, ...], unknown: int, w: 
 
 def prefix_bound(problem: SearchProblem, tail: Tail, words: tuple[int, ...], k: int) -> float:
     """The bounded LM scores of the first min(|words|, K) words after ``tail``."""
-    seq, partial = list(tail[0]), tail[1]
+    seq, partial, charge = list(tail[0]), tail[1], tail[2]
     total = 0.0
     for i in range(min(len(words), k)):
         have = len(seq)
         size = min(k, have)
         unknown = k - have if partial else 0
-        total += word_bound(problem, tuple(seq[have - size:]), unknown, words[i])
+        if i == 0 and charge is not None:
+            total += problem.ngram(tuple(seq), words[i]) + charge
+        else:
+            total += word_bound(problem, tuple(seq[have - size:]), unknown, words[i])
         seq.append(words[i])
     return total
 
 
-def tails_before(problem: SearchProblem, s: int, k: int, d: int) -> set[Tail]:
-    """Lemma 1: the tails that may precede a phrase starting at s."""
+def tails_before(problem: SearchProblem, s: int, k: int, d: int, memo: dict[int, set[Tail]]) -> set[Tail]:
+    """Lemma 1: the tails of everything that may precede a phrase starting at s."""
     out: set[Tail] = set()
     if s - 1 <= d:
-        out.add(((problem.bos,), False))
+        out.add(((problem.bos,), False, None))
     for a in range(1, problem.n + 1):
         for q in problem.by_start[a]:
-            if abs(q.t + 1 - s) <= d and (q.t < s or q.s > s):
-                out.add(tail_of(q, k))
+            if may_precede(q, s, d):
+                out |= _tails(problem, q, k, d, memo)
     return out
+
+
+def _tails(problem: SearchProblem, q: Option, k: int, d: int, memo: dict[int, set[Tail]]) -> set[Tail]:
+    got = memo.get(id(q))
+    if got is None:
+        got = memo[id(q)] = tails_of(problem, q, k, d)
+    return got
 
 
 def bounds(problem: SearchProblem) -> Bounds:
@@ -140,20 +177,23 @@ def bounds(problem: SearchProblem) -> Bounds:
     n, k = problem.n, problem.order - 1
     d = min(problem.d, n + 2)
     beta: dict[int, float] = {}
+    memo: dict[int, set[Tail]] = {}
     for s in range(1, n + 1):
         opts = problem.by_start[s]
         if not opts:
             continue
-        tails = tails_before(problem, s, k, d)
+        tails = tails_before(problem, s, k, d, memo)
         memo: dict[tuple[int, ...], float] = {}
         for o in opts:
             prefix = o.words[:k]
             if prefix not in memo:
                 memo[prefix] = max(prefix_bound(problem, t, o.words, k) for t in tails)
             beta[id(o)] = o.score + memo[prefix]
-    last = {tail_of(q, k) for a in range(1, n + 1) for q in problem.by_start[a] if problem.end - q.t - 1 <= d}
-    if n == 0:
-        last.add(((problem.bos,), False))
+    last: set[Tail] = {((problem.bos,), False, None)} if n == 0 else set()
+    for a in range(1, n + 1):
+        for q in problem.by_start[a]:
+            if problem.end - q.t - 1 <= d:
+                last |= _tails(problem, q, k, d, memo)
     eos = max((prefix_bound(problem, t, (problem.eos,), k) for t in last), default=-math.inf)
     cover = [[-math.inf] * (n + 1) for _ in range(n + 2)]
     for e in range(n + 1):

@@ -1,0 +1,164 @@
+"""``--method exact`` (A* with a certificate) against independent solvers and its own claims.
+
+* On random models of LM order 1, 2 and 3, d from 1 to 5, with negative and zero weights, the
+  exact search (native and Python engines) returns the exhaustive oracle's best score and the
+  coverage DP's k best, and proves it: ``optimal`` and ``upper_bound`` equal to the score.
+* Its word bounds hold: ``context_bounds`` brackets the LM score of every left context, by
+  enumeration; the Python and native tables agree.
+* Out of budget it says so, with a gap that is a real bound (at least the oracle's best).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fstdecode.decoder import Decoder
+from fstdecode.io.arpa import ArpaLM
+from fstdecode.io.native_lm import NativeLM
+from fstdecode.problem.problem import SearchLimitError
+from fstdecode.reference import exhaustive
+from fstdecode.search import coverage_dp, exact
+from fstdecode.search.native_exact import exact_search as native_exact_search
+
+from randmodels import NO_BUDGET, TARGET_VOCAB, arpa_of_order, problem_of, random_case
+from shared import SEARCH_SETTINGS as SETTINGS
+
+TOL = 1e-9
+
+
+def oracle_scores(problem, k: int = 1) -> list[float]:
+    found = exhaustive.search(problem, exhaustive.ExhaustiveOptions(max_states=NO_BUDGET, nbest=k))
+    return [s for s, _ in found.hypotheses]
+
+
+def assert_proven(result, best: float) -> None:
+    assert result.optimal
+    assert abs(result.hypotheses[0][0] - best) < TOL
+    assert result.upper_bound is not None and abs(result.upper_bound - best) < 1e-6
+
+
+@pytest.mark.parametrize("order", [1, 2, 3])
+@settings(max_examples=60, **SETTINGS)
+@given(data=st.data())
+def test_exact_equals_the_oracle_for_any_order_and_sign(order, data):
+    problem = problem_of(data.draw(random_case(max_n=5, order=order, any_sign=True)))
+    best = oracle_scores(problem)[0]
+    options = exact.ExactOptions(max_states=NO_BUDGET)
+    assert_proven(exact.search(problem, options), best)
+    assert_proven(native_exact_search(problem, options), best)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order", [2, 3])
+@settings(max_examples=40, **SETTINGS)
+@given(data=st.data())
+def test_exact_equals_the_coverage_dp_on_longer_inputs(order, data):
+    problem = problem_of(data.draw(random_case(min_n=5, max_n=9, order=order, any_sign=True)))
+    best = coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET)).hypotheses[0][0]
+    options = exact.ExactOptions(max_states=NO_BUDGET)
+    assert_proven(native_exact_search(problem, options), best)
+    assert_proven(exact.search(problem, options), best)
+
+
+@pytest.mark.parametrize("order", [2, 3])
+@settings(max_examples=30, **SETTINGS)
+@given(data=st.data())
+def test_exact_k_best_equals_the_coverage_dp(order, data):
+    problem = problem_of(data.draw(random_case(max_n=5, order=order, any_sign=True)))
+    k = 5
+    want = [s for s, _ in coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET, nbest=k)).hypotheses]
+    for search in (exact.search, native_exact_search):
+        got = search(problem, exact.ExactOptions(max_states=NO_BUDGET, nbest=k))
+        assert len(got.hypotheses) == len(want)
+        assert all(abs(a - b) < TOL for (a, _), b in zip(got.hypotheses, want))
+        assert len({h[1] for h in got.hypotheses}) == len(got.hypotheses)
+
+
+@pytest.mark.parametrize("order", [2, 3])
+@settings(max_examples=30, **SETTINGS)
+@given(data=st.data())
+def test_the_heuristic_pieces_agree_between_engines(order, data):
+    from fstdecode._native import core
+    from fstdecode.search.native import native_form
+
+    problem = problem_of(data.draw(random_case(max_n=6, order=order, any_sign=True)))
+    python = exact.bounds(problem)
+    native = core.exact_bounds(native_form(problem).core)
+    options = [o for s in range(1, problem.n + 1) for o in problem.by_start[s]]
+    for i, o in enumerate(options):
+        assert native.beta[i] == pytest.approx(python.beta[id(o)], abs=1e-12)
+    assert native.eos == pytest.approx(python.eos, abs=1e-12)
+    for a in range(1, problem.n + 1):
+        for b in range(a, problem.n + 1):
+            assert native.cover[a][b] == pytest.approx(python.cover[a][b], abs=1e-12)
+
+
+@pytest.mark.parametrize("order", [2, 3])
+@settings(max_examples=40, **SETTINGS)
+@given(data=st.data())
+def test_context_bounds_hold_for_every_left_context(order, data):
+    text = data.draw(arpa_of_order(order))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "lm.arpa"
+        path.write_text(text, encoding="utf-8")
+        python, native = ArpaLM.from_file(path), NativeLM.from_file(path)
+    words = ["<s>", *TARGET_VOCAB]
+    context = data.draw(st.lists(st.sampled_from(words), min_size=1, max_size=order - 1))
+    w = data.draw(st.sampled_from(["</s>", *TARGET_VOCAB]))
+    unknown = order - 1 - len(context)
+    lo, hi = python.context_bounds(context, unknown, w)
+    assert native.context_bounds(context, unknown, w) == pytest.approx((lo, hi), abs=1e-12)
+    for u in itertools.product(words, repeat=unknown):
+        value = python.logprob([*u, *context], w)
+        assert lo - 1e-12 <= value <= hi + 1e-12
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(random_case(min_n=4, max_n=6, order=3, any_sign=True))
+def test_over_budget_gives_a_valid_gap(case):
+    problem = problem_of(case)
+    best = oracle_scores(problem)[0]
+    for search in (exact.search, native_exact_search):
+        try:
+            result = search(problem, exact.ExactOptions(max_states=3))
+        except SearchLimitError as e:
+            found = e.best
+            assert found is not None and not found.optimal
+            assert found.upper_bound is not None
+            assert found.upper_bound >= best - 1e-9  # it bounds every derivation, the best included
+            assert found.upper_bound >= found.hypotheses[0][0] - 1e-9
+        else:  # proven within 3 states
+            assert_proven(result, best)
+
+
+def test_decoder_reports_the_certificate_and_the_over_budget_gap():
+    from fstdecode.model.model import load_model
+
+    root = Path(__file__).resolve().parents[2] / "fstdecode" / "data"
+    model = load_model()  # the built-in example
+    line = max((root / "input.txt").read_text(encoding="utf-8").splitlines(), key=len)
+    proven = Decoder(model, "exact").decode(line)
+    assert proven.optimal and proven.gap == pytest.approx(0.0, abs=1e-6)
+    squeezed = Decoder(model, "exact", max_states=2).decode(line)
+    assert not squeezed.optimal and "over budget" in squeezed.reason
+    assert squeezed.upper_bound >= proven.best.search_score - 1e-9
+    assert squeezed.gap >= 0 and math.isfinite(squeezed.gap)
+
+
+def test_time_limit_is_an_option_of_exact_only():
+    from fstdecode.search.base import OptionsError
+
+    assert exact.ExactOptions(time_limit=1.5).time_limit == 1.5
+    with pytest.raises(OptionsError):
+        exact.ExactOptions(time_limit=-1)
+    with pytest.raises(OptionsError, match="--method exact"):
+        from fstdecode.search.stack import StackOptions
+
+        StackOptions.build("stack", {"time_limit": 1.0})
