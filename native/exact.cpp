@@ -221,6 +221,52 @@ struct Stop {
   std::string message;
 };
 
+// The join of a context with an option, cached per (context id, option id): the LM score of
+// the option's first k words and the new context's id.
+class Joins {
+ public:
+  struct Value {
+    double lm;
+    int context;
+  };
+  // The cached value of `key`, or nullptr.
+  const Value* find(std::uint64_t key) const {
+    if (slots_.empty()) return nullptr;
+    const std::size_t m = slots_.size() - 1;
+    for (std::size_t i = mix(key) & m;; i = (i + 1) & m) {
+      if (slots_[i].used == 0) return nullptr;
+      if (slots_[i].key == key) return &slots_[i].value;
+    }
+  }
+  void insert(std::uint64_t key, Value v) {
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    place(key, v);
+    ++size_;
+  }
+
+ private:
+  struct Slot {
+    std::uint64_t key = 0;
+    Value value{0.0, 0};
+    std::uint8_t used = 0;
+  };
+  void place(std::uint64_t key, Value v) {
+    const std::size_t m = slots_.size() - 1;
+    std::size_t i = mix(key) & m;
+    while (slots_[i].used != 0) i = (i + 1) & m;
+    slots_[i] = {key, v, 1};
+  }
+  void grow() {
+    std::vector<Slot> old;
+    old.swap(slots_);
+    slots_.assign(std::max<std::size_t>(1024, old.size() * 2), Slot{});
+    for (const Slot& x : old)
+      if (x.used != 0) place(x.key, x.value);
+  }
+  std::vector<Slot> slots_;
+  std::size_t size_ = 0;
+};
+
 template <int W>
 struct State {
   Cov<W> coverage;
@@ -239,6 +285,21 @@ class AStar {
         d_(std::min(problem.d(), problem.n() + 2)), eta_(problem.eta()), nbest_(std::max(1, options.nbest)),
         bounds_(exact_bounds(problem)), contexts_(k_), start_(std::chrono::steady_clock::now()) {
     if (n_ > 0) full_.set_range(0, n_ - 1);
+    // spans_[s]: the options starting at s grouped by end (ascending), best beta first.
+    spans_.resize(static_cast<std::size_t>(n_) + 1);
+    for (int s = 1; s <= n_; ++s) {
+      auto& spans = spans_[static_cast<std::size_t>(s)];
+      for (const Option& o : p_.by_start()[static_cast<std::size_t>(s)]) {
+        auto it = std::find_if(spans.begin(), spans.end(), [&](const Span& x) { return x.t == o.t; });
+        if (it == spans.end()) it = spans.insert(spans.end(), Span{o.t, {}});
+        it->options.push_back(&o);
+      }
+      std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.t < b.t; });
+      for (Span& x : spans)
+        std::stable_sort(x.options.begin(), x.options.end(), [&](const Option* a, const Option* b) {
+          return bounds_.beta[static_cast<std::size_t>(a->id)] > bounds_.beta[static_cast<std::size_t>(b->id)];
+        });
+    }
     // A derivation scoring lower_bound must survive rounding in the sums of g and h.
     const double lb = o_.lower_bound;
     floor_ = std::isfinite(lb) ? lb - 1e-9 * std::max(1.0, std::abs(lb)) : -kInf;
@@ -269,6 +330,7 @@ class AStar {
 
  private:
   // The bound on every completion of a state (see exact.py, heuristic()).
+  // (ctx is read only at full coverage.)
   double heuristic(const Cov<W>& cov, int t, int ctx) const {
     if (cov == full_) {
       if (end_ - t - 1 > d_) return -kInf;
@@ -370,6 +432,26 @@ class AStar {
     return h;
   }
 
+  // The LM scores of the option's first k words after the context, and the new context.
+  Joins::Value join(int context, const Option& opt) {
+    const std::uint64_t key = pair64(context, opt.id);
+    if (const Joins::Value* got = joins_.find(key)) return *got;
+    seq_buf_.assign(contexts_.words(context), contexts_.words(context) + contexts_.len(context));
+    double lm = 0.0;
+    const int upto = std::min(static_cast<int>(opt.words.size()), k_);
+    for (int i = 0; i < upto; ++i) {
+      const int have = static_cast<int>(seq_buf_.size());
+      const int len = std::min(k_, have);
+      lm += p_.ngram(seq_buf_.data() + (have - len), len, opt.words[static_cast<std::size_t>(i)]);
+      seq_buf_.push_back(opt.words[static_cast<std::size_t>(i)]);
+    }
+    seq_buf_.insert(seq_buf_.end(), opt.words.begin() + upto, opt.words.end());
+    const int keep = std::min(k_, static_cast<int>(seq_buf_.size()));
+    const Joins::Value v{lm, contexts_.intern(seq_buf_.data() + (seq_buf_.size() - static_cast<std::size_t>(keep)), keep)};
+    joins_.insert(key, v);
+    return v;
+  }
+
   void expand(int at, const Node& node) {
     const State<W> st = states_list_[static_cast<std::size_t>(node.state)];  // a copy: the list grows
     if (st.coverage == full_) {  // its h is the exact closing score
@@ -377,48 +459,37 @@ class AStar {
       push(-1, node.g + st.h, at, -1);
       return;
     }
-    // A copy: interning new contexts below may move the table's words.
-    const std::vector<WordId> context_words(contexts_.words(st.context), contexts_.words(st.context) + contexts_.len(st.context));
-    const auto& by_start = p_.by_start();
     const int lo = std::max(1, st.last_t + 1 - d_), hi = std::min(n_, st.last_t + 1 + d_);
     for (int s = lo; s <= hi; ++s) {
       if (st.coverage.get(s - 1)) continue;
       const int jump = std::abs(st.last_t + 1 - s);
-      for (const Option& opt : by_start[static_cast<std::size_t>(s)]) {
-        if (st.coverage.any_in_range(s - 1, opt.t - 1)) continue;
+      for (const Span& span : spans_[static_cast<std::size_t>(s)]) {
+        if (st.coverage.any_in_range(s - 1, span.t - 1)) break;  // so are the longer spans
         Cov<W> cov = st.coverage;
-        cov.set_range(s - 1, opt.t - 1);
-        if (is_dead(cov, opt.t, n_, d_)) continue;  // no completion within the limit (full: the final jump)
-        ++transitions_;
-        // The LM scores of the option's first k words after the context; the new context.
-        seq_buf_.assign(context_words.begin(), context_words.end());
-        double lm = 0.0;
-        const int upto = std::min(static_cast<int>(opt.words.size()), k_);
-        for (int i = 0; i < upto; ++i) {
-          const int have = static_cast<int>(seq_buf_.size());
-          const int len = std::min(k_, have);
-          lm += p_.ngram(seq_buf_.data() + (have - len), len, opt.words[static_cast<std::size_t>(i)]);
-          seq_buf_.push_back(opt.words[static_cast<std::size_t>(i)]);
+        cov.set_range(s - 1, span.t - 1);
+        if (is_dead(cov, span.t, n_, d_)) continue;  // no completion within the limit (full: the final jump)
+        const bool full = cov == full_;
+        // f <= g + beta(p) - eta jump + bound: beta bounds the option's LM part after any context,
+        // eos the closing LM score; the options come best beta first.
+        const double h_span = full ? bounds_.eos - eta_ * (end_ - span.t - 1) : heuristic(cov, span.t, 0);
+        const double base = node.g - eta_ * jump + h_span;
+        for (const Option* opt : span.options) {
+          if (!(base + bounds_.beta[static_cast<std::size_t>(opt->id)] >= floor_)) break;
+          ++transitions_;
+          const auto [lm, context] = join(st.context, *opt);
+          const double g = node.g + (opt->score + lm - eta_ * jump);
+          const std::uint64_t hash = key_hash(cov, span.t, context);
+          int to = index_.find(hash, [&](int i) {
+            const State<W>& x = states_list_[static_cast<std::size_t>(i)];
+            return x.last_t == span.t && x.context == context && x.coverage == cov;
+          });
+          const double h = to >= 0 ? states_list_[static_cast<std::size_t>(to)].h
+                                   : (full ? heuristic(cov, span.t, context) : h_span);
+          const double f = g + h;
+          if (!(f > -kInf) || f < floor_) continue;  // a dead end, or cannot beat the known derivation
+          if (to < 0) to = new_state(cov, span.t, context, h);
+          if (admit(to, g)) push(to, g, at, opt->id);
         }
-        seq_buf_.insert(seq_buf_.end(), opt.words.begin() + upto, opt.words.end());
-        const int keep = std::min(k_, static_cast<int>(seq_buf_.size()));
-        const int context = contexts_.intern(seq_buf_.data() + (seq_buf_.size() - static_cast<std::size_t>(keep)), keep);
-        const double g = node.g + (opt.score + lm - eta_ * jump);
-        const std::uint64_t hash = key_hash(cov, opt.t, context);
-        int to = index_.find(hash, [&](int i) {
-          const State<W>& x = states_list_[static_cast<std::size_t>(i)];
-          return x.last_t == opt.t && x.context == context && x.coverage == cov;
-        });
-        double h;
-        if (to >= 0) {
-          h = states_list_[static_cast<std::size_t>(to)].h;
-        } else {
-          h = heuristic(cov, opt.t, context);
-        }
-        const double f = g + h;
-        if (!(f > -kInf) || f < floor_) continue;  // a dead end, or cannot beat the known derivation
-        if (to < 0) to = new_state(cov, opt.t, context, h);
-        if (admit(to, g)) push(to, g, at, opt.id);
       }
     }
   }
@@ -430,6 +501,11 @@ class AStar {
   const int nbest_;
   const ExactBounds bounds_;
   Cov<W> full_;
+  struct Span {
+    int t;
+    std::vector<const Option*> options;
+  };
+  std::vector<std::vector<Span>> spans_;
   double floor_;
   space::Contexts contexts_;
   space::Index index_;
@@ -438,6 +514,7 @@ class AStar {
   std::vector<Node> nodes_;
   std::vector<Entry> heap_;
   std::vector<WordId> seq_buf_;
+  Joins joins_;
   long seq_ = 0, states_ = 0, transitions_ = 0;
   unsigned ticks_ = 0;
   std::chrono::steady_clock::time_point start_;

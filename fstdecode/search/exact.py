@@ -238,6 +238,7 @@ def astar(problem: SearchProblem, nbest: int, max_states: int | None, time_limit
     d = min(problem.d, n + 2)
     full = (1 << n) - 1
     b = bounds(problem)
+    spans = [_spans(problem, b, s) for s in range(n + 1)]
     floor = lower_bound - 1e-9 * max(1.0, abs(lower_bound)) if math.isfinite(lower_bound) else -math.inf
     start_time = time.perf_counter()
     # states: key -> [h, pops, kept g values]; nodes: (g, key or None for the goal, parent, option)
@@ -314,31 +315,41 @@ def astar(problem: SearchProblem, nbest: int, max_states: int | None, time_limit
                 if cov >> (s - 1) & 1:
                     continue
                 jump = abs(last_t + 1 - s)
-                for opt in problem.by_start[s]:
-                    span = ((1 << (opt.t - opt.s + 1)) - 1) << (s - 1)
+                for t, opts in spans[s]:
+                    span = ((1 << (t - s + 1)) - 1) << (s - 1)
                     if cov & span:
-                        continue
+                        break  # so do the longer spans
                     new_cov = cov | span
-                    if stack.is_dead(new_cov, opt.t, n, d):  # no completion within the limit
+                    if stack.is_dead(new_cov, t, n, d):  # no completion within the limit
                         continue
-                    transitions += 1
-                    seq = list(context)
-                    lm = 0.0
-                    for i in range(min(len(opt.words), k)):
-                        lm += problem.ngram(tuple(seq[-k:]), opt.words[i])
-                        seq.append(opt.words[i])
-                    seq.extend(opt.words[min(len(opt.words), k):])
-                    new_key = (new_cov, opt.t, tuple(seq[-k:]))
-                    new_g = g + (opt.score + lm - eta * jump)
-                    got = states.get(new_key)
-                    h = got[0] if got is not None else heuristic(problem, b, new_cov, opt.t, new_key[2])
-                    f = new_g + h
-                    if not f > -math.inf or f < floor:
-                        continue
-                    if got is None:
-                        new_state(new_key, h)
-                    if admit(new_key, new_g):
-                        push(new_key, new_g, at, opt)
+                    is_full = new_cov == full
+                    # f <= g + β(p) − η jump + this: β bounds p's LM part, eos the closing score.
+                    h_span = b.eos - eta * (end - t - 1) if is_full else heuristic(problem, b, new_cov, t, ())
+                    base = g - eta * jump + h_span
+                    for opt in opts:  # best β first
+                        if not base + b.beta[id(opt)] >= floor:
+                            break
+                        transitions += 1
+                        seq = list(context)
+                        lm = 0.0
+                        for i in range(min(len(opt.words), k)):
+                            lm += problem.ngram(tuple(seq[-k:]), opt.words[i])
+                            seq.append(opt.words[i])
+                        seq.extend(opt.words[min(len(opt.words), k):])
+                        new_key = (new_cov, t, tuple(seq[-k:]))
+                        new_g = g + (opt.score + lm - eta * jump)
+                        got = states.get(new_key)
+                        if got is not None:
+                            h = got[0]
+                        else:
+                            h = heuristic(problem, b, new_cov, t, new_key[2]) if is_full else h_span
+                        f = new_g + h
+                        if not f > -math.inf or f < floor:
+                            continue
+                        if got is None:
+                            new_state(new_key, h)
+                        if admit(new_key, new_g):
+                            push(new_key, new_g, at, opt)
     except _Stop as stop:
         bound = -heap[0][0] if heap else -math.inf
         if found:
@@ -349,6 +360,13 @@ def astar(problem: SearchProblem, nbest: int, max_states: int | None, time_limit
     if not found:
         return SearchResult((), False, count, transitions), "none"
     return SearchResult(tuple(found), True, count, transitions, upper), ""
+
+
+def _spans(problem: SearchProblem, b: Bounds, s: int) -> list[tuple[int, list[Option]]]:
+    """The options starting at s grouped by end (ascending), best β first (ties: table order)."""
+    if s == 0:
+        return []
+    return [(t, sorted(opts, key=lambda o: -b.beta[id(o)])) for t, opts in problem.groups(s)]
 
 
 class _Stop(Exception):
