@@ -37,7 +37,7 @@ import fstdecode.search.native_signature  # noqa: F401, E402
 from fstdecode.search.base import METHODS, SearchOptions, Searcher
 
 #: The method of ``fstdecode decode`` and ``Decoder`` when none is named.
-DEFAULT_METHOD = "stack"
+DEFAULT_METHOD = "exact"
 
 #: Tokens an input line may not hold: the LM's sentence markers (Moses' KenLM would score them as
 #: markers in mid-sentence) and Moses' field separator, which would break the n-best format.
