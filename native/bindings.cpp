@@ -166,18 +166,6 @@ PYBIND11_MODULE(_core, m) {
           },
           "ln p(w | context) over ids, the most recent word last", py::arg("context"), py::arg("w"))
       .def(
-          "context_bounds",
-          [](const NgramLM& lm, const std::vector<WordId>& context, int unknown, WordId w) {
-            LmArgs::checked_ids(lm, context);
-            LmArgs::checked_id(lm, w);
-            if (context.empty()) throw py::value_error("context_bounds needs at least one known context word");
-            double lo, hi;
-            lm.context_bounds(context.data(), static_cast<int>(context.size()), unknown, w, lo, hi);
-            return py::make_tuple(lo, hi);
-          },
-          "(lo, hi): bounds on ln p(w | u + context) over every u of `unknown` words",
-          py::arg("context"), py::arg("unknown"), py::arg("w"))
-      .def(
           "backoff",
           [](const NgramLM& lm, const std::vector<WordId>& ids) {
             LmArgs::checked_ids(lm, ids);

@@ -24,160 +24,114 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// The last words of what may precede a phrase (exact.py, Tail): `partial`, words before them
-// matter and are unknown; `charged`, the first word's score is bounded by the one-word-shorter
-// context's plus `charge` (the largest weighted backoff of the contexts it stands for).
-struct Tail {
-  std::vector<WordId> words;
-  bool partial = false;
-  bool charged = false;
-  double charge = 0.0;
-  bool operator==(const Tail& o) const {
-    return partial == o.partial && charged == o.charged && charge == o.charge && words == o.words;
-  }
-};
-
-struct TailHash {
-  std::size_t operator()(const Tail& t) const {
-    std::uint64_t h = (t.partial ? 0x51ULL : 0x17ULL) ^ (t.charged ? 0x9e37ULL : 0);
-    for (WordId w : t.words) h = mix(h ^ static_cast<std::uint32_t>(w));
-    return static_cast<std::size_t>(h);
-  }
-};
-
-using Tails = std::unordered_set<Tail, TailHash>;
+using space::BosJoins;
+using space::Contexts;
 
 // Lemma 1's predecessors of a phrase starting at s: the last phrase q before it ends at q.t with
 // |q.t + 1 - s| <= d and lies left of s or right of s's position (or <s>, when s - 1 <= d).
 bool may_precede(const Option& q, int s, int d) { return std::abs(q.t + 1 - s) <= d && (q.t < s || q.s > s); }
 
-// The tails of phrase q (exact.py, tails_of): its last k words; a phrase of k - 1 words is
-// completed by each word x that may precede it (explicit when x + q extends in the LM, else
-// folded into one charged tail, since then every next word backs off through x + q).
-void tails_of(const Problem& p, const Option& q, int k, int d, Tails& out) {
-  const int len = static_cast<int>(q.words.size());
-  if (len >= k) {
-    out.insert({std::vector<WordId>(q.words.end() - k, q.words.end())});
-    return;
-  }
-  if (len < k - 1) {
-    out.insert({q.words, true});
-    return;
-  }
-  std::vector<WordId> ctx(static_cast<std::size_t>(k));
-  std::copy(q.words.begin(), q.words.end(), ctx.begin() + 1);
-  std::unordered_set<WordId> seen;
-  Tail charged{q.words, false, true, -kInf};
-  auto add = [&](WordId x) {
-    if (!seen.insert(x).second) return;
-    ctx[0] = x;
-    if (p.extends(ctx)) out.insert({ctx});
-    charged.charge = std::max(charged.charge, p.backoff(ctx));
-  };
-  if (q.s - 1 <= d) add(p.bos());
-  const auto& by_start = p.by_start();
-  for (int a = 1; a <= p.n(); ++a)
-    for (const Option& r : by_start[static_cast<std::size_t>(a)])
-      if (r.t < q.s - 1 - d || r.t > q.s - 1 + d) continue;
-      else if (may_precede(r, q.s, d)) add(r.last());
-  if (charged.charge > -kInf) out.insert(charged);
+// A set of context ids (sorted, unique).
+using ContextSet = std::vector<int>;
+
+bool add(ContextSet& set, int id) {
+  const auto it = std::lower_bound(set.begin(), set.end(), id);
+  if (it != set.end() && *it == id) return false;
+  set.insert(it, id);
+  return true;
 }
 
-// The weighted LM score of `w` after known[0..len) (problem ids, most recent last) and `unknown`
-// unknown words before them, bounded from above over the unknown words: exact when none.
-double word_bound(const Problem& p, const WordId* known, int len, int unknown, WordId w) {
-  const double lambda = p.lm_weight();
-  if (lambda == 0.0) return 0.0;
-  if (unknown <= 0) return p.ngram(known, len, w);
-  std::vector<WordId> ids(static_cast<std::size_t>(len));
-  for (int i = 0; i < len; ++i) ids[static_cast<std::size_t>(i)] = p.lm_id(known[i]);
-  double lo, hi;
-  p.lm().context_bounds(ids.data(), len, unknown, p.lm_id(w), lo, hi);
-  return lambda > 0.0 ? lambda * hi : lambda * lo;
-}
-
-// The weighted LM scores of the first min(|words|, k) words of a phrase after `tail`, bounded.
-double prefix_bound(const Problem& p, const Tail& tail, const std::vector<WordId>& words, int k) {
-  std::vector<WordId> seq(tail.words);
+// The weighted LM scores of the first min(|words|, k) words after context m (no minimisation).
+double prefix_score(const Problem& p, const Contexts& contexts, int m, const std::vector<WordId>& words, int k,
+                    std::vector<WordId>& seq) {
+  seq.assign(contexts.words(m), contexts.words(m) + contexts.len(m));
   const int upto = std::min(static_cast<int>(words.size()), k);
-  const int lt = static_cast<int>(tail.words.size());
   double total = 0.0;
   for (int i = 0; i < upto; ++i) {
-    const int have = lt + i;
+    const int have = static_cast<int>(seq.size());
     const int len = std::min(k, have);
-    const int unknown = tail.partial ? k - have : 0;
-    const WordId w = words[static_cast<std::size_t>(i)];
-    if (i == 0 && tail.charged)
-      total += p.ngram(seq.data(), len, w) + tail.charge;
-    else
-      total += word_bound(p, seq.data() + (have - len), len, unknown, w);
+    total += p.ngram(seq.data() + (have - len), len, words[static_cast<std::size_t>(i)]);
     seq.push_back(words[static_cast<std::size_t>(i)]);
   }
   return total;
 }
 
-// The tails of everything that may precede a phrase starting at s (Lemma 1). The tails of each
-// option are made once (`memo`, by option id).
-Tails tails_before(const Problem& p, int s, int k, int d, std::vector<Tails>& memo) {
-  Tails out;
-  if (s - 1 <= d) out.insert({{p.bos()}});
-  const auto& by_start = p.by_start();
-  for (int a = 1; a <= p.n(); ++a)
-    for (const Option& q : by_start[static_cast<std::size_t>(a)]) {
-      if (!may_precede(q, s, d)) continue;
-      Tails& mine = memo[static_cast<std::size_t>(q.id)];
-      if (mine.empty()) tails_of(p, q, k, d, mine);
-      out.insert(mine.begin(), mine.end());
-    }
-  return out;
+// The backoffs charged when the context of a phrase's last k words is minimised (exact.py,
+// end_charge): the part of a join that depends on the phrase alone when it has k words or more.
+double end_charge(const Problem& p, const std::vector<WordId>& words, int k) {
+  std::vector<WordId> ctx(words.end() - k, words.end());
+  double total = 0.0;
+  while (!ctx.empty() && !p.extends(ctx)) {
+    total += p.backoff(ctx);
+    ctx.erase(ctx.begin());
+  }
+  return total;
 }
 
-}  // namespace
-
-ExactBounds exact_bounds(const Problem& p) {
+// The heuristic's pieces over a search's contexts and joins (exact.py, bounds).
+ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins) {
   const int n = p.n(), k = p.order() - 1;
   const int d = std::min(p.d(), n + 2);
-  ExactBounds b;
-  b.beta.assign(static_cast<std::size_t>(p.option_count()), -kInf);
   const auto& by_start = p.by_start();
-  std::vector<Tails> memo(static_cast<std::size_t>(p.option_count()));
-  for (int s = 1; s <= n; ++s) {
-    const auto& opts = by_start[static_cast<std::size_t>(s)];
-    if (opts.empty()) continue;
-    const Tails tails = tails_before(p, s, k, d, memo);
-    // Options sharing their first k words share the LM part.
-    std::vector<std::pair<std::vector<WordId>, double>> memo;
-    for (const Option& o : opts) {
-      const std::vector<WordId> prefix(o.words.begin(), o.words.begin() + std::min<std::size_t>(o.words.size(), static_cast<std::size_t>(k)));
-      double best = -kInf;
-      bool found = false;
-      for (const auto& m : memo)
-        if (m.first == prefix) {
-          best = m.second;
-          found = true;
-          break;
-        }
-      if (!found) {
-        for (const Tail& t : tails) best = std::max(best, prefix_bound(p, t, o.words, k));
-        memo.emplace_back(prefix, best);
-      }
-      b.beta[static_cast<std::size_t>(o.id)] = o.score + best;
-    }
-  }
-  // </s> follows the last phrase q, whose final jump end - q.t - 1 is within d.
-  Tails last;
-  if (n == 0) last.insert({{p.bos()}});
+  const std::size_t count = static_cast<std::size_t>(p.option_count());
+  const WordId bos_word = p.bos();
+  const int bos = contexts.intern(&bos_word, 1);
+  // preceders[s]: the options that may precede a phrase starting at s.
+  std::vector<std::vector<const Option*>> preceders(static_cast<std::size_t>(n) + 1);
+  for (int s = 1; s <= n; ++s)
+    for (int a = 1; a <= n; ++a)
+      for (const Option& q : by_start[static_cast<std::size_t>(a)])
+        if (may_precede(q, s, d)) preceders[static_cast<std::size_t>(s)].push_back(&q);
+  // Lemma 1: after[q], the contexts a state whose last phrase is q can have; before[s], those
+  // before a phrase starting at s. A phrase of k words or more fixes its context; a shorter one
+  // extends the contexts before it, so the sets are grown to their fixpoint.
+  std::vector<ContextSet> after(count), before(static_cast<std::size_t>(n) + 1);
   for (int a = 1; a <= n; ++a)
     for (const Option& q : by_start[static_cast<std::size_t>(a)])
-      if (p.end() - q.t - 1 <= d) {
-        Tails& mine = memo[static_cast<std::size_t>(q.id)];
-        if (mine.empty()) tails_of(p, q, k, d, mine);
-        last.insert(mine.begin(), mine.end());
+      if (static_cast<int>(q.words.size()) >= k) add(after[static_cast<std::size_t>(q.id)], joins.get(bos, q).last);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int s = 1; s <= n; ++s) {
+      ContextSet& set = before[static_cast<std::size_t>(s)];
+      if (s - 1 <= d) add(set, bos);
+      for (const Option* q : preceders[static_cast<std::size_t>(s)])
+        for (int m : after[static_cast<std::size_t>(q->id)]) add(set, m);
+      for (const Option& q : by_start[static_cast<std::size_t>(s)]) {
+        if (static_cast<int>(q.words.size()) >= k) continue;
+        for (std::size_t i = 0; i < set.size(); ++i)  // `set` is not changed in this loop
+          changed |= add(after[static_cast<std::size_t>(q.id)], joins.get(set[i], q).last);
       }
-  b.eos = -kInf;
-  const std::vector<WordId> eos{p.eos()};
-  for (const Tail& t : last) b.eos = std::max(b.eos, prefix_bound(p, t, eos, k));
-  // cover[a][b]: the best segmentation of a..b; cover[b + 1][b] = 0.
+    }
+  }
+  ExactBounds b;
+  b.beta.assign(count, -kInf);
+  std::vector<WordId> seq;
+  for (int s = 1; s <= n; ++s) {
+    const ContextSet& set = before[static_cast<std::size_t>(s)];
+    // Lemma 3, by the option's words: the best prefix score over `set` (k words or more: the
+    // end charge is added after), else the best join.
+    std::vector<std::pair<std::vector<WordId>, double>> memo;
+    for (const Option& o : by_start[static_cast<std::size_t>(s)]) {
+      const bool long_phrase = static_cast<int>(o.words.size()) >= k;
+      const std::vector<WordId> key = long_phrase ? std::vector<WordId>(o.words.begin(), o.words.begin() + k) : o.words;
+      auto it = std::find_if(memo.begin(), memo.end(), [&](const auto& x) { return x.first == key; });
+      if (it == memo.end()) {
+        double best = -kInf;
+        for (int m : set)
+          best = std::max(best, long_phrase ? prefix_score(p, contexts, m, o.words, k, seq) : joins.get(m, o).score);
+        it = memo.insert(memo.end(), {key, best});
+      }
+      const double lm = long_phrase ? it->second + end_charge(p, o.words, k) : it->second;
+      b.beta[static_cast<std::size_t>(o.id)] = o.score + lm;
+    }
+  }
+  // Lemma 5: </s> after the contexts of every phrase that can end a derivation.
+  b.eos = n == 0 ? joins.get(bos, p.eos_option()).score : -kInf;
+  for (int a = 1; a <= n; ++a)
+    for (const Option& q : by_start[static_cast<std::size_t>(a)])
+      if (p.end() - q.t - 1 <= d)
+        for (int m : after[static_cast<std::size_t>(q.id)]) b.eos = std::max(b.eos, joins.get(m, p.eos_option()).score);
+  // Lemma 4: cover[a][e], the best segmentation of a..e; cover[e + 1][e] = 0.
   b.cover.assign(static_cast<std::size_t>(n) + 2, std::vector<double>(static_cast<std::size_t>(n) + 1, -kInf));
   for (int e = 0; e <= n; ++e) {
     b.cover[static_cast<std::size_t>(e) + 1][static_cast<std::size_t>(e)] = 0.0;
@@ -192,6 +146,14 @@ ExactBounds exact_bounds(const Problem& p) {
     }
   }
   return b;
+}
+
+}  // namespace
+
+ExactBounds exact_bounds(const Problem& p) {
+  Contexts contexts(p.order() - 1);
+  BosJoins joins(p, contexts, true);
+  return build_bounds(p, contexts, joins);
 }
 
 namespace {
@@ -221,52 +183,6 @@ struct Stop {
   std::string message;
 };
 
-// The join of a context with an option, cached per (context id, option id): the LM score of
-// the option's first k words and the new context's id.
-class Joins {
- public:
-  struct Value {
-    double lm;
-    int context;
-  };
-  // The cached value of `key`, or nullptr.
-  const Value* find(std::uint64_t key) const {
-    if (slots_.empty()) return nullptr;
-    const std::size_t m = slots_.size() - 1;
-    for (std::size_t i = mix(key) & m;; i = (i + 1) & m) {
-      if (slots_[i].used == 0) return nullptr;
-      if (slots_[i].key == key) return &slots_[i].value;
-    }
-  }
-  void insert(std::uint64_t key, Value v) {
-    if (2 * (size_ + 1) > slots_.size()) grow();
-    place(key, v);
-    ++size_;
-  }
-
- private:
-  struct Slot {
-    std::uint64_t key = 0;
-    Value value{0.0, 0};
-    std::uint8_t used = 0;
-  };
-  void place(std::uint64_t key, Value v) {
-    const std::size_t m = slots_.size() - 1;
-    std::size_t i = mix(key) & m;
-    while (slots_[i].used != 0) i = (i + 1) & m;
-    slots_[i] = {key, v, 1};
-  }
-  void grow() {
-    std::vector<Slot> old;
-    old.swap(slots_);
-    slots_.assign(std::max<std::size_t>(1024, old.size() * 2), Slot{});
-    for (const Slot& x : old)
-      if (x.used != 0) place(x.key, x.value);
-  }
-  std::vector<Slot> slots_;
-  std::size_t size_ = 0;
-};
-
 template <int W>
 struct State {
   Cov<W> coverage;
@@ -283,7 +199,8 @@ class AStar {
   AStar(const Problem& problem, const ExactOptions& options)
       : p_(problem), o_(options), n_(problem.n()), end_(problem.end()), k_(problem.order() - 1),
         d_(std::min(problem.d(), problem.n() + 2)), eta_(problem.eta()), nbest_(std::max(1, options.nbest)),
-        bounds_(exact_bounds(problem)), contexts_(k_), start_(std::chrono::steady_clock::now()) {
+        contexts_(k_), joins_(problem, contexts_, true), bounds_(build_bounds(problem, contexts_, joins_)),
+        start_(std::chrono::steady_clock::now()) {
     if (n_ > 0) full_.set_range(0, n_ - 1);
     // spans_[s]: the options starting at s grouped by end (ascending), best beta first.
     spans_.resize(static_cast<std::size_t>(n_) + 1);
@@ -331,11 +248,10 @@ class AStar {
  private:
   // The bound on every completion of a state (see exact.py, heuristic()).
   // (ctx is read only at full coverage.)
-  double heuristic(const Cov<W>& cov, int t, int ctx) const {
+  double heuristic(const Cov<W>& cov, int t, int ctx) {
     if (cov == full_) {
       if (end_ - t - 1 > d_) return -kInf;
-      const WordId eos = p_.eos();
-      return p_.ngram(contexts_.words(ctx), contexts_.len(ctx), eos) - eta_ * (end_ - t - 1);
+      return joins_.get(ctx, p_.eos_option()).score - eta_ * (end_ - t - 1);
     }
     double sum = bounds_.eos;
     int uncovered = 0;
@@ -432,26 +348,6 @@ class AStar {
     return h;
   }
 
-  // The LM scores of the option's first k words after the context, and the new context.
-  Joins::Value join(int context, const Option& opt) {
-    const std::uint64_t key = pair64(context, opt.id);
-    if (const Joins::Value* got = joins_.find(key)) return *got;
-    seq_buf_.assign(contexts_.words(context), contexts_.words(context) + contexts_.len(context));
-    double lm = 0.0;
-    const int upto = std::min(static_cast<int>(opt.words.size()), k_);
-    for (int i = 0; i < upto; ++i) {
-      const int have = static_cast<int>(seq_buf_.size());
-      const int len = std::min(k_, have);
-      lm += p_.ngram(seq_buf_.data() + (have - len), len, opt.words[static_cast<std::size_t>(i)]);
-      seq_buf_.push_back(opt.words[static_cast<std::size_t>(i)]);
-    }
-    seq_buf_.insert(seq_buf_.end(), opt.words.begin() + upto, opt.words.end());
-    const int keep = std::min(k_, static_cast<int>(seq_buf_.size()));
-    const Joins::Value v{lm, contexts_.intern(seq_buf_.data() + (seq_buf_.size() - static_cast<std::size_t>(keep)), keep)};
-    joins_.insert(key, v);
-    return v;
-  }
-
   void expand(int at, const Node& node) {
     const State<W> st = states_list_[static_cast<std::size_t>(node.state)];  // a copy: the list grows
     if (st.coverage == full_) {  // its h is the exact closing score
@@ -476,8 +372,9 @@ class AStar {
         for (const Option* opt : span.options) {
           if (!(base + bounds_.beta[static_cast<std::size_t>(opt->id)] >= floor_)) break;
           ++transitions_;
-          const auto [lm, context] = join(st.context, *opt);
-          const double g = node.g + (opt->score + lm - eta_ * jump);
+          const space::Joined joined = joins_.get(st.context, *opt);
+          const int context = joined.last;
+          const double g = node.g + (opt->score + joined.score - eta_ * jump);
           const std::uint64_t hash = key_hash(cov, span.t, context);
           int to = index_.find(hash, [&](int i) {
             const State<W>& x = states_list_[static_cast<std::size_t>(i)];
@@ -499,6 +396,8 @@ class AStar {
   const int n_, end_, k_, d_;
   const double eta_;
   const int nbest_;
+  Contexts contexts_;
+  BosJoins joins_;
   const ExactBounds bounds_;
   Cov<W> full_;
   struct Span {
@@ -507,14 +406,11 @@ class AStar {
   };
   std::vector<std::vector<Span>> spans_;
   double floor_;
-  space::Contexts contexts_;
   space::Index index_;
   std::vector<State<W>> states_list_;
   std::vector<double> best_;  // nbest per state
   std::vector<Node> nodes_;
   std::vector<Entry> heap_;
-  std::vector<WordId> seq_buf_;
-  Joins joins_;
   long seq_ = 0, states_ = 0, transitions_ = 0;
   unsigned ticks_ = 0;
   std::chrono::steady_clock::time_point start_;

@@ -696,7 +696,6 @@ long ArpaParser::read_section(int n, bool keep_backoff) {
       prev_ids[i] = id;
     }
     have_prev = true;
-    lm.left_record(ids.data(), n, prob, set_backoff, backoff);
     // Stored in batches: the slots of a batch are prefetched, so their cache misses overlap.
     Pending& q = batch[pending];
     q.key = hash_ngram(ids.data(), n);
@@ -867,107 +866,6 @@ bool NgramLM::extends(const WordId* ctx, int n) const {
   return e != nullptr && e->min_ext != 0;
 }
 
-// ---- Left-extension bounds (context_bounds) ------------------------------------------------
-
-std::uint64_t NgramLM::left_key(std::uint64_t suffix_hash, int j) {
-  return nonzero(mix64(suffix_hash ^ (static_cast<std::uint64_t>(j) * 0xD6E8FEB86659FD93ULL)));
-}
-
-const NgramLM::LeftEntry* NgramLM::left_find(std::uint64_t key) const {
-  if (left_.empty()) return nullptr;
-  const std::size_t mask = left_.size() - 1;
-  for (std::size_t i = key & mask;; i = (i + 1) & mask) {
-    const LeftSlot& s = left_[i];
-    if (s.key == key) return &s.entry;
-    if (s.key == 0) return nullptr;
-  }
-}
-
-NgramLM::LeftEntry& NgramLM::left_insert(std::uint64_t key) {
-  if (2 * (left_size_ + 1) > left_.size()) {
-    std::vector<LeftSlot> old;
-    old.swap(left_);
-    left_.assign(std::max<std::size_t>(64, old.size() * 2), LeftSlot{});
-    const std::size_t mask = left_.size() - 1;
-    for (const LeftSlot& s : old) {
-      if (s.key == 0) continue;
-      std::size_t i = s.key & mask;
-      while (left_[i].key != 0) i = (i + 1) & mask;
-      left_[i] = s;
-    }
-  }
-  const std::size_t mask = left_.size() - 1;
-  std::size_t i = key & mask;
-  while (left_[i].key != 0 && left_[i].key != key) i = (i + 1) & mask;
-  if (left_[i].key == 0) {
-    left_[i].key = key;
-    ++left_size_;
-  }
-  return left_[i].entry;
-}
-
-void NgramLM::left_record(const WordId* ids, int m, double prob, bool has_backoff, double backoff) {
-  // The suffix ids[j..m) of length m - j is hashed as hash_ngram does, folding from the right.
-  std::uint64_t h = kSeed;
-  for (int j = m - 1; j >= 1; --j) {
-    h = hash_step(h, ids[j]);
-    LeftEntry& e = left_insert(left_key(nonzero(h), j));
-    e.min_length = e.min_length == 0 ? m : std::min(e.min_length, m);
-    e.has_prob = true;
-    e.max_prob = std::max(e.max_prob, prob);
-    e.min_prob = std::min(e.min_prob, prob);
-    if (has_backoff) {
-      e.max_backoff = std::max(e.max_backoff, backoff);
-      e.min_backoff = std::min(e.min_backoff, backoff);
-    }
-  }
-}
-
-// With u = u_1..u_J unknown, KenLM's logprob(u c, w) is either
-//  (A) logprob(c, w) plus the backoffs of the contexts u_i..u_J c (i = J..1) that are stored, or
-//  (B) the prob of a stored n-gram u_i..u_J c w plus the backoffs of the longer contexts.
-// The backoff of u_i..u_J c lies in [min(0, min_backoff), max(0, max_backoff)] of the entry of
-// (c, J - i + 1); the prob in (B) in [min_prob, max_prob] of the entry of (c w, J - i + 1).
-void NgramLM::context_bounds(const WordId* ctx, int n, int unknown, WordId w, double& lo, double& hi) const {
-  if (n < 1) throw std::invalid_argument("context_bounds needs at least one known context word");
-  const int m = order_ - 1;
-  if (n > m) {
-    ctx += n - m;
-    n = m;
-  }
-  const int J = std::max(0, std::min(unknown, m - n));
-  const double exact = logprob(ctx, n, w);
-  lo = hi = exact;
-  if (J == 0) return;
-  std::uint64_t hc = kSeed, hw = hash_step(kSeed, w);
-  for (int i = n - 1; i >= 0; --i) {
-    hc = hash_step(hc, ctx[i]);
-    hw = hash_step(hw, ctx[i]);
-  }
-  hc = nonzero(hc);
-  hw = nonzero(hw);
-  // up[j] / down[j]: the largest / smallest sum of the backoffs of the contexts with j + 1 .. J
-  // unknown words (0 when absent).
-  double up[64], down[64];
-  if (J >= 63) throw std::invalid_argument("context_bounds: the LM order is too large");
-  up[J] = down[J] = 0.0;
-  for (int j = J; j >= 1; --j) {
-    const LeftEntry* e = left_find(left_key(hc, j));
-    const double bu = e != nullptr ? std::max(0.0, e->max_backoff) : 0.0;
-    const double bd = e != nullptr ? std::min(0.0, e->min_backoff) : 0.0;
-    up[j - 1] = up[j] + bu;
-    down[j - 1] = down[j] + bd;
-  }
-  hi = exact + up[0];
-  lo = exact + down[0];
-  for (int j = 1; j <= J; ++j) {
-    const LeftEntry* e = left_find(left_key(hw, j));
-    if (e == nullptr || !e->has_prob) continue;
-    hi = std::max(hi, e->max_prob + up[j]);
-    lo = std::min(lo, e->min_prob + down[j]);
-  }
-}
-
 NgramLM NgramLM::restrict(int order) const {
   if (order < 1 || order > order_)
     throw std::invalid_argument("cannot restrict an order-" + std::to_string(order_) + " model to order " +
@@ -993,18 +891,6 @@ NgramLM NgramLM::restrict(int order) const {
       x = e;
       adjust(x, n);
     });
-  }
-  // Left-extension entries of n-grams longer than `order` go; those of length `order` lose
-  // their backoffs, as the n-grams do. An entry is kept whenever one n-gram of it stays, since a
-  // missing entry would claim that none exists.
-  for (const LeftSlot& slot : left_) {
-    if (slot.key == 0 || slot.entry.min_length > order) continue;
-    LeftEntry& e = out.left_insert(slot.key);
-    e = slot.entry;  // (a colliding key may keep a longer n-gram's values: wider, still valid)
-    if (e.min_length >= order) {
-      e.max_backoff = -std::numeric_limits<double>::infinity();
-      e.min_backoff = std::numeric_limits<double>::infinity();
-    }
   }
   return out;
 }

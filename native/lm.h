@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -76,12 +75,6 @@ class NgramLM {
   // The number of n-grams of each order read from the file (ARPA's \data\ counts).
   const std::vector<long>& counts() const { return counts_; }
 
-  // Bounds on ln p(w | u c) over every left context u of `unknown` words (c = ctx[0..n), n >= 1,
-  // its most recent word last): lo <= logprob(u c, w) <= hi for every u. unknown is clamped to
-  // order - 1 - n; with 0 unknown words both are logprob(c, w). Built from the left-extension
-  // maxima and minima of the stored n-grams (see LeftEntry): exact search's admissible bounds.
-  void context_bounds(const WordId* ctx, int n, int unknown, WordId w, double& lo, double& hi) const;
-
   // A model using only n-grams up to `order` (1 <= order <= order()), exactly as
   // parse_arpa(text, order) would read it: the backoffs of order `order` are dropped and
   // extends() only counts n-grams up to `order`. Throws std::invalid_argument otherwise.
@@ -131,27 +124,6 @@ class NgramLM {
     std::vector<Slot> slots_;
     std::size_t mask_ = 0, size_ = 0;
   };
-  // Over the stored n-grams g of one length m that end with a given suffix s of length m - j
-  // (j >= 1 words before it): the largest and smallest ln prob and ln backoff of g. An n-gram
-  // without a stored backoff contributes none here (context_bounds adds backoff 0 itself).
-  // Keyed by left_key(hash of s, j); colliding keys merge, which only widens the bounds.
-  struct LeftEntry {
-    double max_prob = -std::numeric_limits<double>::infinity();
-    double min_prob = std::numeric_limits<double>::infinity();
-    double max_backoff = -std::numeric_limits<double>::infinity();
-    double min_backoff = std::numeric_limits<double>::infinity();
-    std::int32_t min_length = 0;  // m (the least, if keys collide), for restrict()
-    bool has_prob = false;
-  };
-  struct LeftSlot {
-    std::uint64_t key = 0;  // 0: empty
-    LeftEntry entry;
-  };
-  static std::uint64_t left_key(std::uint64_t suffix_hash, int j);
-  LeftEntry& left_insert(std::uint64_t key);
-  const LeftEntry* left_find(std::uint64_t key) const;
-  // Records a stored n-gram ids[0..m) (m >= 2) in the left-extension table.
-  void left_record(const WordId* ids, int m, double prob, bool has_backoff, double backoff);
   friend class ArpaParser;
 
   int order_ = 0;
@@ -160,8 +132,6 @@ class NgramLM {
   std::vector<long> counts_;
   std::vector<Entry> unigrams_;  // by WordId
   std::vector<Table> tables_;    // tables_[n-2]: the n-grams of order n >= 2
-  std::vector<LeftSlot> left_;   // open addressing, linear probing; size 0 or a power of 2
-  std::size_t left_size_ = 0;
 };
 
 // The key of the n-gram ids[0..n) in its order's table: a fold from the last word to the

@@ -268,61 +268,6 @@ class ArpaLM:
             object.__setattr__(self, "_prefixes", prefixes)
         return tuple(self.word(w) for w in context) in prefixes
 
-    def context_bounds(self, context: Sequence[str], unknown: int, word: str) -> tuple[float, float]:
-        """Bounds ``(lo, hi)`` on ln p(word | u + context) over every u of ``unknown`` words.
-
-        ``context`` (at least one word, the most recent last) is known; ``unknown`` is clamped
-        to ``order − 1 − len(context)``, and with none left both bounds are :meth:`logprob`.
-        With u unknown the score either backs off through ``context`` (then it is
-        ``logprob(context, word)`` plus the backoffs of the contexts u' + context, each between
-        0 and the extreme backoffs of the stored n-grams of that length ending in ``context``) or
-        it is the probability of a stored n-gram u' + context + word, plus the backoffs of the
-        longer contexts. The extremes come from a table over every stored n-gram's suffixes,
-        built on first use (the exact search's word bounds, :mod:`fstdecode.search.exact`).
-        """
-        if not context:
-            raise ValueError("context_bounds needs at least one known context word")
-        ctx = tuple(self.word(w) for w in context)[-(self.order - 1) or len(context):]
-        if self.order == 1:
-            ctx = ()
-        w = self.word(word)
-        exact = self._score(ctx, w)
-        J = max(0, min(unknown, self.order - 1 - len(ctx))) if ctx else 0
-        if J == 0:
-            return exact, exact
-        table = self._left_table()
-        up, down = [0.0] * (J + 1), [0.0] * (J + 1)
-        for j in range(J, 0, -1):
-            e = table.get((ctx, j))
-            up[j - 1] = up[j] + (max(0.0, e[2]) if e else 0.0)
-            down[j - 1] = down[j] + (min(0.0, e[3]) if e else 0.0)
-        hi, lo = exact + up[0], exact + down[0]
-        for j in range(1, J + 1):
-            e = table.get((ctx + (w,), j))
-            if e is not None and e[4]:
-                hi = max(hi, e[0] + up[j])
-                lo = min(lo, e[1] + down[j])
-        return lo, hi
-
-    def _left_table(self) -> dict[tuple[Ngram, int], list]:
-        """(suffix, j) -> [max prob, min prob, max backoff, min backoff, has prob] over the stored
-        n-grams that end with ``suffix`` after j more words (backoffs: those that have one)."""
-        table = self.__dict__.get("_left")
-        if table is None:
-            table = {}
-            inf = math.inf
-            for ngram, prob in self._probs.items():
-                bo = self._backoffs.get(ngram)
-                for j in range(1, len(ngram)):
-                    e = table.get((ngram[j:], j))
-                    if e is None:
-                        e = table[(ngram[j:], j)] = [-inf, inf, -inf, inf, False]
-                    e[0], e[1], e[4] = max(e[0], prob), min(e[1], prob), True
-                    if bo is not None:
-                        e[2], e[3] = max(e[2], bo), min(e[3], bo)
-            object.__setattr__(self, "_left", table)
-        return table
-
     def unigram_logprob(self, word: str) -> float:
         """Natural-log unigram probability of ``word`` (``<unk>``'s if out of vocabulary)."""
         return self._probs[(self._vocab.get(word, UNK),)]

@@ -167,11 +167,6 @@ class NativeLM:
         """Natural-log unigram probability of ``word`` (``<unk>``'s if out of vocabulary)."""
         return self.core.unigram_logprob(word)
 
-    def context_bounds(self, context: Sequence[str], unknown: int, word: str) -> tuple[float, float]:
-        """:meth:`ArpaLM.context_bounds`, from the core's left-extension table."""
-        index = self.core.index
-        return self.core.context_bounds([index(w) for w in context], int(unknown), index(word))
-
     def index(self, word: str) -> int:
         """The core's id of ``word`` (``<unk>``'s if out of vocabulary)."""
         return self.core.index(word)

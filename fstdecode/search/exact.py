@@ -1,35 +1,34 @@
 """Exact search with a certificate: A* over coverage states, for an LM of any order.
 
-A state is ``(coverage, last end t, the last K = order − 1 target words)`` (the words are
-not minimised: the bounds below reason about real contexts). ``g`` is the exact score of the
-best known path to it; a transition appends one phrase p, as in :mod:`.coverage_dp`:
+A state is ``(coverage, last end t, LM context)``, the context minimised as KenLM minimises
+right states (:func:`fstdecode.statespace.ngram.minimise`), exactly as in :mod:`.coverage_dp`:
+a transition appends one phrase p to the ``<s>`` tape,
 
-    g' = g + ŵ(p) + Σ_{i < K} λ ln p(p_i | last K words) − η |t + 1 − s(p)|.
+    g' = g + ŵ(p) + join(context, p) − η |t + 1 − s(p)|,
 
-The heuristic ``h(S)`` bounds the score of every completion of S from above. The lemmas:
+where ``join`` (:func:`fstdecode.statespace.ngram.joined`) scores p's first K = order − 1 words
+after the context and charges the backoffs of the new context's minimisation. ``g`` is the
+exact score of the best known path to the state. The heuristic ``h(S)`` bounds the score of
+every completion of S from above. The lemmas:
 
-1. **Tails.** Whatever precedes a phrase p starting at s is ``<s>`` (only if s − 1 <= d) or
+1. **Contexts.** Whatever precedes a phrase p starting at s is ``<s>`` (only if s − 1 <= d) or
    the last phrase q placed before it, with |q.t + 1 − s| <= d and q disjoint from p, so
-   q.t < s or q.s > s. The context of p's first words ends with q's last min(|q|, K) words
-   (its *tail*). If q has K − 1 words, the word x before it is the last word of what may
-   precede q (by the same rule) or ``<s>``: each x for which x + q extends in the LM gives a
-   complete tail; for every other x, the next word backs off through x + q, so its score is
-   its score after q plus backoff(x + q), at most the largest such backoff (a *charged* tail).
-   If q is shorter still, the words before it are unknown (a *partial* tail).
-2. **Word bounds.** For a known context c and J unknown words before it,
-   ``ArpaLM.context_bounds`` bounds ln p(w | u c) over every u: the score either backs off
-   through c (then it is ln p(w | c) plus the backoffs of the longer contexts, each within the
-   extreme backoffs of the stored n-grams ending in c) or matches a stored n-gram u' c w (within
-   the extreme probabilities of those). With λ >= 0 the upper bound is used, else the lower.
-3. **Option bounds.** β(p) = ŵ(p) + max over the tails τ before s(p) of the bounded LM scores
-   of p's first K words after τ. By 1 and 2, β(p) >= ŵ(p) + (the LM part of any transition
-   that appends p). Words after the K-th are in ŵ(p), which is exact.
-4. **Covers.** cover[a][b] = the best segmentation of positions a..b into options by β. Every
+   q.t < s or q.s > s (:func:`may_precede`). The state after q has the context join(m, q) for
+   the context m before q: one context if q has K words or more (it fixes the last K words),
+   else one per m. So the sets ``after[q]`` (contexts after q) and ``before[s]`` (contexts
+   before a phrase starting at s: ``<s>``'s and every preceding q's) are the least fixpoint of
+   these two rules (:func:`contexts`), and every reachable state's context lies in them.
+2. **Option bounds.** β(p) = ŵ(p) + max over m in ``before[s(p)]`` of join(m, p). For p of K
+   words or more the join is the prefix score of its first K words after m plus a charge that
+   depends on p alone (:func:`end_charge`), so the max is taken over the prefix scores.
+   Words after the K-th are in ŵ(p), which is exact. So β(p) >= the score of any transition
+   that appends p, minus its jump.
+3. **Covers.** cover[a][b] = the best segmentation of positions a..b into options by β. Every
    completion covers each gap (maximal uncovered run) of S by options inside it, so its
    phrases' ŵ and LM parts sum to at most Σ_gaps cover.
-5. **End.** The LM score of ``</s>`` is at most ``eos``: the max over the tails of every
-   option that can end a derivation (end − q.t − 1 <= d).
-6. **Distortion.** With η >= 0, Moore & Quirk's Φ (:func:`.stack.remaining_distortion`):
+4. **End.** The LM score of ``</s>`` is at most ``eos``: the max of join(m, ``</s>``) over the
+   contexts m after every option that can end a derivation (end − q.t − 1 <= d).
+5. **Distortion.** With η >= 0, Moore & Quirk's Φ (:func:`.stack.remaining_distortion`):
    every completion jumps at least |t + 1 − g| + (covered positions right of g) in all, g the
    leftmost uncovered position. It is the least total jump of a relaxed problem (any spans,
    no limit) whose completions include the real ones, so Φ(S) <= jump + Φ(S') for every
@@ -37,13 +36,13 @@ The heuristic ``h(S)`` bounds the score of every completion of S from above. The
    ``</s>``) is at most d, so −η d (uncovered + 1) bounds their reward. A state that
    :func:`.stack.is_dead` proves unable to finish within d has no completion (h = −inf) and is
    not kept.
-7. **Full coverage.** A state covering every position has one completion, ``</s>``; h is its
+6. **Full coverage.** A state covering every position has one completion, ``</s>``; h is its
    exact score (−inf if the final jump exceeds d).
 
 So ``h(S) = Σ_gaps cover + eos + distortion bound`` is admissible, and consistent: appending
-p inside gap G splits G into two gaps whose covers plus β(p) are at most cover(G) (4), the
-distortion bound drops by at most the jump's cost (6), and at full coverage the exact end
-score is at most eos plus the bound (5, 6). With a consistent heuristic, A* expands each
+p inside gap G splits G into two gaps whose covers plus β(p) are at most cover(G) (3), the
+distortion bound drops by at most the jump's cost (5), and at full coverage the exact end
+score is at most eos plus the bound (4, 5). With a consistent heuristic, A* expands each
 state first along a best path, and the first complete derivation popped has the largest
 ``f = g + h`` of everything open: its score bounds every derivation (the certificate). For k
 best, each state is expanded at most k times, along its k best paths.
@@ -66,16 +65,11 @@ from dataclasses import dataclass, field
 from fstdecode.problem.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult
 from fstdecode.search import stack
 from fstdecode.search.base import SearchOptions, option, register
+from fstdecode.statespace.ngram import joined
 
 #: The state budget of ``--method exact``: the native search keeps about 1-2M states a second
 #: and 100-200 bytes a state, so this is at most a minute or so and a few GB per sentence.
 DEFAULT_EXACT_MAX_STATES = 20_000_000
-
-#: (words, partial, charge): the last words of what may precede a phrase; ``partial``: words
-#: before them matter and are unknown; ``charge`` (not None): the first word is bounded by its
-#: score after ``words`` plus this weighted backoff (lemma 1).
-Tail = tuple[tuple[int, ...], bool, float | None]
-
 
 @dataclass(frozen=True)
 class ExactOptions(SearchOptions):
@@ -105,96 +99,95 @@ def may_precede(q: Option, s: int, d: int) -> bool:
     return abs(q.t + 1 - s) <= d and (q.t < s or q.s > s)
 
 
-def tails_of(problem: SearchProblem, q: Option, k: int, d: int) -> set[Tail]:
-    """Lemma 1: the tails of q (complete, charged or partial)."""
-    if len(q.words) >= k:
-        return {(q.words[-k:], False, None)}
-    if len(q.words) < k - 1:
-        return {(q.words, True, None)}
-    xs = {problem.bos} if q.s - 1 <= d else set()
-    xs |= {r.last for a in range(1, problem.n + 1) for r in problem.by_start[a] if may_precede(r, q.s, d)}
-    out: set[Tail] = set()
-    charge = -math.inf
-    for x in xs:
-        ctx = (x, *q.words)
-        if problem.extends(ctx):
-            out.add((ctx, False, None))
-        charge = max(charge, problem.backoff(ctx))
-    if xs:
-        out.add((q.words, False, charge))
-    return out
+def join(problem: SearchProblem, context: tuple[int, ...], opt: Option) -> tuple[tuple[int, ...], float]:
+    """The context after appending ``opt`` to the ``<s>`` tape ending in ``context``, and the join's LM score."""
+    sig, score = joined(problem, (0, (), 0, context), opt, None, True)
+    return sig[3], score
 
 
-def word_bound(problem: SearchProblem, known: tuple[int, ...], unknown: int, w: int) -> float:
-    """Lemma 2: an upper bound on λ ln p(w | u + known) over every u of ``unknown`` words."""
-    lam = problem.weights.lm
-    if lam == 0:
-        return 0.0
-    if unknown <= 0:
-        return problem.ngram(known, w)
-    vocab = problem.vocab
-    lo, hi = problem.lm.context_bounds([vocab[c] for c in known], unknown, vocab[w])
-    return lam * hi if lam > 0 else lam * lo
-
-
-def prefix_bound(problem: SearchProblem, tail: Tail, words: tuple[int, ...], k: int) -> float:
-    """The bounded LM scores of the first min(|words|, K) words after ``tail``."""
-    seq, partial, charge = list(tail[0]), tail[1], tail[2]
+def prefix_score(problem: SearchProblem, context: tuple[int, ...], words: tuple[int, ...], k: int) -> float:
+    """The weighted LM scores of the first min(|words|, K) words after ``context`` (no minimisation)."""
+    seq = list(context)
     total = 0.0
     for i in range(min(len(words), k)):
         have = len(seq)
         size = min(k, have)
-        unknown = k - have if partial else 0
-        if i == 0 and charge is not None:
-            total += problem.ngram(tuple(seq), words[i]) + charge
-        else:
-            total += word_bound(problem, tuple(seq[have - size:]), unknown, words[i])
+        total += problem.ngram(tuple(seq[have - size:]), words[i])
         seq.append(words[i])
     return total
 
 
-def tails_before(problem: SearchProblem, s: int, k: int, d: int, memo: dict[int, set[Tail]]) -> set[Tail]:
-    """Lemma 1: the tails of everything that may precede a phrase starting at s."""
-    out: set[Tail] = set()
-    if s - 1 <= d:
-        out.add(((problem.bos,), False, None))
-    for a in range(1, problem.n + 1):
-        for q in problem.by_start[a]:
-            if may_precede(q, s, d):
-                out |= _tails(problem, q, k, d, memo)
-    return out
+def end_charge(problem: SearchProblem, words: tuple[int, ...], k: int) -> float:
+    """The backoffs charged when a phrase's last K words are minimised (its join's part that
+    depends on the phrase alone, when it has K words or more)."""
+    context = tuple(words[-k:])
+    total = 0.0
+    while context and not problem.extends(context):
+        total += problem.backoff(context)
+        context = context[1:]
+    return total
 
 
-def _tails(problem: SearchProblem, q: Option, k: int, d: int, memo: dict[int, set[Tail]]) -> set[Tail]:
-    got = memo.get(id(q))
-    if got is None:
-        got = memo[id(q)] = tails_of(problem, q, k, d)
-    return got
+def contexts(problem: SearchProblem) -> tuple[dict[int, set], list[set]]:
+    """Lemma 1: ``after[id(q)]`` and ``before[s]``, the least fixpoint."""
+    n, k = problem.n, problem.order - 1
+    d = min(problem.d, n + 2)
+    bos = (problem.bos,)
+    options = [q for a in range(1, n + 1) for q in problem.by_start[a]]
+    preceders = [[q for q in options if may_precede(q, s, d)] for s in range(n + 1)]
+    after: dict[int, set] = {id(q): set() for q in options}
+    for q in options:
+        if len(q.words) >= k:
+            after[id(q)].add(join(problem, bos, q)[0])
+    before: list[set] = [set() for _ in range(n + 1)]
+    changed = True
+    while changed:
+        changed = False
+        for s in range(1, n + 1):
+            here = before[s]
+            if s - 1 <= d:
+                here.add(bos)
+            for q in preceders[s]:
+                here |= after[id(q)]
+            for q in problem.by_start[s]:
+                if len(q.words) >= k:
+                    continue
+                got = after[id(q)]
+                for m in list(here):
+                    c = join(problem, m, q)[0]
+                    if c not in got:
+                        got.add(c)
+                        changed = True
+    return after, before
 
 
 def bounds(problem: SearchProblem) -> Bounds:
-    """β of every option (by ``id``), the ``</s>`` bound and the cover table."""
+    """β of every option (by ``id``), the ``</s>`` bound and the cover table (lemmas 2-4)."""
     n, k = problem.n, problem.order - 1
     d = min(problem.d, n + 2)
+    after, before = contexts(problem)
     beta: dict[int, float] = {}
-    memo: dict[int, set[Tail]] = {}
     for s in range(1, n + 1):
-        opts = problem.by_start[s]
-        if not opts:
-            continue
-        tails = tails_before(problem, s, k, d, memo)
         memo: dict[tuple[int, ...], float] = {}
-        for o in opts:
-            prefix = o.words[:k]
-            if prefix not in memo:
-                memo[prefix] = max(prefix_bound(problem, t, o.words, k) for t in tails)
-            beta[id(o)] = o.score + memo[prefix]
-    last: set[Tail] = {((problem.bos,), False, None)} if n == 0 else set()
-    for a in range(1, n + 1):
-        for q in problem.by_start[a]:
-            if problem.end - q.t - 1 <= d:
-                last |= _tails(problem, q, k, d, memo)
-    eos = max((prefix_bound(problem, t, (problem.eos,), k) for t in last), default=-math.inf)
+        for o in problem.by_start[s]:
+            long_phrase = len(o.words) >= k
+            key = o.words[:k] if long_phrase else o.words
+            if key not in memo:
+                if long_phrase:
+                    memo[key] = max(prefix_score(problem, m, o.words, k) for m in before[s])
+                else:
+                    memo[key] = max(join(problem, m, o)[1] for m in before[s])
+            lm = memo[key] + end_charge(problem, o.words, k) if long_phrase else memo[key]
+            beta[id(o)] = o.score + lm
+    if n == 0:
+        eos = join(problem, (problem.bos,), problem.eos_option)[1]
+    else:
+        eos = max(
+            (join(problem, m, problem.eos_option)[1]
+             for a in range(1, n + 1) for q in problem.by_start[a] if problem.end - q.t - 1 <= d
+             for m in after[id(q)]),
+            default=-math.inf,
+        )
     cover = [[-math.inf] * (n + 1) for _ in range(n + 2)]
     for e in range(n + 1):
         cover[e + 1][e] = 0.0
@@ -214,7 +207,7 @@ def heuristic(problem: SearchProblem, b: Bounds, cov: int, t: int, context: tupl
     if cov == full:
         if end - t - 1 > d:
             return -math.inf
-        return problem.ngram(context, problem.eos) - eta * (end - t - 1)
+        return join(problem, context, problem.eos_option)[1] - eta * (end - t - 1)
     total, uncovered = b.eos, 0
     p = 1
     while p <= n:
@@ -234,7 +227,7 @@ def heuristic(problem: SearchProblem, b: Bounds, cov: int, t: int, context: tupl
 def astar(problem: SearchProblem, nbest: int, max_states: int | None, time_limit: float | None, lower_bound: float) -> tuple[SearchResult, str]:
     """The A* search; returns its result (hypotheses, optimal, states, transitions, upper_bound)
     and a status: ``""`` (proven), ``"budget"`` (with the reason) or ``"none"``."""
-    n, end, eta, k = problem.n, problem.end, problem.eta, problem.order - 1
+    n, end, eta = problem.n, problem.end, problem.eta
     d = min(problem.d, n + 2)
     full = (1 << n) - 1
     b = bounds(problem)
@@ -330,13 +323,8 @@ def astar(problem: SearchProblem, nbest: int, max_states: int | None, time_limit
                         if not base + b.beta[id(opt)] >= floor:
                             break
                         transitions += 1
-                        seq = list(context)
-                        lm = 0.0
-                        for i in range(min(len(opt.words), k)):
-                            lm += problem.ngram(tuple(seq[-k:]), opt.words[i])
-                            seq.append(opt.words[i])
-                        seq.extend(opt.words[min(len(opt.words), k):])
-                        new_key = (new_cov, t, tuple(seq[-k:]))
+                        new_context, lm = join(problem, context, opt)
+                        new_key = (new_cov, t, new_context)
                         new_g = g + (opt.score + lm - eta * jump)
                         got = states.get(new_key)
                         if got is not None:
