@@ -1,7 +1,7 @@
 // Exact search with a certificate: A* over coverage states (fstdecode/search/exact.py is the
-// Python reference and states the proof). A state is (coverage, last end position, the last
-// order - 1 target words, unminimised); its heuristic is an admissible and consistent upper bound
-// on every completion, so the first complete derivation popped is optimal and its score is the
+// Python reference and states the proof). A state is (coverage, last end position, LM context
+// minimised as the coverage DP's); its heuristic is an admissible and consistent upper bound on
+// every completion, so the first complete derivation popped is optimal and its score is the
 // certificate (an upper bound on every derivation's score).
 #pragma once
 
@@ -21,9 +21,8 @@ struct ExactOptions {
   double lower_bound = -std::numeric_limits<double>::infinity();
 };
 
-// The pieces of the heuristic, for tests: beta[i] bounds ŵ(p) plus the LM scores of the first
-// order - 1 words of option id i after anything that may precede it; eos bounds the LM score of
-// </s> after any last phrase; cover[a][b] (1 <= a <= b <= n) is the best segmentation of
+// The pieces of the heuristic, for tests: beta[i] bounds ŵ(p) plus the join score of option id i
+// after any context that may precede it; eos bounds the LM score of </s> after any last phrase; cover[a][b] (1 <= a <= b <= n) is the best segmentation of
 // positions a..b by beta.
 struct ExactBounds {
   std::vector<double> beta;

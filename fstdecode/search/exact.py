@@ -67,9 +67,10 @@ from fstdecode.search import stack
 from fstdecode.search.base import SearchOptions, option, register
 from fstdecode.statespace.ngram import joined
 
-#: The state budget of ``--method exact``: the native search keeps about 1-2M states a second
-#: and 100-200 bytes a state, so this is at most a minute or so and a few GB per sentence.
-DEFAULT_EXACT_MAX_STATES = 20_000_000
+#: The state budget of ``--method exact``. The native search keeps about 200,000 states (4M
+#: transitions) a second here, at about 160 bytes a state, so a line stops within about a minute
+#: and 1.6 GB; every Hansards line (orders 2 and 3, d = 4, table-limit 20) needs at most 2.6M.
+DEFAULT_EXACT_MAX_STATES = 10_000_000
 
 @dataclass(frozen=True)
 class ExactOptions(SearchOptions):
