@@ -41,13 +41,14 @@ HANSARDS = DATA / "hansards-fr-en-decoder"
 UN_LM = DATA / "english-lm-un" / "lm.en.arpa"
 
 
-def hansards_args(distortion_limit: int, table_limit: int) -> dict:
-    """``load_model`` arguments of the Hansards fr-en table (log10 scores) with the UN English LM as a bigram."""
+def hansards_args(distortion_limit: int, table_limit: int, lm_order: int = 2) -> dict:
+    """``load_model`` arguments of the Hansards fr-en table (log10 scores) with the UN English LM
+    read at order ``lm_order`` (default 2, a bigram; the file's own order is 3)."""
     return dict(
         phrase_table=HANSARDS / "tm",
         tm_score_format="log10",
         lm=UN_LM,
-        lm_order=2,
+        lm_order=lm_order,
         distortion_limit=distortion_limit,
         table_limit=table_limit,
     )

@@ -2,9 +2,10 @@
 """Search evaluation: beam decoders against the exact search on the Hansards fr-en model.
 
 Model: ../shared/data/hansards-fr-en-decoder/tm (log10 scores, table-limit
-20) with the UN English LM read as a bigram (../shared/data/english-lm-un),
-distortion limit d = 4, default weights (lm = tm = distortion = unknown = 1,
-word = phrase = 0). The 48 French sentences of ``input`` are decoded by:
+20) with the UN English LM (../shared/data/english-lm-un, a trigram file) read
+at order ``--lm-order`` (default 2, a bigram; 3 is its real order), distortion
+limit d = 4, default weights (lm = tm = distortion = unknown = 1, word =
+phrase = 0). The 48 French sentences of ``input`` are decoded by:
 
 * the signature beam (``--method beam``) with each beam heuristic
   (every heuristic of ``signature_beam.HEURISTICS``: ``bound``, ``unigram`` =
@@ -24,9 +25,13 @@ hypotheses/word, and plots score and search errors against ms/word.
 The raw measurements are saved to ``--runs`` (JSON); ``--render-only``
 rewrites the doc and plots from that file without decoding. The doc and
 plots come from scripts/search_report.py, its prose from
-scripts/templates/search.md.in.
+scripts/templates/search.md.in. Each LM order has its own doc, raw runs
+file and exact-cache keys: order 2 docs/search.md and
+/tmp/fstdecode_eval_search_runs.json, order 3 docs/search-trigram.md and
+/tmp/fstdecode_eval_search_runs_order3.json; the plots are named after the
+doc (docs/search_score.png, docs/search-trigram_score.png, ...).
 
-    python -m scripts.eval_search [--quick] [--limit N] [--sizes 1,3,...] [--config-cap SEC]
+    python -m scripts.eval_search [--lm-order 2|3] [--quick] [--limit N] [--sizes 1,3,...] [--config-cap SEC]
         [--exact-cache FILE] [--exact-budget SEC] [--exact-max-states N] [--exact-only]
         [--decoders LABEL,...] [--runs FILE] [--render-only] [--previous-runs FILE] [--out FILE]
 
@@ -50,7 +55,9 @@ import time
 from pathlib import Path
 
 from scripts.benchlib import DOCS, HANSARDS, hansards_args, load_avg, log, script, timed
-from scripts.search_report import EPS, HEURISTIC_LABELS, NLTK_LABEL, write_report
+from scripts.search_report import (
+    DEFAULT_LM_ORDER, EPS, HEURISTIC_LABELS, LM_NAMES, NLTK_LABEL, doc_name, order_of, write_report,
+)
 
 from fstdecode.decoder import Decoder
 from fstdecode.io.arpa import BOS, EOS
@@ -59,9 +66,22 @@ from fstdecode.problem.scorer import jumps, score as score_derivation
 from fstdecode.search import signature_beam
 from fstdecode.problem.sentence import build_sentence
 
-MODEL_ARGS = hansards_args(distortion_limit=4, table_limit=20)
-#: Identifies the model in the exact cache (a change of any of these invalidates it).
-MODEL_KEY = "hansards tm log10, table-limit 20 | lm.en.arpa as bigram | d=4 | default weights"
+
+def model_args(lm_order: int = DEFAULT_LM_ORDER) -> dict:
+    """``load_model`` arguments of the evaluated model, with the UN LM read at order ``lm_order``."""
+    return hansards_args(distortion_limit=4, table_limit=20, lm_order=lm_order)
+
+
+def model_key(lm_order: int = DEFAULT_LM_ORDER) -> str:
+    """Identifies the model in the exact cache (a change of any of these, the LM order included,
+    invalidates it); order 2 keeps the key of the runs made before ``--lm-order`` existed."""
+    return f"hansards tm log10, table-limit 20 | lm.en.arpa as {LM_NAMES[lm_order]} | d=4 | default weights"
+
+
+def exact_key(key: str, method: str, i: int, sentence: str) -> str:
+    """The exact cache's key of sentence ``i`` under the model ``key`` (:func:`model_key`) and ``method``."""
+    return f"{key} | {method} | {i} | {sentence}"
+
 
 GRID = (1, 3, 10, 30, 100, 300, 1000)
 QUICK_GRID = (1, 10, 100)
@@ -80,9 +100,9 @@ DECODERS = tuple((label, "fst", "beam", {"heuristic": h}) for label, h in zip(HE
 # Data
 
 
-def hansards():
+def hansards(lm_order: int = DEFAULT_LM_ORDER):
     """(model, sentences, references); the input lines end with a space, stripped here."""
-    model = load_model(**MODEL_ARGS)
+    model = load_model(**model_args(lm_order))
     src = [line.strip() for line in (HANSARDS / "input").read_text(encoding="utf-8").splitlines()]
     ref = [line.strip() for line in (HANSARDS / "ref").read_text(encoding="utf-8").splitlines()]
     if len(src) != len(ref):
@@ -94,11 +114,14 @@ def hansards():
 # Exact results (cached)
 
 
-def exact_results(model, sentences, ids, cache_path: Path, budget: float, max_states: int, method: str) -> dict[int, dict]:
+def exact_results(
+    model, sentences, ids, cache_path: Path, budget: float, max_states: int, method: str, key: str
+) -> dict[int, dict]:
     """The exact best score of each sentence in ``ids`` (``status`` "ok"), else why not.
 
-    A cached failure is retried only when this run allows more time or states
-    than the run that failed; the cache is saved after every sentence.
+    ``key`` identifies the model in the cache (:func:`model_key`). A cached
+    failure is retried only when this run allows more time or states than the
+    run that failed; the cache is saved after every sentence.
     """
     cache = {}
     if cache_path.exists():
@@ -106,8 +129,8 @@ def exact_results(model, sentences, ids, cache_path: Path, budget: float, max_st
     decoder = Decoder(model, method, max_states=max_states)
     out = {}
     for i in ids:
-        key = f"{MODEL_KEY} | {method} | {i} | {sentences[i]}"
-        got = cache.get(key)
+        k = exact_key(key, method, i, sentences[i])
+        got = cache.get(k)
         if got is not None and (
             got["status"] == "ok" or (got["budget"] >= budget and got["max_states"] >= max_states)
         ):
@@ -131,7 +154,7 @@ def exact_results(model, sentences, ids, cache_path: Path, budget: float, max_st
                 "seconds": secs,
             }
         got.update(budget=budget, max_states=max_states, method=method)
-        cache[key] = out[i] = got
+        cache[k] = out[i] = got
         cache_path.parent.mkdir(parents=True, exist_ok=True)
         cache_path.write_text(json.dumps(cache, indent=1, ensure_ascii=False), encoding="utf-8")
         log(f"exact {i:2d} n={len(sentences[i].split()):2d} {got['status']:10s} {got['seconds']:7.1f} s "
@@ -144,14 +167,15 @@ def exact_results(model, sentences, ids, cache_path: Path, budget: float, max_st
 
 
 class NltkLM:
-    """fstdecode's bigram :class:`~fstdecode.io.arpa.ArpaLM` behind the interface of
-    ``nltk.translate.StackDecoder`` (NLTK 3.10, nltk/translate/stack_decoder.py):
+    """fstdecode's n-gram :class:`~fstdecode.io.arpa.ArpaLM` (of the model's order) behind the
+    interface of ``nltk.translate.StackDecoder`` (NLTK 3.10, nltk/translate/stack_decoder.py):
 
     * ``probability_change(context, phrase)``: ``context`` is the NLTK
       ``_Hypothesis`` being extended (not a word list); the change is the
       weighted ln probability of the phrase's words after the hypothesis's
-      last target word (``<s>`` for the empty hypothesis). NLTK never asks
-      for ``</s>``. Each call is one hypothesis scored (counted in ``calls``).
+      last ``order − 1`` target words (:func:`_history`; ``<s>`` before the
+      first word). NLTK never asks for ``</s>``. Each call is one hypothesis
+      scored (counted in ``calls``).
     * ``probability(phrase)``: NLTK's ``compute_future_scores`` passes the
       SOURCE phrase here (a quirk of NLTK). This adapter answers with the LM
       estimate (:meth:`ArpaLM.phrase_estimate`, words scored with the context
@@ -165,31 +189,49 @@ class NltkLM:
         self.weight = weight
         self.table = table
         self.calls = 0
-        self._bigrams: dict[tuple[str, str], float] = {}
+        self._ngrams: dict[tuple[str, ...], float] = {}
 
     def reset(self) -> None:
         self.calls = 0
-        self._bigrams = {}  # per sentence, like the per-problem caches of fstdecode
+        self._ngrams = {}  # per sentence, like the per-problem caches of fstdecode
 
-    def _bigram(self, a: str, b: str) -> float:
-        v = self._bigrams.get((a, b))
+    def _ngram(self, history: tuple[str, ...], w: str) -> float:
+        """The weighted ln p(w | history), cached; ``history`` holds at most ``order − 1`` words."""
+        key = history + (w,)
+        v = self._ngrams.get(key)
         if v is None:
-            v = self._bigrams[(a, b)] = self.weight * self.lm.logprob((a,), b)
+            v = self._ngrams[key] = self.weight * self.lm.logprob(history, w)
         return v
 
     def probability_change(self, context, phrase) -> float:
         self.calls += 1
-        prev = context.trg_phrase[-1] if context.trg_phrase else BOS
+        n = self.lm.order - 1
+        history = _history(context, n)
         total = 0.0
         for w in phrase:
-            total += self._bigram(prev, w)
-            prev = w
+            total += self._ngram(history, w)
+            history = (history + (w,))[-n:] if n else ()
         return total
 
     def probability(self, phrase) -> float:
         phrase = tuple(phrase)
         words = self.table.translations_for(phrase)[0].trg_phrase if phrase in self.table else phrase
         return self.weight * self.lm.phrase_estimate(words)
+
+
+def _history(hypothesis, n: int) -> tuple[str, ...]:
+    """The last ``n`` target words of an NLTK hypothesis's translation so far, preceded by
+    ``<s>`` when it has fewer (walking back through ``previous`` only as far as needed)."""
+    if n <= 0:
+        return ()
+    words: list[str] = []
+    h = hypothesis
+    while h is not None and len(words) < n:
+        words[:0] = h.trg_phrase
+        h = h.previous
+    if len(words) < n:
+        words.insert(0, BOS)
+    return tuple(words[-n:])
 
 
 class NltkPeer:
@@ -252,7 +294,8 @@ class NltkPeer:
         js = jumps(len(words), phrases)
         w = self.model.weights
         # What NLTK leaves out of its raw score: the first and the final jump, and </s>.
-        expected = best.raw_score - w.distortion * (js[0] + js[-1]) + w.lm * self.model.lm.logprob((phrases[-1].target[-1],), EOS)
+        target = [BOS] + [word for p in phrases for word in p.target]
+        expected = best.raw_score - w.distortion * (js[0] + js[-1]) + w.lm * self.model.lm.logprob(target, EOS)
         row.update(
             score=total,
             nltk_raw=best.raw_score,
@@ -345,34 +388,55 @@ def run_all(model, sentences, ids, sizes, cap: float, decoders) -> tuple[list[di
 
 
 def add_args(ap) -> None:
+    ap.add_argument("--lm-order", type=int, default=DEFAULT_LM_ORDER, choices=sorted(LM_NAMES),
+                    help=f"order at which the UN LM is read (default {DEFAULT_LM_ORDER}; 3 is its real order)")
     ap.add_argument("--limit", type=int, default=None, help="only the first N sentences")
     ap.add_argument("--sizes", default=None, help=f"beam/stack sizes (default {','.join(map(str, GRID))})")
     ap.add_argument("--exact-cache", type=Path, default=Path("/tmp/fstdecode_eval_search_exact.json"))
     ap.add_argument("--exact-method", default="exact", choices=("exact", "bounded", "dp"))
     ap.add_argument("--exact-budget", type=float, default=120.0, help="seconds per sentence for the exact search")
-    ap.add_argument("--exact-max-states", type=int, default=20_000_000)
+    ap.add_argument("--exact-max-states", type=int, default=10_000_000)
     ap.add_argument("--exact-only", action="store_true", help="fill the exact cache and stop")
     ap.add_argument("--config-cap", type=float, default=100.0,
                     help="skip a decoder's larger sizes once one pass over the sentences is predicted to take longer")
     ap.add_argument("--decoders", default=None, help="comma-separated labels to run (default: all)")
     ap.add_argument("--runs", type=Path, default=None,
-                    help="raw measurements (JSON; default /tmp/fstdecode_eval_search_runs[_quick].json)")
+                    help="raw measurements (JSON; default /tmp/fstdecode_eval_search_runs[_quick][_orderN].json, "
+                         "_orderN for an LM order other than 2)")
     ap.add_argument("--render-only", action="store_true", help="rewrite the doc and plots from --runs without decoding")
     ap.add_argument("--previous-runs", type=Path, default=None,
                     help="an earlier --runs file: the doc compares this run's times with it (repeatability)")
-    ap.add_argument("--out", type=Path, default=None, help="default docs/search.md (--quick: /tmp/fstdecode_search_quick.md)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="default docs/search.md, docs/search-trigram.md with --lm-order 3 "
+                         "(--quick: /tmp/fstdecode_search_quick[_orderN].md); the plots are named after it")
+
+
+def default_paths(lm_order: int, quick: bool) -> tuple[Path, Path]:
+    """(doc, raw runs file) of a run at ``lm_order``: each order has its own, order 2 the historical ones."""
+    suffix = ("_quick" if quick else "") + ("" if lm_order == DEFAULT_LM_ORDER else f"_order{lm_order}")
+    doc = Path(f"/tmp/fstdecode_search{suffix}.md") if quick else DOCS / doc_name(lm_order)
+    return doc, Path(f"/tmp/fstdecode_eval_search_runs{suffix}.json")
+
+
+def render_only(args) -> int:
+    """Rewrite the doc and plots from the saved ``--runs`` file (its LM order must be ``--lm-order``)."""
+    saved = json.loads(args.runs.read_text(encoding="utf-8"))
+    order = order_of(saved["meta"])
+    if order != args.lm_order:
+        raise SystemExit(f"{args.runs} holds a run at LM order {order}, not --lm-order {args.lm_order}")
+    return write_report(saved, args.out, args.previous_runs)
 
 
 def run(args, record) -> int:
+    doc, runs = default_paths(args.lm_order, args.quick)
     if args.out is None:
-        args.out = Path("/tmp/fstdecode_search_quick.md") if args.quick else DOCS / "search.md"
+        args.out = doc
     if args.runs is None:
-        args.runs = Path(f"/tmp/fstdecode_eval_search_runs{'_quick' if args.quick else ''}.json")
+        args.runs = runs
     if args.render_only:
-        saved = json.loads(args.runs.read_text(encoding="utf-8"))
-        return write_report(saved, args.out, args.previous_runs)
+        return render_only(args)
 
-    model, sentences, refs = hansards()
+    model, sentences, refs = hansards(args.lm_order)
     ids = list(range(len(sentences)))
     if args.quick:
         ids = ids[:QUICK_SENTENCES]
@@ -383,9 +447,12 @@ def run(args, record) -> int:
 
     t = time.perf_counter()
     cached_before = set(json.loads(args.exact_cache.read_text(encoding="utf-8"))) if args.exact_cache.exists() else set()
-    exact = exact_results(model, sentences, ids, args.exact_cache, args.exact_budget, args.exact_max_states, args.exact_method)
+    key = model_key(args.lm_order)
+    exact = exact_results(
+        model, sentences, ids, args.exact_cache, args.exact_budget, args.exact_max_states, args.exact_method, key
+    )
     exact_seconds = time.perf_counter() - t
-    exact_cached = sum(f"{MODEL_KEY} | {args.exact_method} | {i} | {sentences[i]}" in cached_before for i in ids)
+    exact_cached = sum(exact_key(key, args.exact_method, i, sentences[i]) in cached_before for i in ids)
     if args.exact_only:
         ok = sum(e["status"] == "ok" for e in exact.values())
         log(f"exact: {ok} of {len(ids)} in {exact_seconds:.0f} s; cache {args.exact_cache}")
@@ -415,6 +482,7 @@ def run(args, record) -> int:
             "exact_cached": exact_cached,
             "exact_cache": str(args.exact_cache),
             "exact_method": args.exact_method,
+            "lm_order": args.lm_order,
             "moses": (
                 f"a `moses` binary is on PATH ({shutil.which('moses')}), but this script does not run it yet."
                 if shutil.which("moses")

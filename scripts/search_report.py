@@ -1,8 +1,11 @@
-"""The report of ``scripts/eval_search.py``: the metrics of a run, docs/search.md and its two plots.
+"""The report of ``scripts/eval_search.py``: the metrics of a run, its doc and the doc's two plots.
 
 :func:`write_report` reads the raw measurements (the ``--runs`` JSON of
 eval_search), summarises every configuration (:func:`summarize`), draws
-the plots (:func:`plot`) and renders the doc (:func:`render`). The prose
+the plots (:func:`plot`) and renders the doc (:func:`render`). The doc is
+docs/search.md for the LM read as a bigram, docs/search-trigram.md at its
+real order 3 (:func:`doc_name`); the plots beside it are named after its
+stem (search_score.png, search-trigram_score.png, ...). The prose
 is in ``scripts/templates/search.md.in``: this module computes the numbers,
 decides which of the template's sentences apply, and fills them in
 (:func:`fill`).
@@ -29,6 +32,20 @@ DEFAULT_LABEL = "beam (%s)" % signature_beam.DEFAULT_HEURISTIC
 STACK_LABELS = ("stack", "stack +DE", "stack +DE +EP")
 NLTK_LABEL = "NLTK StackDecoder"
 LABELS = HEURISTIC_LABELS + STACK_LABELS + (NLTK_LABEL,)
+
+#: The LM orders eval_search runs at, by name; a runs file without ``meta["lm_order"]`` is of order 2.
+LM_NAMES = {2: "bigram", 3: "trigram"}
+DEFAULT_LM_ORDER = 2
+
+
+def doc_name(lm_order: int) -> str:
+    """The file name, under docs/, of the evaluation at ``lm_order``."""
+    return "search.md" if lm_order == DEFAULT_LM_ORDER else f"search-{LM_NAMES[lm_order]}.md"
+
+
+def order_of(meta: dict) -> int:
+    """The LM order of a run (runs saved before the order was recorded are bigram runs)."""
+    return meta.get("lm_order", DEFAULT_LM_ORDER)
 
 
 # ---------------------------------------------------------------------------
@@ -131,8 +148,15 @@ def _ms_word(s: dict) -> float:
 # Plots
 
 
-def plot(summaries: list[dict], best_known: float | None, out_dir: Path, n_sent: int, n_exact: int) -> list[str]:
+def plot_names(out: Path) -> tuple[str, str]:
+    """The file names of the score and the search-error plots of the doc ``out``, beside it."""
+    return f"{out.stem}_score.png", f"{out.stem}_errors.png"
+
+
+def plot(summaries: list[dict], best_known: float | None, out: Path, n_sent: int, n_exact: int, order: int) -> list[str]:
+    """Draw the score and the search-error plots of the doc ``out`` (:func:`plot_names`); their file names."""
     pyplot = plt()
+    score_png, errors_png = plot_names(out)
     labels = [label for label in LABELS if any(s["label"] == label for s in summaries)]
     styles = {
         "beam (bound)": ("tab:blue", "o", "-"),
@@ -172,17 +196,18 @@ def plot(summaries: list[dict], best_known: float | None, out_dir: Path, n_sent:
     if best_known is not None:
         right.set_ylim(best_known - 2.0, best_known + 0.25)
     right.set_title("zoom: within 2 of the best known mean score", fontsize=9)
-    fig.suptitle("Hansards fr-en, bigram UN LM, d = 4, table-limit 20", fontsize=10)
-    save_figure(fig, out_dir / "search_score.png", 100)
-    files.append("search_score.png")
+    fig.suptitle(f"Hansards fr-en, {LM_NAMES[order]} UN LM, d = 4, table-limit 20", fontsize=10)
+    save_figure(fig, out.parent / score_png, 100)
+    files.append(score_png)
 
     fig, ax = pyplot.subplots(figsize=(8, 5.5))
     draw(ax, "errors")
     ax.set_ylabel(f"search errors (of {n_exact} sentences with an exact result)")
-    ax.set_title("Hansards fr-en, d = 4: search errors vs. time (labels: beam/stack size)", fontsize=9)
+    ax.set_title(f"Hansards fr-en, {LM_NAMES[order]} UN LM, d = 4: search errors vs. time (labels: beam/stack size)",
+                 fontsize=9)
     ax.legend(fontsize=8)
-    save_figure(fig, out_dir / "search_errors.png", 100)
-    files.append("search_errors.png")
+    save_figure(fig, out.parent / errors_png, 100)
+    files.append(errors_png)
     return files
 
 
@@ -219,6 +244,7 @@ def render(meta: dict, summaries: list[dict], exact: dict[int, dict], ids, words
     best_known = meta.get("best_known")
     values = dict(
         meta=meta,
+        **lm_values(order_of(meta)),
         n=n,
         n_exact=len(avail),
         source_words=sum(words[i] for i in ids),
@@ -251,6 +277,25 @@ def render(meta: dict, summaries: list[dict], exact: dict[int, dict], ids, words
     values.update(repeatability(ok, meta.get("previous")))
     values.update(nltk_section(meta, summaries))
     return fill("document", **values) + "\n"
+
+
+def lm_values(order: int) -> dict:
+    """The template's values that depend on the LM order: the order and its name, the NLTK
+    adapter's LM context, and the link to the evaluation at the other order (if there is one)."""
+    other = fill(f"other_order_{order}") if f"other_order_{order}" in templates() else ""
+    return {
+        "lm_order": order,
+        "lm_name": LM_NAMES[order],
+        "lm_history": _context_words("lm_history", order),
+        "lm_context": _context_words("lm_context", order),
+        "lm_last": _context_words("lm_last", order),
+        "other_order": [other, ""] if other else [],
+    }
+
+
+def _context_words(template: str, order: int) -> str:
+    """``template``_1 for a one-word LM context (a bigram), else ``template``_n with n = order − 1."""
+    return fill(f"{template}_1") if order == 2 else fill(f"{template}_n", n=order - 1)
 
 
 def targets(ok: list[dict], by: dict, avail: list[int], n: int, words: dict[int, int]) -> dict:
@@ -554,7 +599,7 @@ def write_report(saved: dict, out: Path, previous_runs: Path | None = None) -> i
             meta["bleu_tail"] = fill("bleu_tail")
     out.parent.mkdir(parents=True, exist_ok=True)
     n_exact = sum(exact.get(i, {}).get("status") == "ok" for i in ids)
-    plots = plot(summaries, meta["best_known"], out.parent, len(ids), n_exact)
+    plots = plot(summaries, meta["best_known"], out, len(ids), n_exact, order_of(meta))
     out.write_text(render(meta, summaries, exact, ids, words, saved["notes"], plots), encoding="utf-8")
     log(f"wrote {out} and {', '.join(plots)}")
     return 0
