@@ -253,16 +253,7 @@ class AStar {
       if (end_ - t - 1 > d_) return -kInf;
       return joins_.get(ctx, p_.eos_option()).score - eta_ * (end_ - t - 1);
     }
-    double sum = bounds_.eos;
-    int uncovered = 0;
-    for (int a = cov.next(0, n_, false); a < n_; ) {
-      const int b = cov.next(a, n_, true);  // positions a + 1 .. b are a gap
-      sum += bounds_.cover[static_cast<std::size_t>(a) + 1][static_cast<std::size_t>(b)];
-      uncovered += b - a;
-      a = cov.next(b, n_, false);
-    }
-    if (eta_ >= 0.0) return sum - eta_ * remaining_distortion(cov, t, n_);
-    return sum - eta_ * d_ * (uncovered + 1);
+    return open_bound(bounds_, cov, t, n_, eta_, d_);
   }
 
   int new_state(const Cov<W>& cov, int t, int ctx, double h) {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "coverage_set.h"
 #include "problem.h"
 
 namespace fstdecode {
@@ -31,6 +32,22 @@ struct ExactBounds {
 };
 
 ExactBounds exact_bounds(const Problem& problem);
+
+// The heuristic of a state that does not cover every position (exact.py, heuristic): the covers
+// of its gaps, the </s> bound and the distortion bound. d is the limit clamped to n + 2.
+template <int W>
+double open_bound(const ExactBounds& b, const Cov<W>& cov, int t, int n, double eta, int d) {
+  double sum = b.eos;
+  int uncovered = 0;
+  for (int a = cov.next(0, n, false); a < n;) {
+    const int e = cov.next(a, n, true);  // positions a + 1 .. e are a gap
+    sum += b.cover[static_cast<std::size_t>(a) + 1][static_cast<std::size_t>(e)];
+    uncovered += e - a;
+    a = cov.next(e, n, false);
+  }
+  if (eta >= 0.0) return sum - eta * remaining_distortion(cov, t, n);
+  return sum - eta * d * (uncovered + 1);
+}
 
 // The k best derivations, optimal = true and upper_bound = the best score, or status "budget"
 // (max_states or time_limit ran out; upper_bound then bounds every derivation's score, and
