@@ -1,0 +1,51 @@
+"""On every real model the code reads, ``--method exact`` proves its result and no beam or stack
+setting beats it (a search error of the exact search would show as a beam scoring higher).
+
+Every sentence of every test set is checked (Hansards at order 3 takes about a minute and a half:
+its longest sentences need up to 16 s each).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fstdecode.decoder import Decoder
+
+from test_engine_agreement import MODELS, sentences
+
+#: (method, options) of the heuristic searches compared with the exact one.
+SETTINGS = [
+    ("stack", dict(beam_size=1)),
+    ("stack", dict(beam_size=10)),
+    ("stack", dict(beam_size=100)),
+    ("stack", dict(beam_size=10, distortion_estimate=False, early_pruning=False)),
+    ("beam", dict(beam_size=1)),
+    ("beam", dict(beam_size=10)),
+]
+
+LINES = {"hansards-lm2": 48, "hansards-lm3": 48, "de-en": 5, "toy-numbers": 3}
+
+
+@pytest.fixture(scope="module", params=list(MODELS))
+def model(request, tmp_path_factory):
+    return request.param, MODELS[request.param](tmp_path_factory)
+
+
+@pytest.mark.slow
+def test_exact_is_proven_and_never_beaten(model):
+    name, loaded = model
+    exact = Decoder(loaded, "exact")
+    others = [Decoder(loaded, method, **options) for method, options in SETTINGS]
+    checked = 0
+    for line in range(LINES[name]):
+        for sentence in sentences(name, line):
+            proven = exact.decode(sentence)
+            assert proven.optimal, (name, line, proven.reason)
+            best = proven.best.search_score
+            assert proven.upper_bound == pytest.approx(best, abs=1e-6)
+            for decoder in others:
+                got = decoder.decode(sentence)
+                if got.best is not None:
+                    assert got.best.search_score <= best + 1e-6, (name, line, decoder.method, decoder.options)
+            checked += 1
+    assert checked == {"hansards-lm2": 48, "hansards-lm3": 48, "de-en": 5}.get(name, checked)
