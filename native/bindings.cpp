@@ -344,11 +344,11 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "build_reordering",
       [](const Problem& problem, const std::vector<std::string>& vocab, const std::vector<int>& input_labels,
-         long max_states, bool minimize) {
+         long max_states, bool minimize, double threshold) {
         Reordering r;
         {
           py::gil_scoped_release release;
-          r = build_reordering(problem, vocab, input_labels, ReorderOptions{max_states, minimize});
+          r = build_reordering(problem, vocab, input_labels, ReorderOptions{max_states, minimize, threshold});
         }
         py::dict out;
         out["status"] = r.status;
@@ -363,13 +363,14 @@ PYBIND11_MODULE(_core, m) {
         out["s2"] = r.s2;
         out["jumps"] = r.jumps;
         out["lm_cost"] = r.lm_cost;
+        out["best"] = r.best;
         return out;
       },
       "R and L of the WFST cascade (fstdecode.fst.reorder.build_reordering): the FSTs as OpenFst "
       "binary ConstFsts, R's output symbols (one a line), and per output label its option index, "
       "s1, s2, jumps and LM cost",
       py::arg("problem"), py::arg("vocab"), py::arg("input_labels"), py::arg("max_states"),
-      py::arg("minimize"));
+      py::arg("minimize"), py::arg("threshold") = -std::numeric_limits<double>::infinity());
 
   // ---- Phrase table -----------------------------------------------------------------------
   // (section: table)

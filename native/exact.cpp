@@ -41,19 +41,25 @@ bool add(ContextSet& set, int id) {
   return true;
 }
 
-// The weighted LM scores of the first min(|words|, k) words after context m (no minimisation).
-double prefix_score(const Problem& p, const Contexts& contexts, int m, const std::vector<WordId>& words, int k,
+// The weighted LM scores of the first min(n, k) of words[0..n) after the context m[0..mlen)
+// (no minimisation).
+double prefix_score(const Problem& p, const WordId* m, int mlen, const WordId* words, int n, int k,
                     std::vector<WordId>& seq) {
-  seq.assign(contexts.words(m), contexts.words(m) + contexts.len(m));
-  const int upto = std::min(static_cast<int>(words.size()), k);
+  seq.assign(m, m + mlen);
+  const int upto = std::min(n, k);
   double total = 0.0;
   for (int i = 0; i < upto; ++i) {
     const int have = static_cast<int>(seq.size());
     const int len = std::min(k, have);
-    total += p.ngram(seq.data() + (have - len), len, words[static_cast<std::size_t>(i)]);
-    seq.push_back(words[static_cast<std::size_t>(i)]);
+    total += p.ngram(seq.data() + (have - len), len, words[i]);
+    seq.push_back(words[i]);
   }
   return total;
+}
+
+double prefix_score(const Problem& p, const Contexts& contexts, int m, const std::vector<WordId>& words, int k,
+                    std::vector<WordId>& seq) {
+  return prefix_score(p, contexts.words(m), contexts.len(m), words.data(), static_cast<int>(words.size()), k, seq);
 }
 
 // The backoffs charged when the context of a phrase's last k words is minimised (exact.py,
@@ -131,6 +137,43 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins) 
     for (const Option& q : by_start[static_cast<std::size_t>(a)])
       if (p.end() - q.t - 1 <= d)
         for (int m : after[static_cast<std::size_t>(q.id)]) b.eos = std::max(b.eos, joins.get(m, p.eos_option()).score);
+  // For other state spaces: the contexts as words, the lifts and the suffix covers by gamma.
+  b.before.resize(static_cast<std::size_t>(n) + 1);
+  for (int s = 1; s <= n; ++s)
+    for (int m : before[static_cast<std::size_t>(s)])
+      b.before[static_cast<std::size_t>(s)].emplace_back(contexts.words(m), contexts.words(m) + contexts.len(m));
+  // The charge of minimising the context after q (entered with context m): its join minus its prefix.
+  auto charge = [&](const Option& q, int m) {
+    if (static_cast<int>(q.words.size()) >= k) return end_charge(p, q.words, k);
+    return joins.get(m, q).score - prefix_score(p, contexts, m, q.words, k, seq);
+  };
+  auto most = [&](const Option& q) {
+    double best = 0.0;
+    if (static_cast<int>(q.words.size()) >= k) return std::max(best, charge(q, bos));
+    for (int m : before[static_cast<std::size_t>(q.s)]) best = std::max(best, charge(q, m));
+    return best;
+  };
+  std::vector<double> most_of(count, -1.0);
+  b.lift.assign(static_cast<std::size_t>(n) + 2, 0.0);
+  for (int s = 1; s <= n + 1; ++s)
+    for (int a = 1; a <= n; ++a)
+      for (const Option& q : by_start[static_cast<std::size_t>(a)]) {
+        const bool before_s = s <= n ? may_precede(q, s, d) : p.end() - q.t - 1 <= d;
+        if (!before_s) continue;
+        double& x = most_of[static_cast<std::size_t>(q.id)];
+        if (x < 0.0) x = most(q);
+        b.lift[static_cast<std::size_t>(s)] = std::max(b.lift[static_cast<std::size_t>(s)], x);
+      }
+  b.suffix.assign(static_cast<std::size_t>(n) + 2, -kInf);
+  b.suffix[static_cast<std::size_t>(n) + 1] = 0.0;
+  for (int a = n; a >= 1; --a) {
+    double best = -kInf;
+    for (const Option& o : by_start[static_cast<std::size_t>(a)]) {
+      const double gamma = o.score + tape_bound(p, b, a, o.words.data(), std::min(static_cast<int>(o.words.size()), k));
+      best = std::max(best, gamma + b.suffix[static_cast<std::size_t>(o.t) + 1]);
+    }
+    b.suffix[static_cast<std::size_t>(a)] = best;
+  }
   // Lemma 4: cover[a][e], the best segmentation of a..e; cover[e + 1][e] = 0.
   b.cover.assign(static_cast<std::size_t>(n) + 2, std::vector<double>(static_cast<std::size_t>(n) + 1, -kInf));
   for (int e = 0; e <= n; ++e) {
@@ -149,6 +192,15 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins) 
 }
 
 }  // namespace
+
+double tape_bound(const Problem& p, const ExactBounds& b, int s, const WordId* words, int len) {
+  const int k = p.order() - 1;
+  std::vector<WordId> seq;
+  double best = -kInf;
+  for (const auto& m : b.before[static_cast<std::size_t>(s)])
+    best = std::max(best, prefix_score(p, m.data(), static_cast<int>(m.size()), words, len, k, seq));
+  return best + b.lift[static_cast<std::size_t>(s)];
+}
 
 ExactBounds exact_bounds(const Problem& p) {
   Contexts contexts(p.order() - 1);

@@ -29,9 +29,24 @@ struct ExactBounds {
   std::vector<double> beta;
   double eos = 0.0;
   std::vector<std::vector<double>> cover;
+  // For bounds on other state spaces (the signature states of the cascade's R, reorder.cpp):
+  // before[s], the LM contexts (words) that may precede a phrase starting at s (1 <= s <= n);
+  // lift[s] (1 <= s <= n + 1), the largest weighted backoff charge (at least 0) of minimising
+  // the context after a phrase that may precede s (s = n + 1: that may end a derivation);
+  // suffix[a] (1 <= a <= n + 1), the best segmentation of positions a..n by
+  // gamma(p) = ŵ(p) + its best prefix score over before[s(p)] + lift[s(p)] (suffix[n + 1] = 0).
+  std::vector<std::vector<std::vector<WordId>>> before;
+  std::vector<double> lift;
+  std::vector<double> suffix;
 };
 
 ExactBounds exact_bounds(const Problem& problem);
+
+// An upper bound on the weighted LM scores a tape starting at s will get for its first words
+// words[0..len) (at most order - 1, those still lacking left context) once something precedes
+// it, plus the charges of minimising what precedes: the best prefix score over before[s], plus
+// lift[s].
+double tape_bound(const Problem& problem, const ExactBounds& bounds, int s, const WordId* words, int len);
 
 // The heuristic of a state that does not cover every position (exact.py, heuristic): the covers
 // of its gaps, the </s> bound and the distortion bound. d is the limit clamped to n + 2.

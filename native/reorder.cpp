@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "exact.h"
 #include "statespace.h"
 
 namespace fstdecode {
@@ -319,9 +321,72 @@ const Sig* tape_starting(const Sig* sigs, int r, int s) {
   throw std::logic_error("build_reordering: no tape starts at " + std::to_string(s));
 }
 
+// The completion bound of signature states for a pruned walk (ReorderOptions::threshold): the
+// best segmentation of the positions after j, each open tape's first words at their best after
+// anything that may precede it (exact.h, tape_bound), the </s> bound, and the distortion still
+// to come: with eta >= 0 at least the least jumps of signature_beam's "bound" (a tape ending at
+// t < j is left by a jump of at least j - t, one starting at s > 0 entered by one of at least
+// j + 2 - s: tapes are only ever joined through a phrase placed after j, or </s>); with eta < 0
+// at most d per junction still to form (one per position left, one per tape).
+class Completion {
+ public:
+  Completion(const Problem& p, const Space& sp, bool ng)
+      : p_(p), sp_(sp), ng_(ng), n_(p.n()), k_(p.order() - 1), d_(std::min(p.d(), p.n() + 2)), b_(exact_bounds(p)) {
+    eos_ = b_.eos + b_.lift[static_cast<std::size_t>(n_) + 1];
+  }
+
+  double operator()(int j, const Sig* sigs, int r) {
+    if (j >= p_.end()) return 0.0;  // the goal
+    double h = b_.suffix[static_cast<std::size_t>(j) + 1] + eos_;
+    long jumps = 0;  // signature_beam's "bound": each tape left by >= j - t, entered by >= j + 2 - s
+    for (int i = 0; i < r; ++i) {
+      if (sigs[i].s != 0) {
+        h += tape(sigs[i]);
+        jumps += j + 2 - sigs[i].s;
+      }
+      if (sigs[i].t < j) jumps += j - sigs[i].t;
+    }
+    if (p_.eta() >= 0.0) return h - p_.eta() * static_cast<double>(jumps);
+    return h - p_.eta() * d_ * (n_ - j + r);
+  }
+
+ private:
+  double tape(const Sig& sig) {
+    const std::uint64_t key = pair64(sig.s, sig.a);
+    const int found = index_.find(mix(key), [&](int i) { return keys_[static_cast<std::size_t>(i)] == key; });
+    if (found >= 0) return values_[static_cast<std::size_t>(found)];
+    double v;
+    if (ng_) {
+      v = tape_bound(p_, b_, sig.s, sp_.contexts.words(sig.a), std::min(sp_.contexts.len(sig.a), k_));
+    } else {
+      const WordId first = sig.a;
+      v = tape_bound(p_, b_, sig.s, &first, 1);
+    }
+    keys_.push_back(key);
+    values_.push_back(v);
+    index_.insert(mix(key), static_cast<int>(values_.size()) - 1);
+    return v;
+  }
+
+  const Problem& p_;
+  const Space& sp_;
+  const bool ng_;
+  const int n_, k_, d_;
+  const ExactBounds b_;
+  double eos_;
+  Index index_;
+  std::vector<std::uint64_t> keys_;
+  std::vector<double> values_;
+};
+
 template <bool NG>
 void walk(const Problem& problem, Space& sp, Operations& ops, const ReorderOptions& options, Reordering& out,
           std::vector<Arc>& arcs, std::vector<std::uint32_t>& first, std::vector<std::uint32_t>& count) {
+  const bool pruned = options.threshold > -std::numeric_limits<double>::infinity();
+  const double floor = options.threshold - 1e-9 * std::max(1.0, std::abs(options.threshold));
+  std::unique_ptr<Completion> completion;
+  if (pruned) completion = std::make_unique<Completion>(problem, sp, NG);
+  std::vector<double> alpha(1, 0.0);  // by state id: the best score of a path from the start
   const int end = problem.end();
   const double eta = problem.eta();
   std::vector<Layer> layers(static_cast<std::size_t>(end) + 1);
@@ -347,8 +412,10 @@ void walk(const Problem& problem, Space& sp, Operations& ops, const ReorderOptio
         const std::size_t labels = ops.labels(j, b.opts, b.count, a, c);
         for (int y = 0; y < b.count; ++y) {
           const std::size_t q = b.first + static_cast<std::size_t>(y);
-          ++transitions;
           key[b.pos] = succ.sig[q];
+          const double reach = alpha[static_cast<std::size_t>(from)] + succ.delta[q];
+          if (pruned && reach + (*completion)(b.t, key, b.nr) < floor) continue;
+          ++transitions;  // (one per arc of R)
           int to = target.find(succ.hash[q], key, b.nr);
           if (to < 0) {
             to = static_cast<int>(states++);
@@ -358,7 +425,9 @@ void walk(const Problem& problem, Space& sp, Operations& ops, const ReorderOptio
               return;
             }
             target.add(succ.hash[q], key, b.nr, to);
+            alpha.push_back(reach);
           }
+          alpha[static_cast<std::size_t>(to)] = std::max(alpha[static_cast<std::size_t>(to)], reach);
           const int label = ops.label_at(labels + static_cast<std::size_t>(y));
           arcs.push_back({ops.input_label(*b.opts[y].option), label,
                           static_cast<float>(eta * out.jumps[static_cast<std::size_t>(label)]), to});
@@ -378,6 +447,7 @@ void walk(const Problem& problem, Space& sp, Operations& ops, const ReorderOptio
   out.transitions = transitions;
   const Layer& last = layers[static_cast<std::size_t>(end)];
   const int goal = last.find(state_hash(&sp.goal, 1), &sp.goal, 1);
+  if (goal >= 0) out.best = alpha[static_cast<std::size_t>(goal)];
   out.fst = const_fst(states, 0, goal, arcs, first, count);
 }
 

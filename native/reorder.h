@@ -12,6 +12,7 @@
 // input labels, which OpenFst's arcsort leaves unspecified).
 #pragma once
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,11 @@ namespace fstdecode {
 struct ReorderOptions {
   long max_states = -1;  // < 0: no budget
   bool minimize = true;  // KenLM-style right-state minimisation (orders > 2)
+  // Finite: keep only what can lie on a derivation scoring at least this (issue 12's pruned R):
+  // a transition is dropped when the best score of a path to its source, plus its own score,
+  // plus an upper bound on every completion of its target (exact.h: the best covers of the
+  // positions left, each open tape's first words at their best, the </s> bound), is below it.
+  double threshold = -std::numeric_limits<double>::infinity();
 };
 
 struct Reordering {
@@ -36,6 +42,8 @@ struct Reordering {
   // cost −λ_lm Σ ln p of its events in double precision (L's arc weight, before rounding).
   std::vector<int> option, s1, s2, jumps;
   std::vector<double> lm_cost;
+  // With a threshold: the best score of a path through R (−inf if none reaches the threshold).
+  double best = -std::numeric_limits<double>::infinity();
 };
 
 // R and L of one sentence. `vocab` holds the words of the problem's ids and `input_labels` P's

@@ -18,6 +18,7 @@ costs, R's distortion costs, L's n-gram costs), which
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from functools import cached_property
@@ -28,7 +29,7 @@ from fstdecode.errors import FstdecodeError
 from fstdecode.fst.phrase_fst import UNK, UNK_LABEL, PhraseFst, build_phrase_fst, pair_cost
 from fstdecode.fst.reorder import Reordering, build_reordering, build_reordering_native
 from fstdecode.model.model import Model
-from fstdecode.problem.problem import SearchProblem, SearchResult
+from fstdecode.problem.problem import SearchLimitError, SearchProblem, SearchResult
 from fstdecode.statespace.signature import phrases_of
 from fstdecode.problem.sentence import Phrase, Sentence, unknown_pair
 
@@ -84,10 +85,15 @@ class Cascade:
     model's weights, so compile P with the same weights you decode with.
     """
 
-    def __init__(self, model: Model, phrase_fst: PhraseFst | None = None, engine: str = "native") -> None:
+    def __init__(
+        self, model: Model, phrase_fst: PhraseFst | None = None, engine: str = "native", pruned: bool = True
+    ) -> None:
         self.model = model
         #: R and L are built by the native core (``native``) or in Python (``python``, the reference).
         self.build_reordering = build_reordering_native if engine == "native" else build_reordering
+        #: R keeps only what can beat the stack decoder's derivation (see :meth:`_pruned`).
+        self.pruned = pruned
+        self.engine = engine
         self.lm = model.search_lm()
         self.p = phrase_fst or build_phrase_fst(model.table, model.weights)
         self.isyms = self.p.fst.input_symbols()
@@ -156,19 +162,59 @@ class Cascade:
             raise CascadeError("I ∘ P is empty: the input has no segmentation into phrases")
         problem = SearchProblem(self.sentence(words, ip), self.lm, self.model.weights, self.model.distortion_limit)
         t0 = time.perf_counter()
-        r = self.build_reordering(problem, self.labels, max_states)
+        if self.pruned:
+            r = self._pruned(problem, nbest, unique, max_states, prune)
+        else:
+            r = self.build_reordering(problem, self.labels, max_states)
         t1 = time.perf_counter()
         rf = r.fst if r.ilabel_sorted else r.fst.arcsort("ilabel")
         lattice = fst.compose(fst.compose(ip.arcsort("olabel"), rf), r.lm)
         if lattice.start() == fst.NO_STATE_ID:
             raise CascadeError(f"I ∘ P ∘ R ∘ L is empty: no derivation within the distortion limit d={problem.d}")
         if prune is not None:
-            lattice = fst.prune(lattice, weight=prune)
+            # OpenFst sums path weights in float32: a path exactly ``prune`` from the best (the
+            # best itself, with prune 0) may sum a little above it, so the margin gets some slack.
+            slack = 1e-4 * max(1.0, abs(float(fst.shortestdistance(lattice, reverse=True)[lattice.start()])))
+            lattice = fst.prune(lattice, weight=prune + slack)
         t2 = time.perf_counter()
         hyps = self._best_paths(lattice, problem, r, nbest, unique)
         t3 = time.perf_counter()
-        result = SearchResult(tuple(hyps), optimal=True, states=r.states, transitions=r.transitions)
+        bound = None
+        if r.best is not None:  # pruned: what R left out scores below a known derivation, so below this
+            if abs(hyps[0][0] - r.best) > 1e-6 * max(1.0, abs(r.best)):
+                raise CascadeError(f"the shortest path scores {hyps[0][0]!r}, the pruned R's best {r.best!r} (a bug)")
+            bound = max(hyps[0][0], r.best)
+        result = SearchResult(tuple(hyps), optimal=True, states=r.states, transitions=r.transitions, upper_bound=bound)
         return CascadeResult(result, lattice, self.isyms, problem, r, Timings(t1 - t0, t2 - t1, t3 - t2))
+
+    def _pruned(
+        self, problem: SearchProblem, nbest: int, unique: bool, max_states: int | None, prune: float | None
+    ) -> Reordering:
+        """R pruned to the derivations that can reach the stack decoder's k-th score (of its k-th
+        distinct translation, if ``unique``), minus ``prune``, so that the lattice keeps every
+        derivation within ``prune`` of the best.
+
+        Over ``max_states``, SearchLimitError carries the stack decoder's derivations.
+        """
+        from fstdecode.search import exact, stack
+        from fstdecode.search.native import stack_search
+
+        search_stack = stack_search if self.engine == "native" else stack.search
+        lower = exact.lower_bound(problem, nbest * (4 if unique else 1), search_stack)
+        if unique and lower is not None:  # the k best translations reach the k-th distinct one's score
+            seen: dict[tuple[str, ...], float] = {}
+            for score, phrases in lower.hypotheses:
+                seen.setdefault(tuple(w for p in phrases for w in p.pair.target), score)
+            threshold = list(seen.values())[nbest - 1] if len(seen) >= nbest else -math.inf
+        else:
+            threshold = exact.kth_score(lower, nbest)
+        threshold -= prune or 0.0
+        if threshold == -math.inf:  # no known derivation (or fewer than k): nothing to prune by
+            return self.build_reordering(problem, self.labels, max_states)
+        try:
+            return self.build_reordering(problem, self.labels, max_states, threshold=threshold)
+        except SearchLimitError as e:
+            raise SearchLimitError(str(e), lower) from None
 
     def _best_paths(self, lattice, problem, r, nbest, unique):
         want = nbest

@@ -23,6 +23,8 @@ from s1/s2) and carry everything L scores.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -77,6 +79,8 @@ class Reordering:
     lm_cost: Sequence[float]
     ilabel_sorted: bool = False
     table: fst.SymbolTable | None = None
+    #: A pruned R's best path score (:func:`build_reordering_native` with a threshold), else None.
+    best: float | None = None
 
     @cached_property
     def symbols(self) -> fst.SymbolTable:
@@ -208,17 +212,71 @@ class _Builder:
         return Reordering(r, lm, names, states, transitions, *parts, table=self.syms)
 
 
+class Completion:
+    """An upper bound on every completion of a signature state (the pruned R; the core's
+    ``Completion`` in native/reorder.cpp computes the same values): the best segmentation of the
+    positions after j, each open tape's first words at their best after any context that may
+    precede it (with the charges of minimising that context), the ``</s>`` bound, and the
+    distortion still to come: with eta >= 0 at least signature_beam's "bound" (a tape ending at
+    t < j is left by a jump of at least j − t, one starting at s > 0 entered by one of at least
+    j + 2 − s; tapes are only ever joined through a phrase placed after j, or ``</s>``); with
+    eta < 0 at most d per junction still to form.
+    """
+
+    def __init__(self, problem: SearchProblem) -> None:
+        from fstdecode.search.exact import tape_bounds
+
+        self.problem = problem
+        self.b = tape_bounds(problem)
+        self.eos = self.b.eos + self.b.lift[problem.n + 1]
+        self.ngram = problem.order > 2
+        self.d = min(problem.d, problem.n + 2)
+        self._tapes: dict[tuple, float] = {}
+
+    def __call__(self, j: int, sigs: Sigs) -> float:
+        p = self.problem
+        if j >= p.end:
+            return 0.0
+        h = self.b.suffix[j + 1] + self.eos
+        jumps = 0
+        for sig in sigs:
+            if sig[0] != 0:
+                h += self._tape(sig)
+                jumps += j + 2 - sig[0]
+            if sig[2] < j:
+                jumps += j - sig[2]
+        if p.eta >= 0:
+            return h - p.eta * jumps
+        return h - p.eta * self.d * (p.n - j + len(sigs))
+
+    def _tape(self, sig) -> float:
+        key = (sig[0], sig[1])
+        got = self._tapes.get(key)
+        if got is None:
+            words = tuple(sig[1][: self.b.k]) if self.ngram else (sig[1],)
+            got = self._tapes[key] = self.b.tape(self.problem, sig[0], words)
+        return got
+
+
 def build_reordering(
-    problem: SearchProblem, labels: dict[int, int], max_states: int | None = None, minimize: bool = True
+    problem: SearchProblem,
+    labels: dict[int, int],
+    max_states: int | None = None,
+    minimize: bool = True,
+    threshold: float | None = None,
 ) -> Reordering:
     """Build R (and L) for one sentence, reachable states only, in order of j.
 
     ``labels`` maps ``id(pair)`` of each option's phrase pair to P's output label.
     Raises SearchLimitError after ``max_states`` signature states. The arcs
     are collected in arrays and turned into a VectorFst at once
-    (:func:`fstdecode.fst.binary.vector_fst`).
+    (:func:`fstdecode.fst.binary.vector_fst`). With a ``threshold``, R keeps only what can lie
+    on a derivation scoring at least that (see :func:`build_reordering_native`).
     """
     b = _Builder(problem, labels, minimize)
+    completion = Completion(problem) if threshold is not None else None
+    floor = threshold - 1e-9 * max(1.0, abs(threshold)) if threshold is not None else -math.inf
+    alpha = [0.0]  # by state id: the best score of a path from the start
     end = problem.end
     start, goal_sigs, expand = state_space(problem, minimize)
     layers: list[dict[Sigs, int]] = [{} for _ in range(end + 1)]
@@ -233,7 +291,15 @@ def build_reordering(
     for j in range(end):
         for sigs, sid in layers[j].items():
             by_start = {sg[0]: sg for sg in sigs}
-            for t, new, _, opt, s1, s2 in expand(problem, j, sigs):
+            for t, new, delta, opt, s1, s2 in expand(problem, j, sigs):
+                # The label first, pruned or not: the core names a group's operations together.
+                a, c = by_start.get(s1), by_start.get(s2)
+                op = cache.get((id(opt), a, c))
+                if op is None:
+                    op = b.op(j, opt, a, c)
+                reach = alpha[sid] + delta
+                if completion is not None and reach + completion(t, new) < floor:
+                    continue
                 transitions += 1
                 target = layers[t].get(new)
                 if target is None:
@@ -241,10 +307,8 @@ def build_reordering(
                     states += 1
                     if max_states is not None and states > max_states:
                         raise SearchLimitError(f"more than {max_states} states (--max-states)")
-                a, c = by_start.get(s1), by_start.get(s2)
-                op = cache.get((id(opt), a, c))
-                if op is None:
-                    op = b.op(j, opt, a, c)
+                    alpha.append(reach)
+                alpha[target] = max(alpha[target], reach)
                 ilabel, cost = arc_parts[op]
                 src.append(sid)
                 ilabels.append(ilabel)
@@ -253,18 +317,37 @@ def build_reordering(
                 dst.append(target)
     goal = layers[end].get(goal_sigs)
     finals = {goal: 0.0} if goal is not None else {}
-    return b.reordering(vector_fst(states, 0, finals, src, ilabels, olabels, costs, dst), states, transitions)
+    r = b.reordering(vector_fst(states, 0, finals, src, ilabels, olabels, costs, dst), states, transitions)
+    if threshold is None:
+        return r
+    return dataclasses.replace(r, best=alpha[goal] if goal is not None else -math.inf)
 
 
 def build_reordering_native(
-    problem: SearchProblem, labels: dict[int, int], max_states: int | None = None, minimize: bool = True
+    problem: SearchProblem,
+    labels: dict[int, int],
+    max_states: int | None = None,
+    minimize: bool = True,
+    threshold: float | None = None,
 ) -> Reordering:
     """:func:`build_reordering` in the native core: the same states, arcs, labels and symbols, and
     the same L. The core writes both as ConstFsts with arcs sorted by input label (read by
-    OpenFst in bulk); the symbol table is made only if asked for (:attr:`Reordering.symbols`)."""
+    OpenFst in bulk); the symbol table is made only if asked for (:attr:`Reordering.symbols`).
+
+    With a ``threshold``, R keeps only what can lie on a derivation scoring at least that: a
+    transition is dropped when the best score of a path to it, plus its own, plus an upper bound
+    on every completion of its target is below it. The bound (``native/reorder.cpp``,
+    ``Completion``) takes the positions still to translate at their best segmentation, each open
+    tape's first words at their best after any LM context that may precede it (the contexts of
+    :func:`fstdecode.search.exact.contexts`), every backoff charge at its largest, and the best
+    ``</s>``; so every derivation scoring at least the threshold stays in R, with its score.
+    ``best`` is then the best path's score (−inf if none reaches the threshold).
+    """
     form = native_form(problem)
     inputs = [labels[id(opt.phrase.pair)] for opt in form.flat]
-    out = _core.build_reordering(form.core, problem.vocab, inputs, -1 if max_states is None else max_states, minimize)
+    limit = -1 if max_states is None else max_states
+    bar = -math.inf if threshold is None else float(threshold)
+    out = _core.build_reordering(form.core, problem.vocab, inputs, limit, minimize, bar)
     if out["status"] == "budget":
         raise SearchLimitError(out["message"])
     return Reordering(
@@ -279,6 +362,7 @@ def build_reordering_native(
         out["jumps"],
         out["lm_cost"],
         ilabel_sorted=True,
+        best=out["best"] if threshold is not None else None,
     )
 
 

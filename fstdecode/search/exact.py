@@ -200,6 +200,59 @@ def bounds(problem: SearchProblem) -> Bounds:
     return Bounds(beta, eos, cover)
 
 
+@dataclass(frozen=True)
+class TapeBounds:
+    """Bounds for other state spaces (the signature states of the cascade's pruned R,
+    :func:`fstdecode.fst.reorder.build_reordering`), as the core's ExactBounds holds them:
+    ``before[s]`` (lemma 1's contexts before a phrase starting at s), ``lift[s]`` (the largest
+    backoff charge, at least 0, of minimising the context after a phrase that may precede s;
+    ``lift[n + 1]``: after one that may end a derivation), ``suffix[a]`` (the best segmentation of
+    a..n by γ(p) = ŵ(p) + :meth:`tape` of p's first words at s(p)) and ``eos``."""
+
+    before: list[set]
+    lift: list[float]
+    suffix: list[float]
+    eos: float
+    k: int
+
+    def tape(self, problem: SearchProblem, s: int, words: tuple[int, ...]) -> float:
+        """An upper bound on the LM scores a tape starting at s gets for its first ``words`` (at
+        most K, those lacking left context) once something precedes it, charges included."""
+        best = max((prefix_score(problem, m, words, self.k) for m in self.before[s]), default=-math.inf)
+        return best + self.lift[s]
+
+
+def tape_bounds(problem: SearchProblem) -> TapeBounds:
+    """The :class:`TapeBounds` of a problem (the same values as the core's)."""
+    n, k = problem.n, problem.order - 1
+    d = min(problem.d, n + 2)
+    b = bounds(problem)
+    _, before = contexts(problem)
+
+    def most(q: Option) -> float:  # the largest charge after q, at least 0
+        if len(q.words) >= k:
+            return max(0.0, end_charge(problem, q.words, k))
+        return max([0.0] + [join(problem, m, q)[1] - prefix_score(problem, m, q.words, k) for m in before[q.s]])
+
+    options = [q for a in range(1, n + 1) for q in problem.by_start[a]]
+    most_of: dict[int, float] = {}
+    lift = [0.0] * (n + 2)
+    for s in range(1, n + 2):
+        for q in options:
+            if (may_precede(q, s, d) if s <= n else problem.end - q.t - 1 <= d):
+                if id(q) not in most_of:
+                    most_of[id(q)] = most(q)
+                lift[s] = max(lift[s], most_of[id(q)])
+    tb = TapeBounds(before, lift, [-math.inf] * (n + 2), b.eos, k)
+    tb.suffix[n + 1] = 0.0
+    for a in range(n, 0, -1):
+        tb.suffix[a] = max(
+            (o.score + tb.tape(problem, a, o.words[:k]) + tb.suffix[o.t + 1] for o in problem.by_start[a]),
+            default=-math.inf,
+        )
+    return tb
+
+
 def heuristic(problem: SearchProblem, b: Bounds, cov: int, t: int, context: tuple[int, ...]) -> float:
     """h(S): lemmas 4-7."""
     n, end, eta = problem.n, problem.end, problem.eta

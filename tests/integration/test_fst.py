@@ -39,9 +39,13 @@ def test_fst_equals_dp_on_examples(example_model, cascade, sentence):
     words = tuple(sentence.split())
     dp = signature_dp.search(Decoder(example_model).problem(words), signature_dp.DpOptions(max_states=NO_BUDGET))
     out = cascade.search(words)
-    assert out.result.hypotheses[0][0] == pytest.approx(dp.hypotheses[0][0], abs=1e-6)
-    # R is built over the same reachable signature states as the DP.
-    assert out.result.states == dp.states
+    full = Cascade(example_model, pruned=False).search(words)
+    for got in (out, full):
+        assert got.result.hypotheses[0][0] == pytest.approx(dp.hypotheses[0][0], abs=1e-6)
+    # The full R is built over the same reachable signature states as the DP; the pruned R over
+    # some of them.
+    assert full.result.states == dp.states
+    assert out.result.states <= full.result.states
 
 
 @pytest.mark.parametrize("sentence", EXAMPLES)
@@ -126,16 +130,19 @@ def machine(f: fst.Fst) -> tuple:
     return f.start(), states
 
 
-def assert_same_reordering(words, model, minimize=True) -> None:
-    """R and L built by the core and in Python: the same machines, labels, symbols and operations."""
+def assert_same_reordering(words, model, minimize=True, threshold=None) -> None:
+    """R and L built by the core and in Python: the same machines, labels, symbols and operations
+    (with a ``threshold``: the same pruned R, and the same best score)."""
     from fstdecode.fst.reorder import build_reordering, build_reordering_native
     from fstdecode.problem.problem import SearchProblem
 
     c = Cascade(model)
     ip = fst.compose(c.input_fst(words), c.p.fst)
     problems = [SearchProblem(c.sentence(words, ip), c.lm, model.weights, model.distortion_limit) for _ in range(2)]
-    py = build_reordering(problems[0], c.labels, minimize=minimize)
-    nat = build_reordering_native(problems[1], c.labels, minimize=minimize)
+    py = build_reordering(problems[0], c.labels, minimize=minimize, threshold=threshold)
+    nat = build_reordering_native(problems[1], c.labels, minimize=minimize, threshold=threshold)
+    if threshold is not None:
+        assert nat.best == pytest.approx(py.best, abs=1e-9)
     assert (nat.states, nat.transitions) == (py.states, py.transitions)
     assert list(nat.names) == list(py.names)
     assert machine(nat.fst) == machine(py.fst)
@@ -194,7 +201,7 @@ def test_lattice_prune_keeps_the_best(example_model, tmp_path):
     pruned = Decoder(example_model, "fst", lattice_dir=str(tmp_path), lattice_prune=1.0).decode(EXAMPLES[0], id=0)
     assert pruned.best.score == pytest.approx(full.best.score, abs=1e-9)
     small = fst.Fst.read(str(tmp_path / "0.fst"))
-    assert 0 < small.num_states() < Cascade(example_model).search(EXAMPLES[0].split()).lattice.num_states()
+    assert 0 < small.num_states() < Cascade(example_model, pruned=False).search(EXAMPLES[0].split()).lattice.num_states()
 
 
 def run_cli(*args, stdin=""):
@@ -249,3 +256,17 @@ def test_binary_vector_fst_equals_add_arc():
     got = vector_fst(3, 0, {2: 1.25}, *[list(col) for col in zip(*arcs)])
     assert str(got) == str(ref)
     assert fst.equal(got, ref)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order", [2, 3])
+@settings(max_examples=12, **SETTINGS)
+@given(case=random_case(max_n=5, order=3, any_sign=True))
+def test_native_pruned_reordering_equals_python(order, case):
+    """The pruned R (threshold: the best derivation's score) is the same machine in both engines."""
+    model, sentence = case
+    if order == 2:
+        model = dataclasses.replace(model, lm=model.lm.restrict(2))
+    best = Decoder(model, "exact").decode(list(sentence)).best
+    if best is not None:
+        assert_same_reordering(tuple(sentence), model, threshold=best.search_score)
