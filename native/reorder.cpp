@@ -379,6 +379,55 @@ class Completion {
   std::vector<double> values_;
 };
 
+// The backward pass of a pruned walk: each state's best completion (beta) within R; only the arcs
+// of derivations scoring at least `floor` stay (alpha + arc + beta >= floor), and the states they
+// join, renumbered in order (the start stays 0; `goal` is renumbered too, -1 if it goes).
+void keep_completing(const std::vector<Layer>& layers, const std::vector<double>& alpha,
+                     const std::vector<double>& delta, double floor, int& goal, std::vector<Arc>& arcs,
+                     std::vector<std::uint32_t>& first, std::vector<std::uint32_t>& count) {
+  const std::size_t states = first.size();
+  const double none = -std::numeric_limits<double>::infinity();
+  std::vector<double> beta(states, none);
+  for (std::size_t j = layers.size(); j-- > 0;)  // arcs go from layer j to a later one
+    for (int x = 0; x < layers[j].size(); ++x) {
+      const auto q = static_cast<std::size_t>(layers[j].id(x));
+      double b = static_cast<int>(q) == goal ? 0.0 : none;
+      for (std::uint32_t a = first[q]; a < first[q] + count[q]; ++a)
+        b = std::max(b, delta[a] + beta[static_cast<std::size_t>(arcs[a].nextstate)]);
+      beta[q] = b;
+    }
+  std::vector<int> number(states, -1);
+  number[0] = 0;
+  std::vector<char> keep(arcs.size(), 0);
+  for (std::size_t q = 0; q < states; ++q)
+    for (std::uint32_t a = first[q]; a < first[q] + count[q]; ++a)
+      if (alpha[q] + delta[a] + beta[static_cast<std::size_t>(arcs[a].nextstate)] >= floor) {
+        keep[a] = 1;
+        number[static_cast<std::size_t>(arcs[a].nextstate)] = 0;  // marked; numbered below
+      }
+  int next = 0;
+  for (std::size_t q = 0; q < states; ++q)
+    if (number[q] >= 0) number[q] = next++;
+  std::vector<Arc> kept;
+  std::vector<std::uint32_t> kfirst(static_cast<std::size_t>(next), 0), kcount(static_cast<std::size_t>(next), 0);
+  for (std::size_t q = 0; q < states; ++q) {
+    if (number[q] < 0) continue;
+    const auto at = static_cast<std::uint32_t>(kept.size());
+    for (std::uint32_t a = first[q]; a < first[q] + count[q]; ++a)
+      if (keep[a]) {
+        Arc arc = arcs[a];
+        arc.nextstate = number[static_cast<std::size_t>(arc.nextstate)];
+        kept.push_back(arc);
+      }
+    kfirst[static_cast<std::size_t>(number[q])] = at;
+    kcount[static_cast<std::size_t>(number[q])] = static_cast<std::uint32_t>(kept.size()) - at;
+  }
+  goal = goal >= 0 ? number[static_cast<std::size_t>(goal)] : -1;
+  arcs.swap(kept);
+  first.swap(kfirst);
+  count.swap(kcount);
+}
+
 template <bool NG>
 void walk(const Problem& problem, Space& sp, Operations& ops, const ReorderOptions& options, Reordering& out,
           std::vector<Arc>& arcs, std::vector<std::uint32_t>& first, std::vector<std::uint32_t>& count) {
@@ -387,6 +436,7 @@ void walk(const Problem& problem, Space& sp, Operations& ops, const ReorderOptio
   std::unique_ptr<Completion> completion;
   if (pruned) completion = std::make_unique<Completion>(problem, sp, NG);
   std::vector<double> alpha(1, 0.0);  // by state id: the best score of a path from the start
+  std::vector<double> delta;          // by arc (pruned walks): its score
   const int end = problem.end();
   const double eta = problem.eta();
   std::vector<Layer> layers(static_cast<std::size_t>(end) + 1);
@@ -431,6 +481,7 @@ void walk(const Problem& problem, Space& sp, Operations& ops, const ReorderOptio
           const int label = ops.label_at(labels + static_cast<std::size_t>(y));
           arcs.push_back({ops.input_label(*b.opts[y].option), label,
                           static_cast<float>(eta * out.jumps[static_cast<std::size_t>(label)]), to});
+          if (pruned) delta.push_back(succ.delta[q]);
         }
       }
       if (first.size() < static_cast<std::size_t>(states)) {
@@ -446,9 +497,13 @@ void walk(const Problem& problem, Space& sp, Operations& ops, const ReorderOptio
   out.states = states;
   out.transitions = transitions;
   const Layer& last = layers[static_cast<std::size_t>(end)];
-  const int goal = last.find(state_hash(&sp.goal, 1), &sp.goal, 1);
+  int goal = last.find(state_hash(&sp.goal, 1), &sp.goal, 1);
   if (goal >= 0) out.best = alpha[static_cast<std::size_t>(goal)];
-  out.fst = const_fst(states, 0, goal, arcs, first, count);
+  if (pruned) {
+    keep_completing(layers, alpha, delta, floor, goal, arcs, first, count);
+    out.transitions = static_cast<long>(arcs.size());  // R's arcs (out.states: the states visited)
+  }
+  out.fst = const_fst(static_cast<long>(first.size()), 0, goal, arcs, first, count);
 }
 
 }  // namespace

@@ -277,6 +277,7 @@ def build_reordering(
     completion = Completion(problem) if threshold is not None else None
     floor = threshold - 1e-9 * max(1.0, abs(threshold)) if threshold is not None else -math.inf
     alpha = [0.0]  # by state id: the best score of a path from the start
+    deltas: list[float] = []  # by arc: its score
     end = problem.end
     start, goal_sigs, expand = state_space(problem, minimize)
     layers: list[dict[Sigs, int]] = [{} for _ in range(end + 1)]
@@ -309,6 +310,7 @@ def build_reordering(
                         raise SearchLimitError(f"more than {max_states} states (--max-states)")
                     alpha.append(reach)
                 alpha[target] = max(alpha[target], reach)
+                deltas.append(delta)
                 ilabel, cost = arc_parts[op]
                 src.append(sid)
                 ilabels.append(ilabel)
@@ -316,11 +318,48 @@ def build_reordering(
                 costs.append(cost)
                 dst.append(target)
     goal = layers[end].get(goal_sigs)
+    best = alpha[goal] if goal is not None else -math.inf
+    visited = states
+    if completion is not None:
+        states, goal, (src, ilabels, olabels, costs, dst) = _keep_completing(
+            layers, alpha, deltas, floor, goal, (src, ilabels, olabels, costs, dst)
+        )
+        transitions = len(src)
     finals = {goal: 0.0} if goal is not None else {}
-    r = b.reordering(vector_fst(states, 0, finals, src, ilabels, olabels, costs, dst), states, transitions)
-    if threshold is None:
-        return r
-    return dataclasses.replace(r, best=alpha[goal] if goal is not None else -math.inf)
+    r = b.reordering(vector_fst(states, 0, finals, src, ilabels, olabels, costs, dst), visited, transitions)
+    return r if threshold is None else dataclasses.replace(r, best=best)
+
+
+def _keep_completing(layers, alpha, deltas, floor, goal, arrays):
+    """The backward pass of a pruned walk (the core's keep_completing): each state's best
+    completion within R; only the arcs of derivations scoring at least ``floor`` stay, and the
+    states they join, renumbered in order (the start stays 0). Returns (states, goal, arrays)."""
+    src, ilabels, olabels, costs, dst = arrays
+    states = len(alpha)
+    out_arcs: list[list[int]] = [[] for _ in range(states)]
+    for a, q in enumerate(src):
+        out_arcs[q].append(a)
+    beta = [-math.inf] * states
+    for layer in reversed(layers):  # arcs go from a layer to a later one
+        for q in layer.values():
+            b = 0.0 if q == goal else -math.inf
+            for a in out_arcs[q]:
+                b = max(b, deltas[a] + beta[dst[a]])
+            beta[q] = b
+    keep = [alpha[src[a]] + deltas[a] + beta[dst[a]] >= floor for a in range(len(src))]
+    used = [False] * states
+    used[0] = True
+    for a, k in enumerate(keep):
+        if k:
+            used[dst[a]] = True
+    number, count = [-1] * states, 0
+    for q in range(states):
+        if used[q]:
+            number[q], count = count, count + 1
+    kept = [a for q in range(states) if used[q] for a in out_arcs[q] if keep[a]]
+    new = ([number[src[a]] for a in kept], [ilabels[a] for a in kept], [olabels[a] for a in kept],
+           [costs[a] for a in kept], [number[dst[a]] for a in kept])
+    return count, (number[goal] if goal is not None and number[goal] >= 0 else None), new
 
 
 def build_reordering_native(
