@@ -534,9 +534,13 @@ PYBIND11_MODULE(_core, m) {
   py::class_<ExactBounds>(m, "ExactBounds", "the pieces of the exact search's heuristic (tests)")
       .def_readonly("beta", &ExactBounds::beta, "by option id (add_option order)")
       .def_readonly("eos", &ExactBounds::eos)
-      .def_readonly("cover", &ExactBounds::cover, "cover[a][b], 1 <= a <= b <= n");
-  m.def("exact_bounds", &exact_bounds, "the heuristic's pieces of a problem", py::arg("problem"),
-        py::call_guard<py::gil_scoped_release>());
+      .def_readonly("cover", &ExactBounds::cover, "cover[a][b], 1 <= a <= b <= n")
+      .def_readonly("before", &ExactBounds::before, "with tapes: the contexts (words) before each start")
+      .def_readonly("lifts", &ExactBounds::lifts, "with tapes: each context's charge")
+      .def_readonly("eos_lifted", &ExactBounds::eos_lifted)
+      .def_readonly("suffix", &ExactBounds::suffix);
+  m.def("exact_bounds", &exact_bounds, "the heuristic's pieces of a problem (with tapes: the tape bounds' too)",
+        py::arg("problem"), py::arg("tapes") = false, py::call_guard<py::gil_scoped_release>());
   m.def("exact_search", &exact_search, "A* over coverage states (fstdecode.search.exact.search)",
         py::arg("problem"), py::arg("options"), py::call_guard<py::gil_scoped_release>());
 }

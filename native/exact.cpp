@@ -74,8 +74,91 @@ double end_charge(const Problem& p, const std::vector<WordId>& words, int k) {
   return total;
 }
 
-// The heuristic's pieces over a search's contexts and joins (exact.py, bounds).
-ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins) {
+// The tape bounds' pieces (exact.h, ExactBounds::before and lift; exact.py, tape_bounds): for each
+// start s, the contexts that may precede it, each with the largest charge (at least 0) of the
+// minimisation that made it, over the phrases q that may precede s and the contexts before q
+// (s = n + 1: the phrases that may end a derivation); then the suffix covers by gamma.
+void add_tape_bounds(const Problem& p, Contexts& contexts, BosJoins& joins,
+                     const std::vector<std::vector<const Option*>>& preceders, const std::vector<ContextSet>& after,
+                     const std::vector<ContextSet>& before, ExactBounds& b) {
+  const int n = p.n(), k = p.order() - 1;
+  const int d = std::min(p.d(), n + 2);
+  const WordId bos_word = p.bos();
+  const int bos = contexts.intern(&bos_word, 1);
+  std::vector<WordId> seq;
+  // charged[q]: (context after q, its largest charge) per context q can leave.
+  std::vector<std::vector<std::pair<int, double>>> charged(static_cast<std::size_t>(p.option_count()));
+  auto charges_of = [&](const Option& q) -> const std::vector<std::pair<int, double>>& {
+    auto& out = charged[static_cast<std::size_t>(q.id)];
+    if (!out.empty()) return out;
+    auto add_charge = [&](int c, double ch) {
+      for (auto& x : out)
+        if (x.first == c) {
+          x.second = std::max(x.second, ch);
+          return;
+        }
+      out.emplace_back(c, ch);
+    };
+    if (static_cast<int>(q.words.size()) >= k) {
+      add_charge(joins.get(bos, q).last, std::max(0.0, end_charge(p, q.words, k)));
+    } else {
+      for (int m : before[static_cast<std::size_t>(q.s)]) {
+        const space::Joined j = joins.get(m, q);
+        add_charge(j.last, std::max(0.0, j.score - prefix_score(p, contexts, m, q.words, k, seq)));
+      }
+    }
+    return out;
+  };
+  b.before.assign(static_cast<std::size_t>(n) + 2, {});
+  b.lifts.assign(static_cast<std::size_t>(n) + 2, {});
+  const auto& by_start = p.by_start();
+  for (int s = 1; s <= n + 1; ++s) {
+    std::vector<std::pair<int, double>> lifted;  // context id, lift (sorted by id)
+    auto raise = [&](int c, double ch) {
+      auto it = std::lower_bound(lifted.begin(), lifted.end(), std::make_pair(c, -kInf));
+      if (it != lifted.end() && it->first == c) it->second = std::max(it->second, ch);
+      else lifted.insert(it, {c, ch});
+    };
+    if (s <= n) {
+      if (s - 1 <= d) raise(bos, 0.0);
+      for (const Option* q : preceders[static_cast<std::size_t>(s)])
+        for (const auto& [c, ch] : charges_of(*q)) raise(c, ch);
+    } else {
+      if (n == 0) raise(bos, 0.0);
+      for (int a = 1; a <= n; ++a)
+        for (const Option& q : by_start[static_cast<std::size_t>(a)])
+          if (p.end() - q.t - 1 <= d)
+            for (const auto& [c, ch] : charges_of(q)) raise(c, ch);
+    }
+    for (const auto& [c, ch] : lifted) {
+      b.before[static_cast<std::size_t>(s)].emplace_back(contexts.words(c), contexts.words(c) + contexts.len(c));
+      b.lifts[static_cast<std::size_t>(s)].push_back(ch);
+    }
+  }
+  (void)after;
+  // eos_lifted: </s> after any context that may end a derivation, with its charge.
+  b.eos_lifted = -kInf;
+  for (std::size_t i = 0; i < b.before[static_cast<std::size_t>(n) + 1].size(); ++i) {
+    const auto& m = b.before[static_cast<std::size_t>(n) + 1][i];
+    const WordId eos = p.eos();
+    b.eos_lifted = std::max(b.eos_lifted, b.lifts[static_cast<std::size_t>(n) + 1][i] +
+                                              prefix_score(p, m.data(), static_cast<int>(m.size()), &eos, 1, k, seq));
+  }
+  b.suffix.assign(static_cast<std::size_t>(n) + 2, -kInf);
+  b.suffix[static_cast<std::size_t>(n) + 1] = 0.0;
+  for (int a = n; a >= 1; --a) {
+    double best = -kInf;
+    for (const Option& o : by_start[static_cast<std::size_t>(a)]) {
+      const double gamma = o.score + tape_bound(p, b, a, o.words.data(), std::min(static_cast<int>(o.words.size()), k));
+      best = std::max(best, gamma + b.suffix[static_cast<std::size_t>(o.t) + 1]);
+    }
+    b.suffix[static_cast<std::size_t>(a)] = best;
+  }
+}
+
+// The heuristic's pieces over a search's contexts and joins (exact.py, bounds); with `tapes`,
+// the tape bounds' too.
+ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, bool tapes = false) {
   const int n = p.n(), k = p.order() - 1;
   const int d = std::min(p.d(), n + 2);
   const auto& by_start = p.by_start();
@@ -137,43 +220,7 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins) 
     for (const Option& q : by_start[static_cast<std::size_t>(a)])
       if (p.end() - q.t - 1 <= d)
         for (int m : after[static_cast<std::size_t>(q.id)]) b.eos = std::max(b.eos, joins.get(m, p.eos_option()).score);
-  // For other state spaces: the contexts as words, the lifts and the suffix covers by gamma.
-  b.before.resize(static_cast<std::size_t>(n) + 1);
-  for (int s = 1; s <= n; ++s)
-    for (int m : before[static_cast<std::size_t>(s)])
-      b.before[static_cast<std::size_t>(s)].emplace_back(contexts.words(m), contexts.words(m) + contexts.len(m));
-  // The charge of minimising the context after q (entered with context m): its join minus its prefix.
-  auto charge = [&](const Option& q, int m) {
-    if (static_cast<int>(q.words.size()) >= k) return end_charge(p, q.words, k);
-    return joins.get(m, q).score - prefix_score(p, contexts, m, q.words, k, seq);
-  };
-  auto most = [&](const Option& q) {
-    double best = 0.0;
-    if (static_cast<int>(q.words.size()) >= k) return std::max(best, charge(q, bos));
-    for (int m : before[static_cast<std::size_t>(q.s)]) best = std::max(best, charge(q, m));
-    return best;
-  };
-  std::vector<double> most_of(count, -1.0);
-  b.lift.assign(static_cast<std::size_t>(n) + 2, 0.0);
-  for (int s = 1; s <= n + 1; ++s)
-    for (int a = 1; a <= n; ++a)
-      for (const Option& q : by_start[static_cast<std::size_t>(a)]) {
-        const bool before_s = s <= n ? may_precede(q, s, d) : p.end() - q.t - 1 <= d;
-        if (!before_s) continue;
-        double& x = most_of[static_cast<std::size_t>(q.id)];
-        if (x < 0.0) x = most(q);
-        b.lift[static_cast<std::size_t>(s)] = std::max(b.lift[static_cast<std::size_t>(s)], x);
-      }
-  b.suffix.assign(static_cast<std::size_t>(n) + 2, -kInf);
-  b.suffix[static_cast<std::size_t>(n) + 1] = 0.0;
-  for (int a = n; a >= 1; --a) {
-    double best = -kInf;
-    for (const Option& o : by_start[static_cast<std::size_t>(a)]) {
-      const double gamma = o.score + tape_bound(p, b, a, o.words.data(), std::min(static_cast<int>(o.words.size()), k));
-      best = std::max(best, gamma + b.suffix[static_cast<std::size_t>(o.t) + 1]);
-    }
-    b.suffix[static_cast<std::size_t>(a)] = best;
-  }
+  if (tapes) add_tape_bounds(p, contexts, joins, preceders, after, before, b);
   // Lemma 4: cover[a][e], the best segmentation of a..e; cover[e + 1][e] = 0.
   b.cover.assign(static_cast<std::size_t>(n) + 2, std::vector<double>(static_cast<std::size_t>(n) + 1, -kInf));
   for (int e = 0; e <= n; ++e) {
@@ -197,15 +244,19 @@ double tape_bound(const Problem& p, const ExactBounds& b, int s, const WordId* w
   const int k = p.order() - 1;
   std::vector<WordId> seq;
   double best = -kInf;
-  for (const auto& m : b.before[static_cast<std::size_t>(s)])
-    best = std::max(best, prefix_score(p, m.data(), static_cast<int>(m.size()), words, len, k, seq));
-  return best + b.lift[static_cast<std::size_t>(s)];
+  const auto& contexts = b.before[static_cast<std::size_t>(s)];
+  for (std::size_t i = 0; i < contexts.size(); ++i) {
+    const auto& m = contexts[i];
+    best = std::max(best, b.lifts[static_cast<std::size_t>(s)][i] +
+                              prefix_score(p, m.data(), static_cast<int>(m.size()), words, len, k, seq));
+  }
+  return best;
 }
 
-ExactBounds exact_bounds(const Problem& p) {
+ExactBounds exact_bounds(const Problem& p, bool tapes) {
   Contexts contexts(p.order() - 1);
   BosJoins joins(p, contexts, true);
-  return build_bounds(p, contexts, joins);
+  return build_bounds(p, contexts, joins, tapes);
 }
 
 namespace {

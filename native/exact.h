@@ -29,23 +29,25 @@ struct ExactBounds {
   std::vector<double> beta;
   double eos = 0.0;
   std::vector<std::vector<double>> cover;
-  // For bounds on other state spaces (the signature states of the cascade's R, reorder.cpp):
-  // before[s], the LM contexts (words) that may precede a phrase starting at s (1 <= s <= n);
-  // lift[s] (1 <= s <= n + 1), the largest weighted backoff charge (at least 0) of minimising
-  // the context after a phrase that may precede s (s = n + 1: that may end a derivation);
-  // suffix[a] (1 <= a <= n + 1), the best segmentation of positions a..n by
-  // gamma(p) = ŵ(p) + its best prefix score over before[s(p)] + lift[s(p)] (suffix[n + 1] = 0).
+  // With tapes (bounds on other state spaces: the signature states of the cascade's pruned R,
+  // reorder.cpp): before[s] (1 <= s <= n + 1), the LM contexts (words) that may precede a phrase
+  // starting at s (s = n + 1: </s>), and lifts[s][i], the largest weighted backoff charge (at
+  // least 0) of the minimisation that made context i, over the phrases that may precede s and
+  // the contexts before them (a junction's charge is paid with it or before it); eos_lifted, the
+  // best </s> score after them, charge included; suffix[a] (1 <= a <= n + 1), the best
+  // segmentation of positions a..n by gamma(p) = ŵ(p) + tape_bound of p's first words at s(p).
   std::vector<std::vector<std::vector<WordId>>> before;
-  std::vector<double> lift;
+  std::vector<std::vector<double>> lifts;
+  double eos_lifted = 0.0;
   std::vector<double> suffix;
 };
 
-ExactBounds exact_bounds(const Problem& problem);
+ExactBounds exact_bounds(const Problem& problem, bool tapes = false);
 
 // An upper bound on the weighted LM scores a tape starting at s will get for its first words
 // words[0..len) (at most order - 1, those still lacking left context) once something precedes
-// it, plus the charges of minimising what precedes: the best prefix score over before[s], plus
-// lift[s].
+// it, with the charge of minimising what precedes: the best of prefix score plus lift over
+// before[s] (bounds made with tapes).
 double tape_bound(const Problem& problem, const ExactBounds& bounds, int s, const WordId* words, int len);
 
 // The heuristic of a state that does not cover every position (exact.py, heuristic): the covers

@@ -331,9 +331,8 @@ const Sig* tape_starting(const Sig* sigs, int r, int s) {
 class Completion {
  public:
   Completion(const Problem& p, const Space& sp, bool ng)
-      : p_(p), sp_(sp), ng_(ng), n_(p.n()), k_(p.order() - 1), d_(std::min(p.d(), p.n() + 2)), b_(exact_bounds(p)) {
-    eos_ = b_.eos + b_.lift[static_cast<std::size_t>(n_) + 1];
-  }
+      : p_(p), sp_(sp), ng_(ng), n_(p.n()), k_(p.order() - 1), d_(std::min(p.d(), p.n() + 2)),
+        b_(exact_bounds(p, true)), eos_(b_.eos_lifted) {}
 
   double operator()(int j, const Sig* sigs, int r) {
     if (j >= p_.end()) return 0.0;  // the goal
@@ -373,7 +372,7 @@ class Completion {
   const bool ng_;
   const int n_, k_, d_;
   const ExactBounds b_;
-  double eos_;
+  const double eos_;
   Index index_;
   std::vector<std::uint64_t> keys_;
   std::vector<double> values_;

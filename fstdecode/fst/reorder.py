@@ -228,7 +228,7 @@ class Completion:
 
         self.problem = problem
         self.b = tape_bounds(problem)
-        self.eos = self.b.eos + self.b.lift[problem.n + 1]
+        self.eos = self.b.eos
         self.ngram = problem.order > 2
         self.d = min(problem.d, problem.n + 2)
         self._tapes: dict[tuple, float] = {}

@@ -204,46 +204,57 @@ def bounds(problem: SearchProblem) -> Bounds:
 class TapeBounds:
     """Bounds for other state spaces (the signature states of the cascade's pruned R,
     :func:`fstdecode.fst.reorder.build_reordering`), as the core's ExactBounds holds them:
-    ``before[s]`` (lemma 1's contexts before a phrase starting at s), ``lift[s]`` (the largest
-    backoff charge, at least 0, of minimising the context after a phrase that may precede s;
-    ``lift[n + 1]``: after one that may end a derivation), ``suffix[a]`` (the best segmentation of
-    a..n by γ(p) = ŵ(p) + :meth:`tape` of p's first words at s(p)) and ``eos``."""
+    ``before[s]`` (1 <= s <= n + 1) maps each LM context that may precede a phrase starting at s
+    (s = n + 1: ``</s>``) to its *lift*, the largest backoff charge (at least 0) of the
+    minimisation that made it, over the phrases that may precede s and the contexts before them
+    (a junction's charge is paid with the junction or before it); ``eos`` is the best ``</s>``
+    score after them, charge included; ``suffix[a]`` is the best segmentation of a..n by
+    γ(p) = ŵ(p) + :meth:`tape` of p's first words at s(p)."""
 
-    before: list[set]
-    lift: list[float]
+    before: list[dict[tuple[int, ...], float]]
     suffix: list[float]
     eos: float
     k: int
 
     def tape(self, problem: SearchProblem, s: int, words: tuple[int, ...]) -> float:
         """An upper bound on the LM scores a tape starting at s gets for its first ``words`` (at
-        most K, those lacking left context) once something precedes it, charges included."""
-        best = max((prefix_score(problem, m, words, self.k) for m in self.before[s]), default=-math.inf)
-        return best + self.lift[s]
+        most K, those lacking left context) once something precedes it, charge included."""
+        return max((lift + prefix_score(problem, m, words, self.k) for m, lift in self.before[s].items()), default=-math.inf)
 
 
 def tape_bounds(problem: SearchProblem) -> TapeBounds:
     """The :class:`TapeBounds` of a problem (the same values as the core's)."""
     n, k = problem.n, problem.order - 1
     d = min(problem.d, n + 2)
-    b = bounds(problem)
     _, before = contexts(problem)
-
-    def most(q: Option) -> float:  # the largest charge after q, at least 0
-        if len(q.words) >= k:
-            return max(0.0, end_charge(problem, q.words, k))
-        return max([0.0] + [join(problem, m, q)[1] - prefix_score(problem, m, q.words, k) for m in before[q.s]])
-
+    bos = (problem.bos,)
     options = [q for a in range(1, n + 1) for q in problem.by_start[a]]
-    most_of: dict[int, float] = {}
-    lift = [0.0] * (n + 2)
+    charged: dict[int, dict[tuple[int, ...], float]] = {}
+
+    def charges_of(q: Option) -> dict[tuple[int, ...], float]:  # context after q -> its largest charge
+        got = charged.get(id(q))
+        if got is None:
+            got = charged[id(q)] = {}
+            if len(q.words) >= k:
+                got[join(problem, bos, q)[0]] = max(0.0, end_charge(problem, q.words, k))
+            else:
+                for m in before[q.s]:
+                    c, score = join(problem, m, q)
+                    ch = max(0.0, score - prefix_score(problem, m, q.words, k))
+                    got[c] = max(got.get(c, ch), ch)
+        return got
+
+    lifted: list[dict[tuple[int, ...], float]] = [{} for _ in range(n + 2)]
     for s in range(1, n + 2):
+        here = lifted[s]
+        if (s - 1 <= d) if s <= n else n == 0:
+            here[bos] = 0.0
         for q in options:
-            if (may_precede(q, s, d) if s <= n else problem.end - q.t - 1 <= d):
-                if id(q) not in most_of:
-                    most_of[id(q)] = most(q)
-                lift[s] = max(lift[s], most_of[id(q)])
-    tb = TapeBounds(before, lift, [-math.inf] * (n + 2), b.eos, k)
+            if may_precede(q, s, d) if s <= n else problem.end - q.t - 1 <= d:
+                for c, ch in charges_of(q).items():
+                    here[c] = max(here.get(c, ch), ch)
+    eos = max((lift + prefix_score(problem, m, (problem.eos,), k) for m, lift in lifted[n + 1].items()), default=-math.inf)
+    tb = TapeBounds(lifted, [-math.inf] * (n + 2), eos, k)
     tb.suffix[n + 1] = 0.0
     for a in range(n, 0, -1):
         tb.suffix[a] = max(
