@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -79,8 +78,8 @@ double end_charge(const Problem& p, const std::vector<WordId>& words, int k) {
 // minimisation that made it, over the phrases q that may precede s and the contexts before q
 // (s = n + 1: the phrases that may end a derivation); then the suffix covers by gamma.
 void add_tape_bounds(const Problem& p, Contexts& contexts, BosJoins& joins,
-                     const std::vector<std::vector<const Option*>>& preceders, const std::vector<ContextSet>& after,
-                     const std::vector<ContextSet>& before, ExactBounds& b) {
+                     const std::vector<std::vector<const Option*>>& preceders, const std::vector<ContextSet>& before,
+                     ExactBounds& b) {
   const int n = p.n(), k = p.order() - 1;
   const int d = std::min(p.d(), n + 2);
   const WordId bos_word = p.bos();
@@ -135,7 +134,6 @@ void add_tape_bounds(const Problem& p, Contexts& contexts, BosJoins& joins,
       b.lifts[static_cast<std::size_t>(s)].push_back(ch);
     }
   }
-  (void)after;
   // eos_lifted: </s> after any context that may end a derivation, with its charge.
   b.eos_lifted = -kInf;
   for (std::size_t i = 0; i < b.before[static_cast<std::size_t>(n) + 1].size(); ++i) {
@@ -220,7 +218,7 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
     for (const Option& q : by_start[static_cast<std::size_t>(a)])
       if (p.end() - q.t - 1 <= d)
         for (int m : after[static_cast<std::size_t>(q.id)]) b.eos = std::max(b.eos, joins.get(m, p.eos_option()).score);
-  if (tapes) add_tape_bounds(p, contexts, joins, preceders, after, before, b);
+  if (tapes) add_tape_bounds(p, contexts, joins, preceders, before, b);
   // Lemma 4: cover[a][e], the best segmentation of a..e; cover[e + 1][e] = 0.
   b.cover.assign(static_cast<std::size_t>(n) + 2, std::vector<double>(static_cast<std::size_t>(n) + 1, -kInf));
   for (int e = 0; e <= n; ++e) {
