@@ -543,4 +543,10 @@ PYBIND11_MODULE(_core, m) {
         py::arg("problem"), py::arg("tapes") = false, py::call_guard<py::gil_scoped_release>());
   m.def("exact_search", &exact_search, "A* over coverage states (fstdecode.search.exact.search)",
         py::arg("problem"), py::arg("options"), py::call_guard<py::gil_scoped_release>());
+  py::class_<ExactSupport>(m, "ExactSupport", "exact_support's result and option indices")
+      .def_readonly("result", &ExactSupport::result)
+      .def_readonly("options", &ExactSupport::options, "Option::index of each kept option, ascending");
+  m.def("exact_support", &exact_support,
+        "the options of every derivation scoring at least options.lower_bound (fstdecode.search.exact.support)",
+        py::arg("problem"), py::arg("options"), py::call_guard<py::gil_scoped_release>());
 }

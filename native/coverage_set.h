@@ -60,6 +60,12 @@ struct Cov {
     }
     return limit;
   }
+  // The number of set bits.
+  int count() const {
+    int c = 0;
+    for (int k = 0; k < W; ++k) c += __builtin_popcountll(w[k]);
+    return c;
+  }
   bool operator==(const Cov& o) const {
     for (int k = 0; k < W; ++k)
       if (w[k] != o.w[k]) return false;

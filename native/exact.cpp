@@ -323,6 +323,35 @@ class AStar {
     floor_ = std::isfinite(lb) ? lb - 1e-9 * std::max(1.0, std::abs(lb)) : -kInf;
   }
 
+  // run() in support mode: the result, and the options of every derivation scoring at least the
+  // lower bound (exact.py, support: β over the recorded transitions, states by coverage size).
+  ExactSupport run_support() {
+    ExactSupport out;
+    out.result = run();
+    if (out.result.status == "budget") return out;
+    std::vector<std::vector<int>> by_size(static_cast<std::size_t>(n_) + 1);
+    for (std::size_t i = 0; i < states_list_.size(); ++i)
+      by_size[static_cast<std::size_t>(states_list_[i].coverage.count())].push_back(static_cast<int>(i));
+    std::vector<std::vector<int>> out_edges(states_list_.size());
+    for (std::size_t e = 0; e < edges_.size(); ++e)
+      out_edges[static_cast<std::size_t>(edges_[e].from)].push_back(static_cast<int>(e));
+    std::vector<double> beta(states_list_.size(), -kInf);
+    const auto completion = [&](int to) { return to < 0 ? 0.0 : beta[static_cast<std::size_t>(to)]; };
+    for (int size = n_; size >= 0; --size)
+      for (int q : by_size[static_cast<std::size_t>(size)])
+        for (int e : out_edges[static_cast<std::size_t>(q)]) {
+          const Edge& x = edges_[static_cast<std::size_t>(e)];
+          beta[static_cast<std::size_t>(q)] = std::max(beta[static_cast<std::size_t>(q)], x.w + completion(x.to));
+        }
+    std::vector<char> kept(static_cast<std::size_t>(p_.option_count()), 0);
+    for (const Edge& x : edges_)
+      if (x.option >= 0 && x.g + x.w + completion(x.to) >= floor_) kept[static_cast<std::size_t>(x.option)] = 1;
+    for (int i = 0; i < p_.option_count(); ++i)
+      if (kept[static_cast<std::size_t>(i)]) out.options.push_back(p_.option(i).index);
+    std::sort(out.options.begin(), out.options.end());
+    return out;
+  }
+
   Result run() {
     Result result;
     try {
@@ -409,9 +438,11 @@ class AStar {
       heap_.pop_back();
       const Node node = nodes_[static_cast<std::size_t>(top.node)];
       if (node.state < 0) {
-        if (result.hypotheses.empty()) result.upper_bound = top.f;
-        result.hypotheses.push_back(derivation(top.node));
-        if (static_cast<int>(result.hypotheses.size()) == nbest_) break;
+        if (static_cast<int>(result.hypotheses.size()) < nbest_) {
+          if (result.hypotheses.empty()) result.upper_bound = top.f;
+          result.hypotheses.push_back(derivation(top.node));
+        }
+        if (static_cast<int>(result.hypotheses.size()) == nbest_ && !o_.support) break;
         continue;
       }
       State<W>& st = states_list_[static_cast<std::size_t>(node.state)];
@@ -445,6 +476,7 @@ class AStar {
     if (st.coverage == full_) {  // its h is the exact closing score
       ++transitions_;
       push(-1, node.g + st.h, at, -1);
+      if (o_.support) edges_.push_back({node.state, -1, -1, st.h, node.g});
       return;
     }
     const int lo = std::max(1, st.last_t + 1 - d_), hi = std::min(n_, st.last_t + 1 + d_);
@@ -477,6 +509,7 @@ class AStar {
           const double f = g + h;
           if (!(f > -kInf) || f < floor_) continue;  // a dead end, or cannot beat the known derivation
           if (to < 0) to = new_state(cov, span.t, context, h);
+          if (o_.support) edges_.push_back({node.state, to, opt->id, opt->score + joined.score - eta_ * jump, node.g});
           if (admit(to, g)) push(to, g, at, opt->id);
         }
       }
@@ -503,12 +536,33 @@ class AStar {
   std::vector<double> best_;  // nbest per state
   std::vector<Node> nodes_;
   std::vector<Entry> heap_;
+  // Support mode: every transition whose bound reaches the floor (to = -1: the goal), with its
+  // score w and the best g of its source state.
+  struct Edge {
+    int from, to, option;
+    double w, g;
+  };
+  std::vector<Edge> edges_;
   long seq_ = 0, states_ = 0, transitions_ = 0;
   unsigned ticks_ = 0;
   std::chrono::steady_clock::time_point start_;
 };
 
 }  // namespace
+
+ExactSupport exact_support(const Problem& problem, const ExactOptions& options) {
+  if (!problem.finished()) throw std::logic_error("exact_support: call Problem.finish() first");
+  ExactOptions o = options;
+  o.nbest = 1;
+  o.support = true;
+  ExactSupport out;
+  out.result = with_width(problem, "the native exact search", [&](auto w) {
+    ExactSupport found = AStar<decltype(w)::value>(problem, o).run_support();
+    out.options = std::move(found.options);
+    return found.result;
+  });
+  return out;
+}
 
 Result exact_search(const Problem& problem, const ExactOptions& options) {
   if (!problem.finished()) throw std::logic_error("exact_search: call Problem.finish() first");

@@ -20,6 +20,18 @@ struct ExactOptions {
   // The score of a known derivation (with nbest > 1, of the nbest-th of known ones): states
   // whose bound is below it cannot hold a better one and are not kept.
   double lower_bound = -std::numeric_limits<double>::infinity();
+  // Support mode (exact.py, support): do not stop at the k-th goal; expand every state whose
+  // bound reaches lower_bound, record every transition that can, and return in
+  // ExactSupport::options the options of every derivation scoring at least lower_bound.
+  bool support = false;
+};
+
+// The result of a support search: the A*'s result (hypotheses: the best derivation; status as
+// exact_search's) and, unless the budget ran out, the option indices (Option::index, ascending)
+// of every derivation scoring at least the lower bound (a superset).
+struct ExactSupport {
+  Result result;
+  std::vector<int> options;
 };
 
 // The pieces of the heuristic, for tests: beta[i] bounds ŵ(p) plus the join score of option id i
@@ -71,5 +83,8 @@ double open_bound(const ExactBounds& b, const Cov<W>& cov, int t, int n, double 
 // hypotheses holds any complete derivation found) or "none" (no derivation satisfies the
 // distortion limit, or none scores at least lower_bound).
 Result exact_search(const Problem& problem, const ExactOptions& options);
+
+// exact_search with options.support set (see ExactOptions::support).
+ExactSupport exact_support(const Problem& problem, const ExactOptions& options);
 
 }  // namespace fstdecode

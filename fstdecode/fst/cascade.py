@@ -18,6 +18,7 @@ costs, R's distortion costs, L's n-gram costs), which
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -29,7 +30,9 @@ from fstdecode.errors import FstdecodeError
 from fstdecode.fst.phrase_fst import UNK, UNK_LABEL, PhraseFst, build_phrase_fst, pair_cost
 from fstdecode.fst.reorder import Reordering, build_reordering, build_reordering_native
 from fstdecode.model.model import Model
-from fstdecode.problem.problem import SearchLimitError, SearchProblem, SearchResult
+from fstdecode.problem.problem import Option, SearchLimitError, SearchProblem, SearchResult
+from fstdecode.search.exact import support as exact_support
+from fstdecode.search.native_exact import support as native_support
 from fstdecode.statespace.signature import phrases_of
 from fstdecode.problem.sentence import Phrase, Sentence, unknown_pair
 
@@ -91,6 +94,8 @@ class Cascade:
         self.model = model
         #: R and L are built by the native core (``native``) or in Python (``python``, the reference).
         self.build_reordering = build_reordering_native if engine == "native" else build_reordering
+        #: The options of every derivation that can reach a threshold (an A* over coverage states).
+        self.support = native_support if engine == "native" else exact_support
         #: R keeps only what can beat the stack decoder's derivation (see :meth:`_pruned`).
         self.pruned = pruned
         self.engine = engine
@@ -194,7 +199,12 @@ class Cascade:
         distinct translation, if ``unique``), minus ``prune``, so that the lattice keeps every
         derivation within ``prune`` of the best.
 
-        Over ``max_states``, SearchLimitError carries the stack decoder's derivations.
+        First the options of every derivation that can reach that threshold
+        (:func:`fstdecode.search.exact.support`, an A* over coverage states run to exhaustion
+        above it); then R over those options only, walked with the threshold
+        (:func:`.reorder.build_reordering_native`). Each step keeps every derivation reaching
+        the threshold, so R does. Over ``max_states`` (in either step), SearchLimitError
+        carries the stack decoder's derivations (with the A*'s upper bound if it ran out).
         """
         from fstdecode.search import exact, stack
         from fstdecode.search.native import stack_search
@@ -211,10 +221,16 @@ class Cascade:
         threshold -= prune or 0.0
         if threshold == -math.inf:  # no known derivation (or fewer than k): nothing to prune by
             return self.build_reordering(problem, self.labels, max_states)
+        winners, found, status = self.support(problem, threshold, max_states)
+        # Over budget (either step): the stack's derivations, with the A*'s certified bound.
+        best = None if lower is None else dataclasses.replace(lower, optimal=False, upper_bound=found.upper_bound)
+        if winners is None:
+            raise SearchLimitError(status.partition(": ")[2], best)
         try:
-            return self.build_reordering(problem, self.labels, max_states, threshold=threshold)
+            r = self.build_reordering(restricted(problem, winners), self.labels, max_states, threshold=threshold)
         except SearchLimitError as e:
-            raise SearchLimitError(str(e), lower) from None
+            raise SearchLimitError(str(e), best) from None
+        return dataclasses.replace(r, states=r.states + found.states, transitions=r.transitions)
 
     def _best_paths(self, lattice, problem, r, nbest, unique):
         want = nbest
@@ -235,6 +251,17 @@ class Cascade:
                 hyps.sort(key=lambda h: -h[0])
                 return hyps[:want]
             k *= 2
+
+
+def restricted(problem: SearchProblem, options: list[Option]) -> SearchProblem:
+    """The same problem with only ``options`` (their phrases) as phrase options: its R is the
+    part of the full R whose transitions place those phrases."""
+    keep = {id(opt.phrase) for opt in options}
+    sentence = problem.sentence
+    phrases = tuple(tuple(ph for ph in opts if id(ph) in keep) for opts in sentence.options)
+    return SearchProblem(
+        Sentence(sentence.words, phrases, sentence.unknown), problem.lm, problem.weights, problem.d, problem.id
+    )
 
 
 def read_paths(sp: fst.VectorFst) -> list[tuple[list[int], float]]:

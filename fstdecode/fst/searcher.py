@@ -15,11 +15,20 @@ from fstdecode.io.phrase_table import PhraseTable
 from fstdecode.model.model import Model
 from fstdecode.problem.problem import SearchProblem, SearchResult
 from fstdecode.search.base import SearchOptions, option, register
+from fstdecode.search.exact import DEFAULT_EXACT_MAX_STATES
 
 
 @dataclass(frozen=True)
 class FstOptions(SearchOptions):
-    """``--method fst``: a compiled P, a source grammar, and what to do with each lattice."""
+    """``--method fst``: a compiled P, a source grammar, and what to do with each lattice.
+
+    The state budget is the exact method's: the pruned R starts with the same A* (its states
+    count, and so do the signature states visited after it)."""
+
+    max_states: int = field(
+        default=DEFAULT_EXACT_MAX_STATES,
+        metadata=option("state budget per sentence; beyond it the line is marked not optimal, with its gap", minimum=1),
+    )
 
     phrase_fst: str | None = field(
         default=None, metadata=option("P compiled by `fstdecode compile` (instead of the text table)", metavar="P.fst")

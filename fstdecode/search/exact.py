@@ -289,9 +289,22 @@ def heuristic(problem: SearchProblem, b: Bounds, cov: int, t: int, context: tupl
     return total - eta * d * (uncovered + 1)
 
 
-def astar(problem: SearchProblem, nbest: int, max_states: int | None, time_limit: float | None, lower_bound: float) -> tuple[SearchResult, str]:
+def astar(
+    problem: SearchProblem,
+    nbest: int,
+    max_states: int | None,
+    time_limit: float | None,
+    lower_bound: float,
+    edges: list | None = None,
+) -> tuple[SearchResult, str]:
     """The A* search; returns its result (hypotheses, optimal, states, transitions, upper_bound)
-    and a status: ``""`` (proven), ``"budget"`` (with the reason) or ``"none"``."""
+    and a status: ``""`` (proven), ``"budget"`` (with the reason) or ``"none"``.
+
+    With ``edges`` (a list, filled here; see :func:`support`), the search does not stop at the
+    k-th goal: it expands every state whose bound reaches ``lower_bound`` and appends every
+    transition that can (``(from key, to key or None for the goal, option or None, score,
+    best g of the from state)``), so that the transitions of every derivation scoring at least
+    ``lower_bound`` are among them."""
     n, end, eta = problem.n, problem.end, problem.eta
     d = min(problem.d, n + 2)
     full = (1 << n) - 1
@@ -354,10 +367,11 @@ def astar(problem: SearchProblem, nbest: int, max_states: int | None, time_limit
             neg_f, _, at = heapq.heappop(heap)
             g, key, _, _ = nodes[at]
             if key is None:
-                if not found:
-                    upper = -neg_f
-                found.append((g, phrases(at)))
-                if len(found) == nbest:
+                if len(found) < nbest:
+                    if not found:
+                        upper = -neg_f
+                    found.append((g, phrases(at)))
+                if len(found) == nbest and edges is None:
                     break
                 continue
             entry = states[key]
@@ -368,6 +382,8 @@ def astar(problem: SearchProblem, nbest: int, max_states: int | None, time_limit
             if cov == full:
                 transitions += 1
                 push(None, g + entry[0], at, None)
+                if edges is not None:
+                    edges.append((key, None, None, entry[0], g))
                 continue
             for s in range(max(1, last_t + 1 - d), min(n, last_t + 1 + d) + 1):
                 if cov >> (s - 1) & 1:
@@ -401,6 +417,8 @@ def astar(problem: SearchProblem, nbest: int, max_states: int | None, time_limit
                             continue
                         if got is None:
                             new_state(new_key, h)
+                        if edges is not None:
+                            edges.append((key, new_key, opt, opt.score + lm - eta * jump, g))
                         if admit(new_key, new_g):
                             push(new_key, new_g, at, opt)
     except _Stop as stop:
@@ -413,6 +431,36 @@ def astar(problem: SearchProblem, nbest: int, max_states: int | None, time_limit
     if not found:
         return SearchResult((), False, count, transitions), "none"
     return SearchResult(tuple(found), True, count, transitions, upper), ""
+
+
+def support(
+    problem: SearchProblem, threshold: float, max_states: int | None = None, time_limit: float | None = None
+) -> tuple[list[Option] | None, SearchResult, str]:
+    """The options of every derivation scoring at least ``threshold`` (a superset: it may hold
+    more), from an A* that expands every state whose bound reaches the threshold.
+
+    Lemma: a derivation D scoring at least the threshold passes only through states whose
+    f = g + h, at their best g, is at least D's score (h is admissible); so each of its states
+    is expanded and each of its transitions recorded (:func:`astar` with ``edges``). β(S), the
+    best completion of S within the recorded transitions, is at least D's remainder after S; so
+    every transition u → v of D has g(u) + w + β(v) >= the score of D >= the threshold, and its
+    option is kept. Returns (options in the order of the problem's options, or None when the
+    budget ran out; the A* result; its status).
+    """
+    edges: list = []
+    result, status = astar(problem, 1, max_states, time_limit, threshold, edges)
+    if status.startswith("budget"):
+        return None, result, status
+    floor = threshold - 1e-9 * max(1.0, abs(threshold)) if math.isfinite(threshold) else -math.inf
+    out: dict[tuple, list[tuple]] = {}
+    for edge in edges:
+        out.setdefault(edge[0], []).append(edge)
+    beta: dict[tuple | None, float] = {None: 0.0}
+    # Transitions add coverage, so states with more covered positions come first.
+    for key in sorted(out, key=lambda k: -bin(k[0]).count("1")):
+        beta[key] = max(w + beta.get(to, -math.inf) for _, to, _, w, _ in out[key])
+    kept = {id(opt) for _, to, opt, w, g in edges if opt is not None and g + w + beta.get(to, -math.inf) >= floor}
+    return [opt for s in range(1, problem.n + 1) for opt in problem.by_start[s] if id(opt) in kept], result, status
 
 
 def _spans(problem: SearchProblem, b: Bounds, s: int) -> list[tuple[int, list[Option]]]:

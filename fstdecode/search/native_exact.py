@@ -52,3 +52,24 @@ def exact_search(problem: SearchProblem, options: ExactOptions = ExactOptions())
 
 
 attach_native("exact", exact_search)
+
+
+
+def support(
+    problem: SearchProblem, threshold: float, max_states: int | None = None, time_limit: float | None = None
+) -> tuple[list | None, SearchResult, str]:
+    """:func:`fstdecode.search.exact.support` in the native core (the same A*, transitions and β)."""
+    if problem.n > MAX_WORDS:
+        return exact.support(problem, threshold, max_states, time_limit)
+    core_options = _core.ExactOptions(
+        nbest=1,
+        max_states=-1 if max_states is None else max_states,
+        time_limit=-1.0 if time_limit is None else float(time_limit),
+        lower_bound=threshold,
+    )
+    form = native_form(problem)
+    out = _core.exact_support(form.core, core_options)
+    result, status = _core_result(problem, out.result)
+    if status.startswith("budget"):
+        return None, result, status
+    return [form.flat[i] for i in out.options], result, status

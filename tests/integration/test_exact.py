@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from fstdecode.decoder import Decoder
@@ -22,6 +22,7 @@ from fstdecode.problem.problem import SearchLimitError
 from fstdecode.reference import exhaustive
 from fstdecode.search import coverage_dp, exact
 from fstdecode.search.native_exact import exact_search as native_exact_search
+from fstdecode.search.native_exact import support as native_support
 
 from randmodels import NO_BUDGET, problem_of, random_case
 from shared import SEARCH_SETTINGS as SETTINGS
@@ -52,6 +53,29 @@ def test_exact_equals_the_oracle_for_any_order_and_sign(order, data):
     assert_proven(native, best)
     # The same search: the same states kept and transitions scored.
     assert (python.states, python.transitions) == (native.states, native.transitions)
+
+
+@pytest.mark.parametrize("order", [1, 2, 3])
+@settings(max_examples=25, **SETTINGS)
+@given(data=st.data())
+def test_support_holds_every_derivation_above_the_threshold(order, data):
+    """The options that --method fst restricts R to: every derivation scoring at least the
+    threshold (all derivations from the oracle) uses only them, in both engines alike."""
+    problem = problem_of(data.draw(random_case(max_n=5, order=order, any_sign=True)))
+    everything = exhaustive.search(problem, exhaustive.ExhaustiveOptions(max_states=NO_BUDGET, nbest=2000)).hypotheses
+    assume(len(everything) < 2000)
+    margin = data.draw(st.sampled_from([0.0, 0.3, 1.0, 4.0]))
+    threshold = everything[0][0] - margin
+    python, _, status = exact.support(problem, threshold)
+    native, _, native_status = native_support(problem, threshold)
+    assert status == native_status == ""
+
+    def spans(options):
+        return {(o.s, o.t, o.phrase.pair.target) for o in options}
+
+    assert spans(python) == spans(native)
+    needed = {(p.start + 1, p.end + 1, p.pair.target) for score, phrases in everything if score >= threshold for p in phrases}
+    assert needed <= spans(python)
 
 
 @pytest.mark.slow
