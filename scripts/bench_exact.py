@@ -135,10 +135,12 @@ def run(args, record) -> int:
         " seconds are the whole decode (the stack decoder's lower bound, the bounds, the A*), one core.",
         "- *stack beats*: sentences where the default stack decoder scored higher than the exact search (must be 0);"
         " *proven*: `optimal: true`, the certificate (upper bound) equal to the score to 1e-6.",
-        "- `--method fst` rows: the cascade `I ∘ P ∘ R ∘ L` with the pruned R (the signature states that can still"
-        " reach the stack decoder's score; see fstdecode/fst/reorder.py), the same state budget, and the time"
-        " limit enforced by SIGALRM (a sentence cut there counts as not proven, at the limit); every proven score"
-        " is checked equal to the exact search's. Its states are the signature states visited.",
+        "- `--method fst` rows: the cascade `I ∘ P ∘ R ∘ L` with the pruned R (R over the options of the"
+        " derivations that can reach the stack decoder's score, found by the exact search's A* run to exhaustion"
+        " above it, then the signature states that can still reach it; see fstdecode/fst/cascade.py), the same"
+        " state budget, and the time limit enforced by SIGALRM (a sentence cut there counts as not proven, at the"
+        " limit); every proven score is checked equal to the exact search's. Its states are the A*'s states plus"
+        " the signature states visited; its transitions, R's arcs.",
         "",
         "| run | proven | median s | max s | total s | ms/word | max states | stack beats |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
