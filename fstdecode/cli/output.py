@@ -32,7 +32,7 @@ def text(result: DecodeResult, alignment: bool = False) -> str:
     best = result.best
     out = best.translation if best is not None else " ".join(result.source)
     if alignment:
-        out = f"{out} ||| {best.alignment_text() if best is not None else ''}".rstrip()
+        out = f"{out} ||| {best.alignment_text() if best is not None else ''}".strip()
     return out
 
 
