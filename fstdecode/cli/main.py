@@ -25,7 +25,6 @@ from fstdecode.cli.progress import progress_bar
 from fstdecode.decoder import DEFAULT_METHOD, XML_INPUT_MODES, DecodeResult, Decoder
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.phrase_table import SCORE_FORMATS
-from fstdecode.model.features import show_weights
 from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, ENGINES, load_model
 from fstdecode.run import decode_lines, input_lines, runner_for
 from fstdecode.search.base import METHODS
@@ -185,7 +184,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         model.lm.order, model.distortion_limit,
     )
     if args.show_weights:
-        sys.stdout.write("".join(line + "\n" for line in show_weights(model.features, model.weights)))
+        sys.stdout.write("".join(line + "\n" for line in model.show_weights()))
         return 0
     nbest = (model.nbest_size or 1) if args.format == "nbest" else 1
     unique = model.nbest_distinct and args.format == "nbest"

@@ -18,7 +18,7 @@ from fstdecode.io.arpa import ArpaLM
 from fstdecode.io.native_lm import NativeLM
 from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, FeatureLine, MosesConfig, load_moses_ini
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable, load_phrase_table
-from fstdecode.model.features import MOSES_KINDS, MosesFeature, Weights, assignment_name, moses_layout
+from fstdecode.model.features import MOSES_KINDS, MosesFeature, Weights, assignment_name, moses_layout, show_weights
 
 _LOG = logging.getLogger("fstdecode")
 
@@ -65,6 +65,10 @@ class Model:
     def __post_init__(self) -> None:
         if not self.features:  # a model made by hand: Moses' default names
             object.__setattr__(self, "features", moses_layout((), self.weights))
+
+    def show_weights(self) -> list[str]:
+        """Moses' ``-show-weights`` lines for this model (``--show-weights``)."""
+        return show_weights(self.features, self.weights)
 
     def search_lm(self) -> ArpaLM | NativeLM:
         """The LM the searches score with (its order is the search's order)."""
