@@ -66,7 +66,8 @@ def _output_args(p: argparse.ArgumentParser) -> None:
         "--print-alignment-info", "-print-alignment-info", action="store_true",
         help="add the word alignment (source-target positions, from the phrase table's alignment field; "
         "an unknown word is aligned to itself): text 'translation ||| 0-0 1-1', json field 'alignment', "
-        "nbest in its last field",
+        "nbest in its last field (default: on if moses.ini has [print-alignment-info] or "
+        "[print-alignment-info-in-n-best])",
     )
     g.add_argument(
         "--alignment-output-file", "-alignment-output-file", metavar="FILE",
@@ -190,7 +191,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     unique = model.nbest_distinct and args.format == "nbest"
     options = search_options(args.method, args, nbest=nbest, unique=unique)
     decoder = Decoder(model, args.method, options, engine=args.engine, xml_input=args.xml_input)
-    write = output.writer(args.format, model.features, args.print_alignment_info)
+    write = output.writer(args.format, model.features, args.print_alignment_info or model.print_alignment)
     alignments = _open_output(args.alignment_output_file)
     try:
         with progress_bar(args.progress) as bar:

@@ -61,6 +61,9 @@ class Model:
     nbest_size: int | None = None
     nbest_distinct: bool = False
     features: tuple[MosesFeature, ...] = ()
+    #: moses.ini's ``[print-alignment-info]`` / ``[print-alignment-info-in-n-best]``: the word
+    #: alignment in the output (as ``--print-alignment-info``).
+    print_alignment: bool = False
 
     def __post_init__(self) -> None:
         if not self.features:  # a model made by hand: Moses' default names
@@ -270,7 +273,16 @@ def load_model(
         nbest_size=cfg.nbest_size if cfg else None,
         nbest_distinct=bool(cfg and cfg.nbest_distinct),
         features=moses_layout(_declared(cfg), w),
+        print_alignment=_ini_switch(cfg, "print-alignment-info") or _ini_switch(cfg, "print-alignment-info-in-n-best"),
     )
+
+
+def _ini_switch(cfg: MosesConfig | None, section: str) -> bool:
+    """Whether a moses.ini's boolean section is on (present with no value, or a true word)."""
+    if cfg is None or section not in cfg.other:
+        return False
+    values = cfg.other[section]
+    return not values or values[0].strip().lower() in ("1", "true", "yes", "y")
 
 
 def _declared(cfg: MosesConfig | None) -> list[MosesFeature]:

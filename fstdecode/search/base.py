@@ -19,6 +19,7 @@ a native core can stand behind it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
@@ -189,10 +190,7 @@ class Method:
         if options.unique and options.nbest > 1 and not self.distinct:
             from fstdecode.search.kbest import DistinctSearcher
 
-            def plain(size: int) -> Searcher:
-                return self._searcher(model, dataclasses.replace(options, nbest=size, unique=False), engine)
-
-            return DistinctSearcher(plain, options.nbest)
+            return DistinctSearcher(functools.partial(_plain_searcher, self.name, model, options, engine), options.nbest)
         return self._searcher(model, options, engine)
 
     def _searcher(self, model: Model, options: SearchOptions, engine: str) -> Searcher:
@@ -201,6 +199,12 @@ class Method:
                 return self.native_factory(model, options)
             return FunctionSearcher(self.native, options)
         return self.factory(model, options)
+
+
+def _plain_searcher(method: str, model: Model, options: SearchOptions, engine: str, size: int) -> Searcher:
+    """Method ``method``'s plain searcher for ``nbest=size`` (a module function, so that a
+    DistinctSearcher built on it pickles, for runners that ship decoders)."""
+    return METHODS[method]._searcher(model, dataclasses.replace(options, nbest=size, unique=False), engine)
 
 
 @dataclass(frozen=True)

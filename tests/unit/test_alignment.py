@@ -154,3 +154,21 @@ def test_moses_nbest_alignment_field_of_the_lexreo_gold():
         assert d.alignment_text() == gold, row
         with_points += bool(gold)
     assert len(rows) == 500 and with_points > 0
+
+
+def test_moses_ini_switch_turns_alignment_on(tmp_path, capsys, monkeypatch):
+    # The lexicalized-reordering gold was made with "[print-alignment-info-in-n-best] true".
+    from shared import example_ini_text
+
+    ini = tmp_path / "moses.ini"
+    ini.write_text(example_ini_text() + "\n[print-alignment-info-in-n-best]\ntrue\n", encoding="utf-8")
+    assert load_model(ini).print_alignment and not load_model().print_alignment
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("das muss\n".encode()), encoding="utf-8"))
+    assert main(["decode", "-f", str(ini), "--format", "nbest"]) == 0
+    # The example table has no alignment field: only unknown words would show; none here.
+    assert capsys.readouterr().out.rstrip("\n").endswith("|||")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("das xyz\n".encode()), encoding="utf-8"))
+    assert main(["decode", "-f", str(ini)]) == 0
+    # The unknown "xyz" (source 1) is aligned to itself, wherever it lands in the target.
+    translation, alignment = capsys.readouterr().out.strip().split(" ||| ")
+    assert alignment == f"1-{translation.split().index('xyz')}"
