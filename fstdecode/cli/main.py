@@ -86,7 +86,7 @@ def _output_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None,
-        help="a progress bar (tqdm) on stderr (default: on when stderr is a terminal)",
+        help="a progress bar (tqdm) on stderr (default: on when stderr is a terminal, unless -q)",
     )
 
 
@@ -194,7 +194,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     write = output.writer(args.format, model.features, args.print_alignment_info or model.print_alignment)
     alignments = _open_output(args.alignment_output_file)
     try:
-        with progress_bar(args.progress) as bar:
+        with progress_bar(False if args.quiet and args.progress is None else args.progress) as bar:
             for result in decode_lines(decoder, input_lines(sys.stdin), runner):
                 _report(result)
                 sys.stdout.write(write(result))
