@@ -130,6 +130,14 @@ def _parser() -> argparse.ArgumentParser:
     insp = sub.add_parser("inspect", help="summarise an FST; print a lattice's best derivations")
     insp.add_argument("file", metavar="FILE")
     insp.add_argument("--nbest", type=int, default=3, metavar="K", help="best paths to print for a lattice (default 3)")
+    insp.add_argument(
+        "--search-graph", action="store_true",
+        help="write a lattice (decode --method fst --lattice-dir) as Moses' -output-search-graph lines instead "
+        "(one per hypothesis; docs/moses-outputs.md)",
+    )
+    insp.add_argument(
+        "--id", type=int, metavar="N", help="the input line number in those lines (default: the file name's, e.g. 3.fst, else 0)"
+    )
     demo = sub.add_parser("demo", help="decode the example sentence and show the DP at work")
     _model_args(demo)
     demo.add_argument("sentence", nargs="?", default="das muss unsere sorge gleichermaßen sein")
@@ -251,6 +259,14 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from fstdecode.fst.tools import inspect
 
+    if args.search_graph:
+        from fstdecode.fst.search_graph import search_graph_lines
+        from fstdecode.fst.tools import read_fst
+
+        stem = os.path.splitext(os.path.basename(args.file))[0]
+        sentence = args.id if args.id is not None else int(stem) if stem.isdigit() else 0
+        sys.stdout.write("".join(line + "\n" for line in search_graph_lines(read_fst(args.file), sentence)))
+        return 0
     inspect(args.file, sys.stdout, args.nbest)
     return 0
 
