@@ -5,11 +5,17 @@ tqdm's, on stderr, never on stdout (which holds results only). tqdm is an option
 imported when a bar is wanted: ``pip install 'fstdecode[progress]'`` (or ``pip install tqdm``);
 without it an asked-for bar is a clear error, and an automatic one is skipped with an info line.
 
-A runner feeds it one call per finished line::
+It is fed one call per finished line::
 
-    with progress_bar(enabled, total=None) as bar:
-        for result in results:
+    with progress_bar(flag) as bar:
+        for result in decode_lines(decoder, lines, runner):
             bar.update(result)
+
+``fstdecode decode`` does exactly this over whatever runner ``--workers`` (or a Dask runner)
+picks, so a runner needs no bar of its own. The runners in :mod:`fstdecode.run` sit below the
+CLI (layers run io → … → run → cli) and must not import this module; a runner that wants to
+report more than finished lines (say, lines submitted) can take a callback that the CLI points
+at :meth:`ProgressBar.update`.
 """
 
 from __future__ import annotations
