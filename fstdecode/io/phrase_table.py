@@ -234,18 +234,13 @@ def _split_line(
     return source, target, fields[2].split(), fields[3] if len(fields) > 3 else ""
 
 
-def _alignment(
-    text: str, source_len: int, target_len: int, where: str, seen: dict[tuple[str, int, int], str]
-) -> str:
-    """The normalized, interned alignment of a pair (see :attr:`PhrasePair.alignment`).
+def _alignment(text: str, where: str) -> tuple[str, int, int]:
+    """``(normalized alignment, largest source position, largest target position)`` of an
+    alignment field (see :attr:`PhrasePair.alignment`; -1 for none); the caller checks the
+    positions against the pair's lengths.
 
-    Raises PhraseTableError naming ``where`` for a point that is not ``i-j`` with
-    ``0 <= i < source_len`` and ``0 <= j < target_len``. ``seen`` caches the patterns met.
+    Raises PhraseTableError naming ``where`` for a point that is not ``i-j``.
     """
-    key = (text, source_len, target_len)
-    got = seen.get(key)
-    if got is not None:
-        return got
     points = set()
     for token in text.split():
         a, dash, b = token.partition("-")
@@ -254,15 +249,22 @@ def _alignment(
                 f"{where}: alignment point {token!r} is not 'i-j'; the fourth field holds "
                 "source-target word positions such as '0-0 1-1'"
             )
-        i, j = int(a), int(b)
-        if i >= source_len or j >= target_len:
-            raise PhraseTableError(
-                f"{where}: alignment point {token!r} is outside the pair "
-                f"({source_len} source and {target_len} target word(s), counted from 0)"
-            )
-        points.add((i, j))
-    got = seen[key] = sys.intern(" ".join(f"{i}-{j}" for i, j in sorted(points)))
-    return got
+        points.add((int(a), int(b)))
+    normalized = sys.intern(" ".join(f"{i}-{j}" for i, j in sorted(points)))
+    return normalized, max((i for i, _ in points), default=-1), max((j for _, j in points), default=-1)
+
+
+def _check_alignment(got: tuple[str, int, int], text: str, source_len: int, target_len: int, where: str) -> None:
+    """Raise PhraseTableError unless every point of ``got`` lies inside the pair."""
+    if got[1] >= source_len or got[2] >= target_len:
+        bad = next(
+            t for t in text.split()
+            if int(t.partition("-")[0]) >= source_len or int(t.partition("-")[2]) >= target_len
+        )
+        raise PhraseTableError(
+            f"{where}: alignment point {bad!r} is outside the pair "
+            f"({source_len} source and {target_len} target word(s), counted from 0)"
+        )
 
 
 def _check_score_count(
@@ -366,7 +368,7 @@ def load_phrase_table(
     wanted: dict[tuple[str, ...], bool] = {}
     expected = num_features
     first_lineno: int | None = None
-    patterns: dict[tuple[str, int, int], str] = {}
+    patterns: dict[str, tuple[str, int, int]] = {"": ("", -1, -1)}
     for lineno, text in numbered_lines(path_str, PhraseTableError):
         if not text.strip():
             continue
@@ -383,9 +385,13 @@ def load_phrase_table(
         keep = wanted.get(source)
         if keep is None:
             keep = wanted[source] = vocabulary is None or bool(vocabulary(source))
-        alignment = _alignment(align_text, len(source), len(target), where, patterns)
+        got = patterns.get(align_text)
+        if got is None:
+            got = patterns[align_text] = _alignment(align_text, where)
+        if got[1] >= len(source) or got[2] >= len(target):
+            _check_alignment(got, align_text, len(source), len(target), where)
         if keep:
-            groups.setdefault(source, []).append(PhrasePair(source, target, scores, alignment=alignment))
+            groups.setdefault(source, []).append(PhrasePair(source, target, scores, False, got[0]))
     rank = ranker if ranker is not None else _sum_of_scores
     entries = {
         source: (_limit(pairs, table_limit, rank) if table_limit > 0 else tuple(pairs))
