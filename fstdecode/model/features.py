@@ -38,11 +38,14 @@ MOSES_KINDS = {
     "WordPenalty": "word",
     "PhrasePenalty": "phrase",
     "UnknownWordPenalty": "unknown",
+    # Moses' other LM kinds (old moses.ini files name them by type code); all score as the LM.
+    "SRILM": "lm",
+    "IRSTLM": "lm",
 }
 
 #: The kinds Moses makes stateful feature functions; it lists those first (``-show-weights``,
 #: n-best lists), each group in moses.ini order.
-STATEFUL_KINDS = frozenset({"KENLM", "Distortion", "LexicalReordering"})
+STATEFUL_KINDS = frozenset({"KENLM", "SRILM", "IRSTLM", "Distortion", "LexicalReordering"})
 
 #: Kinds that Moses does not tune: ``-show-weights`` prints ``NAME UNTUNEABLE`` and n-best
 #: lists leave them out.
@@ -236,11 +239,11 @@ def moses_layout(declared: Sequence[MosesFeature], weights: Weights) -> tuple[Mo
     Without a moses.ini (``declared`` empty) this is ``KENLM0 Distortion0 WordPenalty0
     [PhrasePenalty0] UnknownWordPenalty0 PhraseDictionaryMemory0``.
     """
-    kinds = {f.kind for f in declared}
+    covered = {MOSES_KINDS[f.kind] for f in declared if f.kind in MOSES_KINDS}
     extra = []
     for kind in ("KENLM", "Distortion", "WordPenalty", "PhrasePenalty", "UnknownWordPenalty", "PhraseDictionaryMemory"):
         optional = kind in ("Distortion", "PhrasePenalty")
-        if kind not in kinds and (not optional or getattr(weights, MOSES_KINDS[kind]) != 0.0):
+        if MOSES_KINDS[kind] not in covered and (not optional or getattr(weights, MOSES_KINDS[kind]) != 0.0):
             extra.append(MosesFeature(f"{kind}0", kind))
     return moses_order([*declared, *extra])
 
