@@ -172,3 +172,18 @@ def test_moses_ini_switch_turns_alignment_on(tmp_path, capsys, monkeypatch):
     # The unknown "xyz" (source 1) is aligned to itself, wherever it lands in the target.
     translation, alignment = capsys.readouterr().out.strip().split(" ||| ")
     assert alignment == f"1-{translation.split().index('xyz')}"
+
+
+def test_json_nbest_entries_carry_their_alignment(table, tmp_path, capsys, monkeypatch):
+    # Each n-best entry has its own alignment: "a b" read as one pair (0-1 1-0 1-2) or as
+    # "a" + "b" (0-0 only: "b" has an empty alignment field).
+    (tmp_path / "lm").write_text(arpa_text([f"-1.0\t{w}" for w in ["<s>", "</s>", "<unk>", "x", "y", "z", "w", "v"]]))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"a b\n"), encoding="utf-8"))
+    args = ["decode", "--phrase-table", str(table.path), "--lm", str(tmp_path / "lm"), "--method", "exhaustive"]
+    assert main([*args, "--format", "json", "--nbest", "4", "--print-alignment-info"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    by_translation = {e["translation"]: e["alignment"] for e in obj["nbest"]}
+    assert by_translation["x y z"] == [[0, 1], [1, 0], [1, 2]]
+    assert by_translation["x y"] == [[0, 0]]
+    assert by_translation["y x"] == [[0, 1]]  # "b" first in the target, "a" (source 0) at target 1
+    assert obj["alignment"] == obj["nbest"][0]["alignment"]
