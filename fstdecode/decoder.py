@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from fstdecode.errors import FstdecodeError
+from fstdecode.io.phrase_table import alignment_points
+from fstdecode.io.xml_input import XML_INPUT_MODES, XmlInputError, XmlOption, parse_markup
 from fstdecode.model.features import Features
 from fstdecode.model.model import Model
 from fstdecode.problem.problem import PhraseScores, SearchLimitError, SearchProblem, SearchResult
 from fstdecode.problem.scorer import score as score_derivation
-from fstdecode.problem.sentence import Phrase
+from fstdecode.problem.sentence import Phrase, build_sentence, with_xml_options
 # Importing the method modules registers them, in this order (fstdecode.search.base.METHODS).
 from fstdecode.search import signature_dp, bounded, signature_beam, stack, coverage_dp, exact  # noqa: F401, I001
 import fstdecode.fst.searcher  # noqa: F401, E402
@@ -35,6 +37,7 @@ import fstdecode.search.native_coverage  # noqa: F401, E402
 import fstdecode.search.native_exact  # noqa: F401, E402
 import fstdecode.search.native_signature  # noqa: F401, E402
 from fstdecode.search.base import METHODS, SearchOptions, Searcher
+from fstdecode.search.kbest import distinct
 
 #: The method of ``fstdecode decode`` and ``Decoder`` when none is named.
 DEFAULT_METHOD = "exact"
@@ -72,6 +75,22 @@ class Derivation:
             out.append(f"{src}={tgt}")
             k += m
         return " ".join(out)
+
+    def alignment(self) -> tuple[tuple[int, int], ...]:
+        """The word alignment as Moses prints it (``-print-alignment-info``): ``(source, target)``
+        sentence positions, 0-based, phrase by phrase in target order, each phrase's points from
+        its table entry's alignment field, sorted by (source, target) and shifted to where the
+        phrase sits. A pair whose table entry has no alignment adds nothing; an unknown word
+        copied through is aligned to itself."""
+        out, k = [], 0
+        for p in self.phrases:
+            out.extend((p.start + i, k + j) for i, j in alignment_points(p.pair))
+            k += len(p.target)
+        return tuple(out)
+
+    def alignment_text(self) -> str:
+        """:meth:`alignment` in Moses' form: ``0-0 1-2 2-1`` (empty when there is none)."""
+        return " ".join(f"{i}-{j}" for i, j in self.alignment())
 
 
 @dataclass(frozen=True)
@@ -128,6 +147,13 @@ class Decoder:
     there, for the API as for the CLI. ``nbest`` and ``max_states`` are
     options of every method. ``engine`` picks the native core or the Python
     reference (``auto``: native where the method has it); both give the same results.
+    ``unique`` (an option of every method) makes the n-best hold distinct translations.
+
+    ``xml_input`` is Moses' ``-xml-input`` (:mod:`fstdecode.io.xml_input`): ``pass-through``
+    (the default) reads lines as they are; ``ignore`` strips markup; ``exclusive`` and
+    ``inclusive`` also change the phrase options of a line with markup (that line's problem is
+    then built in Python, and a native search runs on those options). ``--method fst`` builds
+    its options from the table in the cascade and refuses them.
 
     Every line gets a result (:meth:`decode` never raises on a search
     failure); see :class:`DecodeResult` for the rule on budgets.
@@ -140,11 +166,20 @@ class Decoder:
         options: SearchOptions | None = None,
         *,
         engine: str = "auto",
+        xml_input: str = "pass-through",
         **values: Any,
     ) -> None:
         entry = METHODS.get(method)
         if entry is None:
             raise DecodeError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
+        if xml_input not in XML_INPUT_MODES:
+            raise DecodeError(f"unknown xml_input {xml_input!r}; choose from {', '.join(XML_INPUT_MODES)}")
+        if xml_input in ("exclusive", "inclusive") and method == "fst":
+            raise DecodeError(
+                f"--xml-input {xml_input} is not supported by --method fst (its phrase options come from P); "
+                "use another method, or --xml-input ignore"
+            )
+        self.xml_input = xml_input
         if options is None:
             options = entry.options.build(method, values)
         elif values:
@@ -166,9 +201,19 @@ class Decoder:
     def nbest(self) -> int:
         return self.options.nbest
 
-    def problem(self, words: Sequence[str], id: int = 0) -> SearchProblem:
-        """The integer search problem of one tokenized sentence (its options are looked up on first use)."""
+    def problem(self, words: Sequence[str], id: int = 0, markup: Sequence[XmlOption] = ()) -> SearchProblem:
+        """The integer search problem of one tokenized sentence (its options are looked up on first use).
+
+        With ``markup`` (and ``xml_input`` exclusive or inclusive), the options are built here, in
+        Python, and changed as :func:`~fstdecode.problem.sentence.with_xml_options` says; the
+        per-decoder cache of pair scores is not used for them (their pairs live as long as the line).
+        """
         m = self.model
+        if markup and self.xml_input in ("exclusive", "inclusive"):
+            sentence = with_xml_options(
+                build_sentence(m.table, words), markup, self.xml_input == "exclusive", m.table.num_scores
+            )
+            return SearchProblem(sentence, self.lm, m.weights, m.distortion_limit, id)
         return SearchProblem.from_table(words, m.table, self.lm, m.weights, m.distortion_limit, id, self._phrase_scores)
 
     def decode(self, line: str | Sequence[str], id: int = 0) -> DecodeResult:
@@ -180,8 +225,16 @@ class Decoder:
         derivation, give ``error``; a search over budget gives its best
         derivation found, not marked optimal.
         """
-        words = tokens(line)
         start = time.perf_counter()
+        markup: tuple[XmlOption, ...] = ()
+        if self.xml_input != "pass-through":
+            text = line if isinstance(line, str) else " ".join(tokens(line))
+            try:
+                marked = parse_markup(text)
+            except XmlInputError as e:
+                return DecodeResult(id, tokens(text), (), False, Stats(0, 0, 0.0), f"XML markup: {e}")
+            line, markup = marked.words, marked.options
+        words = tokens(line)
         if not words:  # one derivation, the empty one: optimal, its own score the bound
             empty = self._derivation(words, (), 0.0)
             empty = dataclasses.replace(empty, search_score=empty.score)
@@ -192,13 +245,15 @@ class Decoder:
             return DecodeResult(id, words, (), False, Stats(0, 0, 0.0), why)
         reason = None
         try:
-            problem = self.problem(words, id)
+            problem = self.problem(words, id, markup)
             try:
                 result = self.searcher.search(problem)
             except SearchLimitError as e:
                 result, reason = self._over_budget(problem, e)
         except FstdecodeError as e:
             return DecodeResult(id, words, (), False, Stats(0, 0, time.perf_counter() - start), str(e))
+        if self.options.unique:  # the fallback's list too
+            result = distinct(result, self.options.nbest)
         derivations = tuple(self._derivation(words, phrases, s) for s, phrases in result.hypotheses)
         stats = Stats(result.states, result.transitions, time.perf_counter() - start)
         optimal = result.optimal and reason is None

@@ -21,7 +21,8 @@ from typing import Sequence
 from fstdecode import __version__
 from fstdecode.cli import output
 from fstdecode.cli.options import add_search_flags, search_options
-from fstdecode.decoder import DEFAULT_METHOD, DecodeResult, Decoder
+from fstdecode.cli.progress import progress_bar
+from fstdecode.decoder import DEFAULT_METHOD, XML_INPUT_MODES, DecodeResult, Decoder
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.phrase_table import SCORE_FORMATS
 from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, ENGINES, load_model
@@ -59,10 +60,45 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _output_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("output and input (as Moses' flags of the same names)")
+    g.add_argument(
+        "--print-alignment-info", "-print-alignment-info", action="store_true",
+        help="add the word alignment (source-target positions, from the phrase table's alignment field; "
+        "an unknown word is aligned to itself): text 'translation ||| 0-0 1-1', json field 'alignment', "
+        "nbest in its last field (default: on if moses.ini has [print-alignment-info] or "
+        "[print-alignment-info-in-n-best])",
+    )
+    g.add_argument(
+        "--alignment-output-file", "-alignment-output-file", metavar="FILE",
+        help="write the best derivation's word alignment to FILE, one line per input line",
+    )
+    g.add_argument(
+        "--show-weights", "-show-weights", action="store_true",
+        help="print each feature's name and weights as Moses does ('KENLM0= 0.500000', in Moses' order, "
+        "the names of the n-best lists), then exit",
+    )
+    g.add_argument(
+        "--xml-input", "-xml-input", choices=XML_INPUT_MODES, default="pass-through",
+        help="XML markup in the input, <np translation=\"a||b\" prob=\"0.8\">src</np>: exclusive (only the "
+        "given translations for the span), inclusive (added to the table's), ignore (markup removed), "
+        "pass-through (default: no markup, the line is read as it is)",
+    )
+    g.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None,
+        help="a progress bar (tqdm) on stderr (default: on when stderr is a terminal, unless -q)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fstdecode", description=DESCRIPTION)
     p.add_argument("--version", action="version", version=f"fstdecode {__version__}")
-    p.add_argument("-v", "--verbose", action="store_true", help="log what is loaded and per-sentence outcomes")
+    loud = p.add_mutually_exclusive_group()
+    loud.add_argument(
+        "-v", "--verbose", action="count", default=0,
+        help="log on stderr what is loaded and each line's outcome (-vv: debug); stdout holds results only",
+    )
+    loud.add_argument("-q", "--quiet", action="store_true", help="log errors only (no warnings) on stderr")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     dec = sub.add_parser(
         "decode",
@@ -82,6 +118,7 @@ def _parser() -> argparse.ArgumentParser:
         help="native: the C++ core; python: the reference engine; auto (default): native where the method has it",
     )
     dec.add_argument("--format", choices=output.FORMATS, default="text", help="output format (default: text)")
+    _output_args(dec)
     dec.add_argument(
         "--workers", "--threads", dest="workers", type=int, default=1, metavar="N",
         help="decode in N worker processes (default: 1, this process); --threads is an alias",
@@ -93,6 +130,14 @@ def _parser() -> argparse.ArgumentParser:
     insp = sub.add_parser("inspect", help="summarise an FST; print a lattice's best derivations")
     insp.add_argument("file", metavar="FILE")
     insp.add_argument("--nbest", type=int, default=3, metavar="K", help="best paths to print for a lattice (default 3)")
+    insp.add_argument(
+        "--search-graph", action="store_true",
+        help="write a lattice (decode --method fst --lattice-dir) as Moses' -output-search-graph lines instead "
+        "(one per hypothesis; docs/moses-outputs.md)",
+    )
+    insp.add_argument(
+        "--id", type=int, metavar="N", help="the input line number in those lines (default: the file name's, e.g. 3.fst, else 0)"
+    )
     demo = sub.add_parser("demo", help="decode the example sentence and show the DP at work")
     _model_args(demo)
     demo.add_argument("sentence", nargs="?", default="das muss unsere sorge gleichermaßen sein")
@@ -142,23 +187,58 @@ def _cmd_decode(args: argparse.Namespace) -> int:
 
         table = compiled_table(args.phrase_fst)
     model = _load(args, table)
+    log = logging.getLogger("fstdecode")
+    log.info(
+        "model %s: %d phrase pairs, LM order %d, distortion limit %s", model.name, len(model.table),
+        model.lm.order, model.distortion_limit,
+    )
+    if args.show_weights:
+        sys.stdout.write("".join(line + "\n" for line in model.show_weights()))
+        return 0
     nbest = (model.nbest_size or 1) if args.format == "nbest" else 1
-    decoder = Decoder(model, args.method, search_options(args.method, args, nbest=nbest), engine=args.engine)
-    write = output.writer(args.format, model.weights)
-    for result in decode_lines(decoder, input_lines(sys.stdin), runner):
-        _report(result)
-        sys.stdout.write(write(result))
-        sys.stdout.flush()
+    unique = model.nbest_distinct and args.format == "nbest"
+    options = search_options(args.method, args, nbest=nbest, unique=unique)
+    decoder = Decoder(model, args.method, options, engine=args.engine, xml_input=args.xml_input)
+    write = output.writer(args.format, model.features, args.print_alignment_info or model.print_alignment)
+    alignments = _open_output(args.alignment_output_file)
+    try:
+        with progress_bar(False if args.quiet and args.progress is None else args.progress) as bar:
+            for result in decode_lines(decoder, input_lines(sys.stdin), runner):
+                _report(result)
+                sys.stdout.write(write(result))
+                sys.stdout.flush()
+                if alignments is not None:
+                    alignments.write((result.best.alignment_text() if result.best else "") + "\n")
+                bar.update(result)
+    finally:
+        if alignments is not None:
+            alignments.close()
     return 0
 
 
+def _open_output(path: str | None):
+    """``path`` opened for writing (UTF-8), or None; an unwritable path is an error naming it."""
+    if path is None:
+        return None
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as e:
+        raise FstdecodeError(f"{path}: cannot write the alignment output file: {e.strerror}") from None
+
+
 def _report(result: DecodeResult) -> None:
-    """Say on stderr what the output line alone does not: a failed line, or one over budget."""
+    """Say on stderr what the output line alone does not: a failed line, or one over budget;
+    with -v, every line's outcome."""
     log = logging.getLogger("fstdecode")
     if result.error is not None:
         log.warning("line %d: %s; %s", result.id + 1, result.error, output.FAILED_LINE)
     elif result.reason is not None:
         log.warning("line %d: %s", result.id + 1, result.reason)
+    else:
+        log.info(
+            "line %d: %d derivation(s), %s, %d states, %.3f s", result.id + 1, len(result.derivations),
+            "optimal" if result.optimal else "not proven optimal", result.stats.states, result.stats.seconds,
+        )
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -179,6 +259,14 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from fstdecode.fst.tools import inspect
 
+    if args.search_graph:
+        from fstdecode.fst.search_graph import search_graph_lines
+        from fstdecode.fst.tools import read_fst
+
+        stem = os.path.splitext(os.path.basename(args.file))[0]
+        sentence = args.id if args.id is not None else int(stem) if stem.isdigit() else 0
+        sys.stdout.write("".join(line + "\n" for line in search_graph_lines(read_fst(args.file), sentence)))
+        return 0
     inspect(args.file, sys.stdout, args.nbest)
     return 0
 
@@ -204,20 +292,24 @@ def _cmd_tsp(args: argparse.Namespace) -> int:
 COMMANDS = {"decode": _cmd_decode, "demo": _cmd_demo, "compile": _cmd_compile, "inspect": _cmd_inspect, "tsp": _cmd_tsp}
 
 
-def _setup_logging(verbose: bool) -> None:
+def _setup_logging(verbose: int, quiet: bool = False) -> None:
+    """The ``fstdecode`` logger on stderr: warnings by default, errors only with -q, info with -v,
+    debug with -vv. Nothing is ever logged on stdout."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("fstdecode: %(levelname)s: %(message)s"))
     log = logging.getLogger("fstdecode")
     log.handlers[:] = [handler]
-    log.setLevel(logging.INFO if verbose else logging.WARNING)
+    level = logging.ERROR if quiet else logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING
+    log.setLevel(level)
     log.propagate = False
     logging.addLevelName(logging.WARNING, "warning")
     logging.addLevelName(logging.INFO, "info")
+    logging.addLevelName(logging.DEBUG, "debug")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    _setup_logging(args.verbose)
+    _setup_logging(args.verbose, args.quiet)
     if hasattr(sys.stdout, "reconfigure"):  # write UTF-8, as the input and model files are
         sys.stdout.reconfigure(encoding="utf-8")
     try:

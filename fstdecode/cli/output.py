@@ -14,7 +14,7 @@ import math
 from typing import Callable
 
 from fstdecode.decoder import DecodeResult, Derivation
-from fstdecode.model.features import Weights
+from fstdecode.model.features import MosesFeature, Weights, moses_layout
 
 FORMATS = ("text", "json", "nbest")
 
@@ -22,24 +22,36 @@ FORMATS = ("text", "json", "nbest")
 FAILED_LINE = "its source is passed through"
 
 
-def text(result: DecodeResult) -> str:
-    """The best translation, or the source itself when decoding failed."""
+def text(result: DecodeResult, alignment: bool = False) -> str:
+    """The best translation, or the source itself when decoding failed.
+
+    With ``alignment``, Moses' ``-print-alignment-info``: ``translation ||| 0-0 1-1`` (the
+    word alignment of :meth:`Derivation.alignment`; Moses' trailing spaces left out). A failed
+    line gets an empty alignment.
+    """
     best = result.best
-    return best.translation if best is not None else " ".join(result.source)
+    out = best.translation if best is not None else " ".join(result.source)
+    if alignment:
+        out = f"{out} ||| {best.alignment_text() if best is not None else ''}".strip()
+    return out
 
 
-def _derivation_json(d: Derivation) -> dict:
-    return {
+def _derivation_json(d: Derivation, alignment: bool = False) -> dict:
+    obj = {
         "translation": d.translation,
         "score": d.score,
         "features": d.features.as_dict(),
         "derivation": [[p.start, p.end, " ".join(p.target)] for p in d.phrases],
     }
+    if alignment:
+        obj["alignment"] = [list(point) for point in d.alignment()]
+    return obj
 
 
-def json_line(result: DecodeResult) -> str:
+def json_line(result: DecodeResult, alignment: bool = False) -> str:
     """One JSON object: id, source, translation, score, features, derivation, optimal, stats;
-    ``upper_bound`` and ``gap`` when the search proved a bound (the certificate).
+    ``upper_bound`` and ``gap`` when the search proved a bound (the certificate); with
+    ``alignment``, ``alignment`` as ``[source, target]`` position pairs (:meth:`Derivation.alignment`).
 
     With more than one derivation the others follow under ``nbest``; a
     failed line has ``error`` and the source as its translation.
@@ -49,7 +61,7 @@ def json_line(result: DecodeResult) -> str:
     if best is None:
         obj.update(translation=" ".join(result.source), error=result.error or result.reason)
     else:
-        obj.update(_derivation_json(best))
+        obj.update(_derivation_json(best, alignment))
         obj["optimal"] = result.optimal
         if result.upper_bound is not None:
             obj["upper_bound"] = result.upper_bound
@@ -57,7 +69,7 @@ def json_line(result: DecodeResult) -> str:
         if result.reason is not None:
             obj["reason"] = result.reason
         if len(result.derivations) > 1:
-            obj["nbest"] = [_derivation_json(d) for d in result.derivations]
+            obj["nbest"] = [_derivation_json(d, alignment) for d in result.derivations]
     obj["stats"] = {
         "states": result.stats.states,
         "transitions": result.stats.transitions,
@@ -82,22 +94,33 @@ def _g(x: float) -> str:
     return f"{x:.6g}"
 
 
-def moses_features(d: Derivation, weights: Weights) -> str:
-    """The feature field of a Moses n-best line (UnknownWordPenalty is not printed, as in Moses)."""
-    f = d.features
-    parts = [f"KENLM0= {_g(f.lm)}", f"Distortion0= {_g(f.distortion)}", f"WordPenalty0= {_g(f.word)}"]
-    if weights.phrase != 0.0:
-        parts.append(f"PhrasePenalty0= {_g(f.phrase)}")
-    parts.append("PhraseDictionaryMemory0= " + " ".join(_g(v) for v in f.tm))
-    return " ".join(parts)
+def _layout(features: Weights | tuple[MosesFeature, ...]) -> tuple[MosesFeature, ...]:
+    """The features to print: a model's ``features``, or (given weights) Moses' default names."""
+    return moses_layout((), features) if isinstance(features, Weights) else tuple(features)
 
 
-def nbest_lines(result: DecodeResult, weights: Weights) -> list[str]:
-    """Moses n-best entries: ``id ||| translation ||| features ||| score ||| segmentation |||``."""
+def moses_features(d: Derivation, features: Weights | tuple[MosesFeature, ...]) -> str:
+    """The feature field of a Moses n-best line: ``NAME= v ...`` for each tuneable feature of
+    ``features`` (a model's ``features``: moses.ini's names, in Moses' order), so that tuning tools
+    (MERT, MIRA) find the names of ``--show-weights``. UnknownWordPenalty is not tuneable and not
+    printed, as in Moses. Given weights instead, Moses' default names are used."""
+    return " ".join(
+        f"{f.name}= " + " ".join(_g(v) for v in f.values(d.features)) for f in _layout(features) if f.tuneable
+    )
+
+
+def nbest_lines(result: DecodeResult, features: Weights | tuple[MosesFeature, ...], alignment: bool = False) -> list[str]:
+    """Moses n-best entries: ``id ||| translation ||| features ||| score ||| segmentation ||| alignment``.
+
+    The last field is Moses' word alignment (``print-alignment-info-in-n-best``), filled with
+    ``alignment`` and left empty otherwise (Moses' trailing spaces left out).
+    """
     if not result.derivations:
         return [f"{result.id} ||| {escape_bars(' '.join(result.source))} ||| ||| {-math.inf} ||| |||"]
+    layout = _layout(features)
     return [
-        f"{result.id} ||| {d.translation} ||| {moses_features(d, weights)} ||| {_g(d.score)} ||| {d.segmentation()} |||"
+        f"{result.id} ||| {d.translation} ||| {moses_features(d, layout)} ||| {_g(d.score)} ||| {d.segmentation()} |||"
+        + (f" {d.alignment_text()}".rstrip() if alignment else "")
         for d in result.derivations
     ]
 
@@ -107,10 +130,14 @@ def escape_bars(text: str) -> str:
     return text.replace("|", "&#124;")
 
 
-def writer(fmt: str, weights: Weights) -> Callable[[DecodeResult], str]:
-    """The function that writes one result in format ``fmt``, end of line included."""
+def writer(
+    fmt: str, features: Weights | tuple[MosesFeature, ...], alignment: bool = False
+) -> Callable[[DecodeResult], str]:
+    """The function that writes one result in format ``fmt``, end of line included; ``features``
+    as for :func:`nbest_lines`, ``alignment`` adds the word alignment (``--print-alignment-info``)."""
     if fmt == "text":
-        return lambda result: text(result) + "\n"
+        return lambda result: text(result, alignment) + "\n"
     if fmt == "json":
-        return lambda result: json_line(result) + "\n"
-    return lambda result: "".join(line + "\n" for line in nbest_lines(result, weights))
+        return lambda result: json_line(result, alignment) + "\n"
+    layout = _layout(features)
+    return lambda result: "".join(line + "\n" for line in nbest_lines(result, layout, alignment))

@@ -36,8 +36,10 @@ class PhraseFstError(FstdecodeError):
 
 
 def pair_symbol(pair: PhrasePair) -> str:
-    """The output symbol of a pair: ``src ||| tgt ||| f1 f2 …`` (exact floats)."""
-    return f"{' '.join(pair.source)} ||| {' '.join(pair.target)} ||| {' '.join(repr(v) for v in pair.scores)}"
+    """The output symbol of a pair: ``src ||| tgt ||| f1 f2 …`` (exact floats), then ``||| 0-0 …``
+    when the pair has a word alignment."""
+    text = f"{' '.join(pair.source)} ||| {' '.join(pair.target)} ||| {' '.join(repr(v) for v in pair.scores)}"
+    return f"{text} ||| {pair.alignment}" if pair.alignment else text
 
 
 def parse_pair_symbol(symbol: str, where: str) -> PhrasePair:
@@ -47,7 +49,8 @@ def parse_pair_symbol(symbol: str, where: str) -> PhrasePair:
         src, tgt, scores = parts[0].split(), parts[1].split(), tuple(float(v) for v in parts[2].split())
     except (IndexError, ValueError):
         raise PhraseFstError(f"{where}: output symbol {symbol!r} is not 'src ||| tgt ||| scores'") from None
-    return PhrasePair(tuple(src), tuple(tgt), scores)
+    alignment = " ".join(parts[3].split()) if len(parts) > 3 else ""
+    return PhrasePair(tuple(src), tuple(tgt), scores, alignment=alignment)
 
 
 def pair_cost(pair: PhrasePair, w: Weights) -> float:

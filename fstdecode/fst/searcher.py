@@ -45,7 +45,6 @@ class FstOptions(SearchOptions):
     lattice_prune: float | None = field(
         default=None, metadata=option("prune lattices to paths within cost W of the best", minimum=0, infinite=True)
     )
-    unique: bool = field(default=False, metadata=option("n-best with distinct translations", flag="--nbest-unique"))
 
 
 @functools.lru_cache(maxsize=4)
@@ -92,5 +91,6 @@ register(
     factory=FstSearcher,
     native_factory=lambda model, options: FstSearcher(model, options, "native"),
     exact=True,
+    distinct=True,  # the cascade prunes R for the k-th distinct translation (fstdecode.fst.cascade)
     summary="the same search as a WFST cascade in OpenFst (exact); R and L built by the native core",
 )

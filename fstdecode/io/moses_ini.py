@@ -17,7 +17,8 @@ Understood sections:
   -1); an absent section is stored as ``None`` (Moses' default then applies).
 * ``[early-distortion-cost]``: yes/no/true/false/y/n/1/0; a section with no
   value means yes (Moses treats a bare boolean switch as true).
-* ``[n-best-list]``: an output path and a size, on one line or two.
+* ``[n-best-list]``: an output path and a size, then optionally the word ``distinct``
+  (distinct translations only), one value a line or all on one.
 
 Every other section is kept verbatim in :attr:`MosesConfig.other`.
 
@@ -149,6 +150,8 @@ class MosesConfig:
     nbest_path: str | None
     nbest_size: int | None
     other: Mapping[str, tuple[str, ...]] = field(hash=False)
+    #: ``[n-best-list]`` ends with ``distinct``: the n-best list holds distinct translations.
+    nbest_distinct: bool = False
 
     def lm(self) -> FeatureLine | None:
         """The KENLM feature, or None; more than one is an error (one LM is supported)."""
@@ -436,18 +439,19 @@ def _parse_bool(entries: list[tuple[int, str]] | None, name: str, path: str) -> 
 
 def _parse_nbest(
     entries: list[tuple[int, str]] | None, path: str, header: int
-) -> tuple[str | None, int | None]:
-    """``path size`` (one line or two) -> (path as written, size >= 1)."""
+) -> tuple[str | None, int | None, bool]:
+    """``path size [distinct]`` (one line or several) -> (path as written, size >= 1, distinct)."""
     if entries is None:
-        return None, None
+        return None, None, False
     tokens = _tokens(entries)
-    if len(tokens) != 2:
+    distinct = len(tokens) == 3 and tokens[2][1] == "distinct"
+    if len(tokens) != 2 and not distinct:
         lineno = _section_line(entries, header)
         raise MosesIniError(
-            f"{path}:{lineno}: [n-best-list] needs an output path and a size, "
-            f"found {len(tokens)} value(s)"
+            f"{path}:{lineno}: [n-best-list] needs an output path and a size, and optionally the word "
+            f"'distinct'; found {' '.join(t for _, t in tokens)!r}"
         )
-    (_, nbest_path), (lineno, size_text) = tokens
+    (_, nbest_path), (lineno, size_text) = tokens[:2]
     try:
         size = int(size_text)
     except ValueError:
@@ -456,7 +460,7 @@ def _parse_nbest(
         raise MosesIniError(
             f"{path}:{lineno}: n-best size {size_text!r} must be a positive integer"
         )
-    return nbest_path, size
+    return nbest_path, size, distinct
 
 
 def _header_lines(lines: Iterable[tuple[int, str]]) -> dict[str, int]:
@@ -483,7 +487,7 @@ def load_moses_ini(path: str | os.PathLike[str]) -> MosesConfig:
     headers = _header_lines(lines)
     features = _parse_features(sections.get("feature", []), path_str, folder)
     weights = _parse_weights(sections.get("weight", []), path_str, features)
-    nbest_path, nbest_size = _parse_nbest(
+    nbest_path, nbest_size, nbest_distinct = _parse_nbest(
         sections.get("n-best-list"), path_str, headers.get("n-best-list", 0)
     )
     other = {
@@ -506,4 +510,5 @@ def load_moses_ini(path: str | os.PathLike[str]) -> MosesConfig:
         nbest_path=nbest_path,
         nbest_size=nbest_size,
         other=MappingProxyType(other),
+        nbest_distinct=nbest_distinct,
     )

@@ -1,8 +1,9 @@
 """Moses-format text phrase tables.
 
 A line is ``source ||| target ||| s1 s2 ... [||| alignment [||| counts [||| ...]]]``.
-Fields after the scores are ignored. The file may be plain or gzip-compressed
-(detected by its magic bytes) and must be UTF-8.
+The alignment field (``0-0 1-1``: source-target word positions inside the pair, 0-based) is
+kept, as one interned string per pair (tables repeat a few patterns); later fields are ignored.
+The file may be plain or gzip-compressed (detected by its magic bytes) and must be UTF-8.
 
 Invariants of a loaded :class:`PhraseTable`:
 
@@ -33,6 +34,7 @@ __all__ = [
     "PhrasePair",
     "PhraseTable",
     "PhraseTableError",
+    "alignment_points",
     "load_phrase_table",
 ]
 
@@ -65,6 +67,16 @@ class PhrasePair:
     target: tuple[str, ...]
     scores: tuple[float, ...]
     unknown: bool = False
+    #: The word alignment inside the pair, Moses' ``0-0 1-1`` (source-target, 0-based), normalized:
+    #: single spaces, each point once, sorted by (source, target); "" when the table gives none.
+    alignment: str = ""
+
+
+def alignment_points(pair: PhrasePair) -> tuple[tuple[int, int], ...]:
+    """The pair's word alignment as ``(source, target)`` positions inside the pair, sorted."""
+    if not pair.alignment:
+        return ()
+    return tuple((int(a), int(b)) for a, _, b in (point.partition("-") for point in pair.alignment.split()))
 
 
 class PhraseTable:
@@ -205,8 +217,8 @@ def _parse_scores(
 
 def _split_line(
     text: str, where: str
-) -> tuple[tuple[str, ...], tuple[str, ...], list[str]]:
-    """Split a line into source words, target words and raw score tokens."""
+) -> tuple[tuple[str, ...], tuple[str, ...], list[str], str]:
+    """Split a line into source words, target words, raw score tokens and the alignment field."""
     fields = text.split(_FIELD_SEPARATOR)
     if len(fields) < 3:
         raise PhraseTableError(
@@ -219,7 +231,40 @@ def _split_line(
         raise PhraseTableError(f"{where}: empty source phrase; every pair needs source words")
     if not target:
         raise PhraseTableError(f"{where}: empty target phrase; every pair needs target words")
-    return source, target, fields[2].split()
+    return source, target, fields[2].split(), fields[3] if len(fields) > 3 else ""
+
+
+def _alignment(text: str, where: str) -> tuple[str, int, int]:
+    """``(normalized alignment, largest source position, largest target position)`` of an
+    alignment field (see :attr:`PhrasePair.alignment`; -1 for none); the caller checks the
+    positions against the pair's lengths.
+
+    Raises PhraseTableError naming ``where`` for a point that is not ``i-j``.
+    """
+    points = set()
+    for token in text.split():
+        a, dash, b = token.partition("-")
+        if not (dash and a.isdigit() and b.isdigit()):
+            raise PhraseTableError(
+                f"{where}: alignment point {token!r} is not 'i-j'; the fourth field holds "
+                "source-target word positions such as '0-0 1-1'"
+            )
+        points.add((int(a), int(b)))
+    normalized = sys.intern(" ".join(f"{i}-{j}" for i, j in sorted(points)))
+    return normalized, max((i for i, _ in points), default=-1), max((j for _, j in points), default=-1)
+
+
+def _check_alignment(got: tuple[str, int, int], text: str, source_len: int, target_len: int, where: str) -> None:
+    """Raise PhraseTableError unless every point of ``got`` lies inside the pair."""
+    if got[1] >= source_len or got[2] >= target_len:
+        bad = next(
+            t for t in text.split()
+            if int(t.partition("-")[0]) >= source_len or int(t.partition("-")[2]) >= target_len
+        )
+        raise PhraseTableError(
+            f"{where}: alignment point {bad!r} is outside the pair "
+            f"({source_len} source and {target_len} target word(s), counted from 0)"
+        )
 
 
 def _check_score_count(
@@ -323,11 +368,12 @@ def load_phrase_table(
     wanted: dict[tuple[str, ...], bool] = {}
     expected = num_features
     first_lineno: int | None = None
+    patterns: dict[str, tuple[str, int, int]] = {"": ("", -1, -1)}
     for lineno, text in numbered_lines(path_str, PhraseTableError):
         if not text.strip():
             continue
         where = f"{path_str}:{lineno}"
-        source, target, tokens = _split_line(text, where)
+        source, target, tokens, align_text = _split_line(text, where)
         if expected is None:
             if not tokens:
                 raise PhraseTableError(
@@ -339,8 +385,13 @@ def load_phrase_table(
         keep = wanted.get(source)
         if keep is None:
             keep = wanted[source] = vocabulary is None or bool(vocabulary(source))
+        got = patterns.get(align_text)
+        if got is None:
+            got = patterns[align_text] = _alignment(align_text, where)
+        if got[1] >= len(source) or got[2] >= len(target):
+            _check_alignment(got, align_text, len(source), len(target), where)
         if keep:
-            groups.setdefault(source, []).append(PhrasePair(source, target, scores))
+            groups.setdefault(source, []).append(PhrasePair(source, target, scores, False, got[0]))
     rank = ranker if ranker is not None else _sum_of_scores
     entries = {
         source: (_limit(pairs, table_limit, rank) if table_limit > 0 else tuple(pairs))

@@ -20,6 +20,7 @@ import logging
 import math
 import numbers
 from dataclasses import dataclass, field, fields, replace
+from typing import Sequence
 
 from fstdecode.errors import FstdecodeError
 
@@ -28,6 +29,27 @@ UNKNOWN_WORD_VALUE = -100.0
 
 #: The weight names accepted by ``--weight NAME=VALUE``.
 WEIGHT_NAMES = ("lm", "tm", "distortion", "word", "phrase", "unknown")
+
+#: moses.ini feature kind -> the name of its field in :class:`Features` and :class:`Weights`.
+MOSES_KINDS = {
+    "KENLM": "lm",
+    "PhraseDictionaryMemory": "tm",
+    "Distortion": "distortion",
+    "WordPenalty": "word",
+    "PhrasePenalty": "phrase",
+    "UnknownWordPenalty": "unknown",
+    # Moses' other LM kinds (old moses.ini files name them by type code); all score as the LM.
+    "SRILM": "lm",
+    "IRSTLM": "lm",
+}
+
+#: The kinds Moses makes stateful feature functions; it lists those first (``-show-weights``,
+#: n-best lists), each group in moses.ini order.
+STATEFUL_KINDS = frozenset({"KENLM", "SRILM", "IRSTLM", "Distortion", "LexicalReordering"})
+
+#: Kinds that Moses does not tune: ``-show-weights`` prints ``NAME UNTUNEABLE`` and n-best
+#: lists leave them out.
+UNTUNEABLE_KINDS = frozenset({"UnknownWordPenalty"})
 
 _LOG = logging.getLogger("fstdecode")
 
@@ -180,3 +202,59 @@ class Weights:
             return replace(self, **{name: parsed if name == "tm" else parsed[0]})
         except FeatureError as err:
             raise FeatureError(f"--weight {item!r}: {err}") from None
+
+
+@dataclass(frozen=True)
+class MosesFeature:
+    """A feature function as Moses names it: ``name`` (``KENLM0``, or moses.ini's ``name=``) of a
+    ``kind`` in :data:`MOSES_KINDS`."""
+
+    name: str
+    kind: str
+
+    @property
+    def tuneable(self) -> bool:
+        return self.kind not in UNTUNEABLE_KINDS
+
+    def values(self, of: Features | Weights) -> tuple[float, ...]:
+        """This feature's values in ``of`` (feature values or weights): one, or one per TM column."""
+        value = getattr(of, MOSES_KINDS[self.kind])
+        return tuple(value) if isinstance(value, tuple) else (value,)
+
+
+def moses_order(features: Sequence[MosesFeature]) -> tuple[MosesFeature, ...]:
+    """Moses' order of feature functions: the stateful ones, then the stateless, each in the given
+    (moses.ini) order."""
+    return tuple(f for f in features if f.kind in STATEFUL_KINDS) + tuple(
+        f for f in features if f.kind not in STATEFUL_KINDS
+    )
+
+
+def moses_layout(declared: Sequence[MosesFeature], weights: Weights) -> tuple[MosesFeature, ...]:
+    """The features of a model in Moses' order: the ``declared`` ones (moses.ini's ``[feature]``
+    lines of kinds in :data:`MOSES_KINDS`), plus each kind not declared that still counts, under
+    Moses' default name (``KIND0``): the LM, TM, word penalty and unknown-word penalty always,
+    distortion and the phrase penalty when their weight is not 0.
+
+    Without a moses.ini (``declared`` empty) this is ``KENLM0 Distortion0 WordPenalty0
+    [PhrasePenalty0] UnknownWordPenalty0 PhraseDictionaryMemory0``.
+    """
+    covered = {MOSES_KINDS[f.kind] for f in declared if f.kind in MOSES_KINDS}
+    extra = []
+    for kind in ("KENLM", "Distortion", "WordPenalty", "PhrasePenalty", "UnknownWordPenalty", "PhraseDictionaryMemory"):
+        optional = kind in ("Distortion", "PhrasePenalty")
+        if MOSES_KINDS[kind] not in covered and (not optional or getattr(weights, MOSES_KINDS[kind]) != 0.0):
+            extra.append(MosesFeature(f"{kind}0", kind))
+    return moses_order([*declared, *extra])
+
+
+def show_weights(layout: Sequence[MosesFeature], weights: Weights) -> list[str]:
+    """Moses' ``-show-weights`` lines: ``NAME= w1 w2 ...`` (fixed, 6 decimals) per tuneable feature,
+    ``NAME UNTUNEABLE`` for the others, in ``layout`` order (:func:`moses_layout`)."""
+    out = []
+    for f in layout:
+        if f.tuneable:
+            out.append(f"{f.name}=" + "".join(f" {v:.6f}" for v in f.values(weights)))
+        else:
+            out.append(f"{f.name} UNTUNEABLE")
+    return out

@@ -18,7 +18,7 @@ from fstdecode.io.arpa import ArpaLM
 from fstdecode.io.native_lm import NativeLM
 from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, FeatureLine, MosesConfig, load_moses_ini
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable, load_phrase_table
-from fstdecode.model.features import Weights, assignment_name
+from fstdecode.model.features import MOSES_KINDS, MosesFeature, Weights, assignment_name, moses_layout, show_weights
 
 _LOG = logging.getLogger("fstdecode")
 
@@ -37,14 +37,7 @@ UNLIMITED = 2**31 - 1
 NO_LIMIT = -1
 
 # moses.ini feature kind -> fstdecode weight name.
-_INI_WEIGHTS = {
-    "KENLM": "lm",
-    "PhraseDictionaryMemory": "tm",
-    "Distortion": "distortion",
-    "WordPenalty": "word",
-    "PhrasePenalty": "phrase",
-    "UnknownWordPenalty": "unknown",
-}
+_INI_WEIGHTS = MOSES_KINDS
 
 
 @dataclass(frozen=True)
@@ -54,7 +47,9 @@ class Model:
     Invariant: ``len(weights.tm) == table.num_scores`` and ``distortion_limit >= 0``
     (:data:`UNLIMITED` for no limit). ``lm`` is read up to the order the searches use:
     moses.ini's KENLM ``order=``, or ``--lm-order``, or else the file's own order.
-    ``nbest_size`` is moses.ini's ``[n-best-list]`` size (None without one).
+    ``nbest_size`` is moses.ini's ``[n-best-list]`` size (None without one), ``nbest_distinct``
+    its ``distinct`` word. ``features`` names the features as Moses does, in Moses' order
+    (:func:`~fstdecode.model.features.moses_layout`): n-best lists and ``--show-weights`` use it.
     """
 
     table: PhraseTable
@@ -64,6 +59,19 @@ class Model:
     name: str = "model"
     early_distortion_cost: bool = False
     nbest_size: int | None = None
+    nbest_distinct: bool = False
+    features: tuple[MosesFeature, ...] = ()
+    #: moses.ini's ``[print-alignment-info]`` / ``[print-alignment-info-in-n-best]``: the word
+    #: alignment in the output (as ``--print-alignment-info``).
+    print_alignment: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.features:  # a model made by hand: Moses' default names
+            object.__setattr__(self, "features", moses_layout((), self.weights))
+
+    def show_weights(self) -> list[str]:
+        """Moses' ``-show-weights`` lines for this model (``--show-weights``)."""
+        return show_weights(self.features, self.weights)
 
     def search_lm(self) -> ArpaLM | NativeLM:
         """The LM the searches score with (its order is the search's order)."""
@@ -263,7 +271,25 @@ def load_model(
         name=name,
         early_distortion_cost=bool(cfg and cfg.early_distortion_cost),
         nbest_size=cfg.nbest_size if cfg else None,
+        nbest_distinct=bool(cfg and cfg.nbest_distinct),
+        features=moses_layout(_declared(cfg), w),
+        print_alignment=_ini_switch(cfg, "print-alignment-info") or _ini_switch(cfg, "print-alignment-info-in-n-best"),
     )
+
+
+def _ini_switch(cfg: MosesConfig | None, section: str) -> bool:
+    """Whether a moses.ini's boolean section is on (present with no value, or a true word)."""
+    if cfg is None or section not in cfg.other:
+        return False
+    values = cfg.other[section]
+    return not values or values[0].strip().lower() in ("1", "true", "yes", "y")
+
+
+def _declared(cfg: MosesConfig | None) -> list[MosesFeature]:
+    """The moses.ini's features that fstdecode computes, by their Moses names, in file order."""
+    if cfg is None:
+        return []
+    return [MosesFeature(f.name, f.kind) for f in cfg.features if f.kind in MOSES_KINDS]
 
 
 def empty_table(path: str, num_scores: int) -> PhraseTable:

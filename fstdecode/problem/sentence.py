@@ -7,9 +7,12 @@ that ``<s>`` sits at position 0 (Chang & Collins' x_1).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Sequence
 
-from fstdecode.io.phrase_table import PhrasePair, PhraseTable
+from fstdecode.io.phrase_table import LOWEST_SCORE, PhrasePair, PhraseTable
+from fstdecode.io.xml_input import XmlOption
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,8 @@ class Sentence:
 
 
 def unknown_pair(word: str, num_scores: int) -> PhrasePair:
-    """Moses' translation of an unknown word: copied through, every TM score 0."""
-    return PhrasePair(source=(word,), target=(word,), scores=(0.0,) * num_scores, unknown=True)
+    """Moses' translation of an unknown word: copied through, every TM score 0, aligned to itself."""
+    return PhrasePair(source=(word,), target=(word,), scores=(0.0,) * num_scores, unknown=True, alignment="0-0")
 
 
 def build_sentence(table: PhraseTable, words: tuple[str, ...] | list[str]) -> Sentence:
@@ -72,3 +75,33 @@ def build_sentence(table: PhraseTable, words: tuple[str, ...] | list[str]) -> Se
             unknown.add(s)
             options[s].insert(0, Phrase(s, s, unknown_pair(words[s], table.num_scores)))
     return Sentence(words, tuple(tuple(o) for o in options), frozenset(unknown))
+
+
+def xml_pair(source: tuple[str, ...], target: tuple[str, ...], prob: float, num_scores: int) -> PhrasePair:
+    """The pair of a translation given by XML markup, scored as Moses scores it
+    (``TargetPhrase::SetXMLScore``): every TM column ln(prob) / columns, ln floored at
+    LOWEST_SCORE; no word alignment."""
+    value = math.log(prob) if prob > 0.0 else LOWEST_SCORE
+    value = max(value, LOWEST_SCORE) / max(num_scores, 1)
+    return PhrasePair(source=source, target=target, scores=(value,) * num_scores)
+
+
+def with_xml_options(sentence: Sentence, options: Sequence[XmlOption], exclusive: bool, num_scores: int) -> Sentence:
+    """``sentence`` with the translations that XML markup gives (``-xml-input``).
+
+    ``exclusive``: a span with markup is translated only as the markup says, and no other
+    phrase may overlap it, even partly (Moses' ``XmlOverlap``), unknown-word copies included.
+    Otherwise (inclusive) the markup's translations are added to the table's options.
+    """
+    words = sentence.words
+
+    def overlaps(p: Phrase) -> bool:
+        return any(p.start <= o.end and o.start <= p.end for o in options)
+
+    kept = [[p for p in opts if not (exclusive and overlaps(p))] for opts in sentence.options]
+    for o in options:
+        source = words[o.start : o.end + 1]
+        for target, prob in zip(o.translations, o.probs):
+            kept[o.start].append(Phrase(o.start, o.end, xml_pair(source, target, prob, num_scores)))
+    unknown = frozenset(s for s in sentence.unknown if any(p.pair.unknown for p in kept[s]))
+    return Sentence(words, tuple(tuple(o) for o in kept), unknown)

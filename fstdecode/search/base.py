@@ -19,6 +19,7 @@ a native core can stand behind it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
@@ -110,6 +111,13 @@ class SearchOptions:
     """
 
     nbest: int = field(default=1, metadata=option("K best derivations per sentence", flag="--nbest", minimum=1))
+    unique: bool = field(
+        default=False,
+        metadata=option(
+            "n-best with distinct translations (Moses' [n-best-list] ... distinct; default: moses.ini's, else off)",
+            flag="--nbest-unique",
+        ),
+    )
     max_states: int = field(
         default=DEFAULT_MAX_STATES,
         metadata=option("state budget per sentence; beyond it the line is marked not optimal", minimum=1),
@@ -158,6 +166,9 @@ class Method:
     summary: str
     native: Callable[[SearchProblem, Any], SearchResult] | None = None
     native_factory: Callable[[Model, Any], Searcher] | None = None
+    #: The method's own searches honour ``unique`` (else :func:`searcher` wraps them in
+    #: :class:`fstdecode.search.kbest.DistinctSearcher`).
+    distinct: bool = False
 
     @property
     def has_native(self) -> bool:
@@ -174,11 +185,26 @@ class Method:
         return engine
 
     def searcher(self, model: Model, options: SearchOptions, engine: str = "auto") -> Searcher:
+        """The configured search; with ``options.unique`` and ``nbest > 1``, distinct translations
+        (the method's own way, else by :class:`~fstdecode.search.kbest.DistinctSearcher`)."""
+        if options.unique and options.nbest > 1 and not self.distinct:
+            from fstdecode.search.kbest import DistinctSearcher
+
+            return DistinctSearcher(functools.partial(_plain_searcher, self.name, model, options, engine), options.nbest)
+        return self._searcher(model, options, engine)
+
+    def _searcher(self, model: Model, options: SearchOptions, engine: str) -> Searcher:
         if self.engine(engine) == "native":
             if self.native_factory is not None:
                 return self.native_factory(model, options)
             return FunctionSearcher(self.native, options)
         return self.factory(model, options)
+
+
+def _plain_searcher(method: str, model: Model, options: SearchOptions, engine: str, size: int) -> Searcher:
+    """Method ``method``'s plain searcher for ``nbest=size`` (a module function, so that a
+    DistinctSearcher built on it pickles, for runners that ship decoders)."""
+    return METHODS[method]._searcher(model, dataclasses.replace(options, nbest=size, unique=False), engine)
 
 
 @dataclass(frozen=True)
@@ -206,14 +232,16 @@ def register(
     function: Callable[[SearchProblem, Any], SearchResult] | None = None,
     native: Callable[[SearchProblem, Any], SearchResult] | None = None,
     native_factory: Callable[[Model, Any], Searcher] | None = None,
+    distinct: bool = False,
 ) -> Method:
     """Register a method by a ``factory``, or by a ``function(problem, options)``; ``native``
-    (a function) or ``native_factory`` is its native-core twin, if it has one."""
+    (a function) or ``native_factory`` is its native-core twin, if it has one; ``distinct``: its
+    searches honour ``unique`` themselves."""
     if factory is None:
         if function is None:
             raise ValueError("register() needs a factory or a function")
         factory = lambda model, opts: FunctionSearcher(function, opts)  # noqa: E731
-    method = METHODS[name] = Method(name, options, factory, exact, summary, native, native_factory)
+    method = METHODS[name] = Method(name, options, factory, exact, summary, native, native_factory, distinct)
     return method
 
 

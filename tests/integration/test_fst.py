@@ -237,7 +237,8 @@ def test_inspect_bad_file_is_a_clean_error(tmp_path):
 
 
 def test_fst_only_flags_need_method_fst():
-    out = run_cli("decode", "--nbest-unique", stdin="das\n")
+    # (--nbest-unique is no longer one of them: every method takes it, tests/unit/test_distinct_nbest.py)
+    out = run_cli("decode", "--lattice-dir", "lat", stdin="das\n")
     assert out.returncode == 2 and "--method fst" in out.stderr
 
 

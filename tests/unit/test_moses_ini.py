@@ -257,6 +257,15 @@ def test_distortion_limit_minus_one_is_no_limit(tmp_path: Path) -> None:
 def test_nbest_on_one_line(tmp_path: Path) -> None:
     config = load_moses_ini(write(tmp_path, "[n-best-list]\nout/nbest.txt 100\n"))
     assert (config.nbest_path, config.nbest_size) == ("out/nbest.txt", 100)
+    assert not config.nbest_distinct
+
+
+@pytest.mark.parametrize("text", ["eu.nbest\n100 distinct\n", "eu.nbest 100 distinct\n", "eu.nbest\n100\ndistinct\n"])
+def test_nbest_distinct(tmp_path: Path, text: str) -> None:
+    # The lexicalized-reordering gold's own section ('eu.nbest' / '100 distinct'), and the same
+    # three values on one line or on three: Moses reads them as one list of words.
+    config = load_moses_ini(write(tmp_path, "[n-best-list]\n" + text))
+    assert (config.nbest_path, config.nbest_size, config.nbest_distinct) == ("eu.nbest", 100, True)
 
 
 def test_config_is_frozen_and_hashable(tmp_path: Path) -> None:
@@ -366,8 +375,9 @@ def test_error_weight_before_features_still_checked(tmp_path: Path) -> None:
         ("[distortion-limit]\n[weight]\n", 1, "needs exactly one integer, found 0"),
         ("[early-distortion-cost]\nmaybe\n", 2, "must be one of yes, no"),
         ("[early-distortion-cost]\nyes\nno\n", 2, "found 'yes no'"),
-        ("[n-best-list]\nnbest\n", 2, "needs an output path and a size, found 1"),
-        ("[n-best-list]\nnbest 10 distinct\n", 2, "found 3"),
+        ("[n-best-list]\nnbest\n", 2, "needs an output path and a size, and optionally the word 'distinct'; found 'nbest'"),
+        # a third word other than Moses' 'distinct'
+        ("[n-best-list]\nnbest 10 unique\n", 2, "found 'nbest 10 unique'"),
         ("[n-best-list]\nnbest\nten\n", 3, "n-best size 'ten' must be a positive integer"),
         ("[n-best-list]\nnbest 0\n", 2, "n-best size '0'"),
         ("# comment\nKENLM path=lm\n", 2, "before any [section]"),

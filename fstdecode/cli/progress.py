@@ -1,0 +1,96 @@
+"""The progress bar of batch runs: one small helper that any runner's loop can feed.
+
+``--progress`` / ``--no-progress`` (default: on when stderr is a terminal). The bar is
+tqdm's, on stderr, never on stdout (which holds results only). tqdm is an optional extra,
+imported when a bar is wanted: ``pip install 'fstdecode[progress]'`` (or ``pip install tqdm``);
+without it an asked-for bar is a clear error, and an automatic one is skipped with an info line.
+
+It is fed one call per finished line::
+
+    with progress_bar(flag) as bar:
+        for result in decode_lines(decoder, lines, runner):
+            bar.update(result)
+
+``fstdecode decode`` does exactly this over whatever runner ``--workers`` (or a Dask runner)
+picks, so a runner needs no bar of its own. The runners in :mod:`fstdecode.run` sit below the
+CLI (layers run io → … → run → cli) and must not import this module; a runner that wants to
+report more than finished lines (say, lines submitted) can take a callback that the CLI points
+at :meth:`ProgressBar.update`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, TextIO
+
+from fstdecode.errors import FstdecodeError
+
+_LOG = logging.getLogger("fstdecode")
+
+
+class ProgressError(FstdecodeError):
+    """A progress bar asked for that cannot be shown (tqdm missing)."""
+
+
+def wanted(flag: bool | None, stream: TextIO | None = None) -> bool:
+    """Whether to show a bar: the ``--progress/--no-progress`` flag if given, else whether
+    ``stream`` (default stderr) is a terminal."""
+    if flag is not None:
+        return flag
+    stream = sys.stderr if stream is None else stream
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+class ProgressBar:
+    """Counts finished lines (and the failed or over-budget ones) on a tqdm bar; a no-op when off.
+
+    Invariant: nothing is written anywhere when the bar is off; when on, only to ``stream``.
+    """
+
+    def __init__(self, enabled: bool, total: int | None = None, stream: TextIO | None = None, explicit: bool = False) -> None:
+        self._bar: Any = None
+        self.flagged = 0
+        if not enabled:
+            return
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            if explicit:
+                raise ProgressError(
+                    "--progress needs tqdm: pip install 'fstdecode[progress]' (or pip install tqdm)"
+                ) from None
+            _LOG.info("no progress bar: tqdm is not installed (pip install tqdm)")
+            return
+        self._bar = tqdm(total=total, unit="line", file=sys.stderr if stream is None else stream, dynamic_ncols=True)
+
+    @property
+    def active(self) -> bool:
+        return self._bar is not None
+
+    def update(self, result: Any = None) -> None:
+        """One more line done; ``result`` (a DecodeResult), if given, counts toward ``flagged``
+        when it failed or ran over budget (shown beside the bar)."""
+        if result is not None and (getattr(result, "error", None) or getattr(result, "reason", None)):
+            self.flagged += 1
+        if self._bar is not None:
+            if self.flagged:
+                self._bar.set_postfix(flagged=self.flagged, refresh=False)
+            self._bar.update(1)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def progress_bar(flag: bool | None, total: int | None = None, stream: TextIO | None = None) -> ProgressBar:
+    """The bar for ``--progress/--no-progress`` (``flag``; None: on when stderr is a terminal)."""
+    return ProgressBar(wanted(flag, stream), total, stream, explicit=flag is True)

@@ -1,0 +1,131 @@
+"""XML input markup (Moses' ``-xml-input``): reading the tags, and what each policy does to a line."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from fstdecode.decoder import DecodeError, Decoder
+from fstdecode.io.xml_input import MarkedLine, XmlInputError, XmlOption, parse_markup
+from fstdecode.model.model import load_model
+from fstdecode.search.base import METHODS
+
+from shared import run_cli
+
+LINE = "das muss unsere sorge gleichermaßen sein"
+#: A translation the table does not have, of words the LM does not know, at a low probability:
+#: only a forced translation can put it in the output.
+FORCED = 'das muss <np translation="qqq rrr" prob="0.01">unsere sorge</np> gleichermaßen sein'
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_model()
+
+
+# Reading the markup, case by case.
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("a b c", MarkedLine(("a", "b", "c"))),  # no markup
+        (
+            'a <np translation="x y||z" prob="0.8||0.2">b c</np> d',  # alternatives and their probabilities
+            MarkedLine(("a", "b", "c", "d"), (XmlOption(1, 2, (("x", "y"), ("z",)), (0.8, 0.2)),)),
+        ),
+        ('<x english="e">a</x>', MarkedLine(("a",), (XmlOption(0, 0, (("e",),), (1.0,)),))),  # legacy name, prob 1
+        ('a<n translation="t">b</n>c', MarkedLine(("a", "b", "c"), (XmlOption(1, 1, (("t",),), (1.0,)),))),  # no spaces
+        ('a b <n translation="t" span="0-1"/>', MarkedLine(("a", "b"), (XmlOption(0, 1, (("t",),), (1.0,)),))),  # span=
+        ('<a translation="t">x <b translation="u">y</b></a>',  # nested: inner closes first
+         MarkedLine(("x", "y"), (XmlOption(1, 1, (("u",),), (1.0,)), XmlOption(0, 1, (("t",),), (1.0,))))),
+        ('a <n>b</n>', MarkedLine(("a", "b"))),  # no translation: nothing to add, as in Moses
+        ("a < b > c", MarkedLine(("a", "<", "b", ">", "c"))),  # '<' not followed by a letter is text
+    ],
+)
+def test_parse_markup(line, expected):
+    assert parse_markup(line) == expected
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('a <np translation="x">b', "never closed"),
+        ('a <np translation="x">b</nq>', "closed by </nq>"),
+        ("a </np> b", "not opened"),
+        ('<np translation="x||y" prob="0.5">a</np>', "2 translation(s) but 1 probabilities"),
+        ('<np translation="x" prob="high">a</np>', "prob 'high' is not a number"),
+        ('<np translation="x" prob="-1">a</np>', "must be a probability"),
+        ('<np translation="x||">a</np>', "empty translation"),
+        ('<np translation="x" span="7">a</np>', "outside the line"),
+        ('a <wall/> b', "special tag <wall> is not supported"),
+        ('<np translation="x>a</np>', "no closing"),
+    ],
+)
+def test_malformed_markup_is_an_error(line, message):
+    with pytest.raises(XmlInputError, match=re.escape(message)):
+        parse_markup(line)
+
+
+# Both engines: the native searches run on the options built in Python (native_form's route).
+@pytest.mark.parametrize("engine", ["auto", "python"])
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "fst"])
+def test_exclusive_forces_the_translation_in_every_method(model, method, engine):
+    result = Decoder(model, method, engine=engine, xml_input="exclusive").decode(FORCED)
+    assert result.error is None
+    phrases = [(p.start, p.end, p.target) for p in result.best.phrases]
+    assert (2, 3, ("qqq", "rrr")) in phrases
+    # No other phrase touches the span.
+    assert all(e < 2 or s > 3 for s, e, t in phrases if t != ("qqq", "rrr"))
+    assert abs(result.best.score - result.best.search_score) < 1e-6  # the scorer agrees with the search
+
+
+def test_fst_refuses_markup_up_front(model):
+    with pytest.raises(DecodeError, match="not supported by --method fst"):
+        Decoder(model, "fst", xml_input="exclusive")
+    Decoder(model, "fst", xml_input="ignore")  # stripping markup is fine
+
+
+def test_xml_translation_scores_as_moses(model):
+    # Moses' SetXMLScore: every TM column gets ln(prob) / columns (here 2 columns).
+    line = f'<np translation="t1 t2" prob="0.5">{LINE}</np>'
+    best = Decoder(model, "dp", xml_input="exclusive").decode(line).best
+    assert [p.target for p in best.phrases] == [("t1", "t2")]
+    assert best.features.tm == pytest.approx((math.log(0.5) / 2, math.log(0.5) / 2))
+    assert best.alignment() == ()  # markup gives no word alignment
+
+
+def test_inclusive_adds_an_option_beside_the_tables(model):
+    decoder = Decoder(model, "dp", xml_input="inclusive")
+    marked = parse_markup(FORCED)
+    problem = decoder.problem(marked.words, 0, marked.options)
+    at = [p.target for p in problem.sentence.options[2] if p.end == 3]
+    assert ("qqq", "rrr") in at and len(at) > 1  # the markup's, and the table's own
+    # The inclusive space is the plain one plus the forced one: its best is the better of the two.
+    for method in ("dp", "coverage", "exact"):
+        plain = Decoder(model, method).decode(LINE).best.score
+        forced = Decoder(model, method, xml_input="exclusive").decode(FORCED).best.score
+        both = Decoder(model, method, xml_input="inclusive").decode(FORCED).best.score
+        assert both == pytest.approx(max(plain, forced), abs=1e-9)
+    # A cheap enough option wins: probability 1 for the best translation's own words of the span.
+    good = 'das muss <np translation="our concern">unsere sorge</np> gleichermaßen sein'
+    best = Decoder(model, "dp", xml_input="inclusive").decode(good).best
+    assert best.score >= Decoder(model, "dp").decode(LINE).best.score - 1e-9
+
+
+def test_ignore_strips_markup_and_pass_through_reads_it_as_words(model):
+    ignored = Decoder(model, "dp", xml_input="ignore").decode(FORCED)
+    assert ignored.best.translation == Decoder(model, "dp").decode(LINE).best.translation
+    passed = Decoder(model, "dp").decode(FORCED)  # pass-through, the default: tags are words
+    assert "<np" in passed.source
+
+
+def test_malformed_line_fails_alone_and_the_batch_goes_on():
+    lines = f"{LINE}\n" + 'das <np translation="x">muss\n' + f"{FORCED}\n"
+    proc = run_cli(["decode", "--xml-input", "exclusive", "--method", "stack"], lines)
+    assert proc.returncode == 0
+    out = proc.stdout.splitlines()
+    assert len(out) == 3
+    assert out[1] == 'das <np translation="x">muss'  # the failed line, passed through as written
+    assert "qqq rrr" in out[2]
+    assert "line 2: XML markup: tag <np> is never closed" in proc.stderr
