@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.arpa import ArpaLM
+from fstdecode.io.kenlm_binary import KenLMBinaryLM, is_kenlm_binary
 from fstdecode.io.native_lm import NativeLM
 from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, FeatureLine, MosesConfig, load_moses_ini
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable, load_phrase_table
@@ -58,14 +59,14 @@ class Model:
     """
 
     table: PhraseTable
-    lm: ArpaLM | NativeLM
+    lm: ArpaLM | NativeLM | KenLMBinaryLM
     weights: Weights
     distortion_limit: int
     name: str = "model"
     early_distortion_cost: bool = False
     nbest_size: int | None = None
 
-    def search_lm(self) -> ArpaLM | NativeLM:
+    def search_lm(self) -> ArpaLM | NativeLM | KenLMBinaryLM:
         """The LM the searches score with (its order is the search's order)."""
         return self.lm
 
@@ -182,6 +183,19 @@ def _model_paths(
     return lm_path, pt_path
 
 
+def load_lm(path: str | Path, order: int | None, engine: str = "auto") -> ArpaLM | NativeLM | KenLMBinaryLM:
+    """The LM in ``path`` read up to ``order`` (None: the file's order).
+
+    A KenLM binary (detected by its magic bytes, whatever its name) is read through the
+    ``kenlm`` package (:class:`~fstdecode.io.kenlm_binary.KenLMBinaryLM`); an ARPA file by
+    the Python reader for ``engine="python"``, else by the native core's.
+    """
+    if is_kenlm_binary(path):
+        return KenLMBinaryLM.from_file(path, max_order=order)
+    reader = ArpaLM if engine == "python" else NativeLM
+    return reader.from_file(path, max_order=order)
+
+
 #: ``--engine``: the native core, the Python reference, or (``auto``) native wherever it exists.
 ENGINES = ("auto", "native", "python")
 
@@ -244,8 +258,7 @@ def load_model(
     order = lm_order or (ini_lm.int_arg("order", 0) if ini_lm and lm is None else 0) or None
     if engine not in ENGINES:
         raise ModelError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
-    reader = ArpaLM if engine == "python" else NativeLM
-    language_model = reader.from_file(lm_path, max_order=order)
+    language_model = load_lm(lm_path, order, engine)
     num = ini_pt.num_features if ini_pt and phrase_table is None and "num-features" in ini_pt.args else None
     if table is None:
         table = load_phrase_table(
