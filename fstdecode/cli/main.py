@@ -24,8 +24,9 @@ from fstdecode.cli.options import add_search_flags, search_options
 from fstdecode.decoder import DEFAULT_METHOD, DecodeResult, Decoder
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.phrase_table import SCORE_FORMATS
-from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, ENGINES, load_model
-from fstdecode.run import decode_lines, input_lines, runner_for
+from fstdecode.io.table_filter import DEFAULT_CHUNK_LINES, FILTER_THRESHOLD_BYTES, SourceFilter
+from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, ENGINES, Model, load_model, refiltered, table_path
+from fstdecode.run import decode_filtered, decode_lines, input_lines, runner_for
 from fstdecode.search.base import METHODS
 
 DESCRIPTION = (
@@ -59,6 +60,20 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _filter_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("big tables")
+    g.add_argument(
+        "--filter", action=argparse.BooleanOptionalAction, default=None,
+        help="keep only the phrase-table entries whose source phrase occurs in the input, reading the table "
+        "once per batch of --filter-chunk input lines, so memory is bounded by what the input needs "
+        f"(default: on for a table file of {FILTER_THRESHOLD_BYTES // 2**20} MiB or more on disk)",
+    )
+    g.add_argument(
+        "--filter-chunk", type=int, default=DEFAULT_CHUNK_LINES, metavar="N",
+        help=f"input lines per filtered batch (default: {DEFAULT_CHUNK_LINES:,})",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fstdecode", description=DESCRIPTION)
     p.add_argument("--version", action="version", version=f"fstdecode {__version__}")
@@ -73,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
         "(json: \"optimal\": false and a \"reason\"), with a warning on stderr.",
     )
     _model_args(dec)
+    _filter_args(dec)
     dec.add_argument(
         "--method", choices=list(METHODS), default=DEFAULT_METHOD,
         help=f"search method (default: {DEFAULT_METHOD}); " + "; ".join(f"{m.name}: {m.summary}" for m in METHODS.values()),
@@ -116,13 +132,14 @@ def _check_min(flag: str, value: int | None, minimum: int) -> None:
         raise FstdecodeError(f"{flag} must be >= {minimum}, got {value}")
 
 
-def _load(args: argparse.Namespace, table=None):
+def _load(args: argparse.Namespace, table=None, source_vocabulary=None):
     """The model the flags name; ``--engine python`` reads its LM with the Python reference reader."""
     _check_min("--lm-order", args.lm_order, 1)
     _check_min("--table-limit", args.table_limit, 0)
     return load_model(
         args.config,
         table=table,
+        source_vocabulary=source_vocabulary,
         phrase_table=args.phrase_table,
         lm=args.lm,
         distortion_limit=args.distortion_limit,
@@ -134,18 +151,61 @@ def _load(args: argparse.Namespace, table=None):
     )
 
 
+def _decoder(args: argparse.Namespace, model: Model) -> Decoder:
+    nbest = (model.nbest_size or 1) if args.format == "nbest" else 1
+    return Decoder(model, args.method, search_options(args.method, args, nbest=nbest), engine=args.engine)
+
+
+def _filtering(args: argparse.Namespace) -> bool:
+    """Whether to filter the table to the input: the flag, else whether the table file is big."""
+    _check_min("--filter-chunk", args.filter_chunk, 1)
+    if getattr(args, "phrase_fst", None):
+        if args.filter:
+            raise FstdecodeError("--filter reads a text phrase table; --phrase-fst gives a compiled one")
+        return False
+    if args.filter is not None:
+        return args.filter
+    path = table_path(args.config, args.phrase_table)
+    try:
+        return path is not None and os.path.getsize(path) >= FILTER_THRESHOLD_BYTES
+    except OSError:
+        return False  # the loader says what is wrong with the file
+
+
+class _FilteredDecoders:
+    """The decoder of each input batch: the model read with the first batch's filter, then re-filtered."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.model: Model | None = None
+
+    def __call__(self, keep: SourceFilter) -> Decoder:
+        if self.model is None:
+            self.model = _load(self.args, source_vocabulary=keep)
+        else:
+            self.model = refiltered(self.model, keep)
+        return _decoder(self.args, self.model)
+
+
 def _cmd_decode(args: argparse.Namespace) -> int:
     runner = runner_for(args.workers)
-    table = None
-    if getattr(args, "phrase_fst", None):
-        from fstdecode.fst.searcher import compiled_table
+    if _filtering(args):
+        decoders = _FilteredDecoders(args)
+        results = decode_filtered(decoders, input_lines(sys.stdin), runner, args.filter_chunk)
+        current = lambda: decoders.model  # noqa: E731 (the model of the batch being written)
+    else:
+        table = None
+        if getattr(args, "phrase_fst", None):
+            from fstdecode.fst.searcher import compiled_table
 
-        table = compiled_table(args.phrase_fst)
-    model = _load(args, table)
-    nbest = (model.nbest_size or 1) if args.format == "nbest" else 1
-    decoder = Decoder(model, args.method, search_options(args.method, args, nbest=nbest), engine=args.engine)
-    write = output.writer(args.format, model.weights)
-    for result in decode_lines(decoder, input_lines(sys.stdin), runner):
+            table = compiled_table(args.phrase_fst)
+        model = _load(args, table)
+        results = decode_lines(_decoder(args, model), input_lines(sys.stdin), runner)
+        current = lambda: model  # noqa: E731
+    write = None
+    for result in results:
+        if write is None:  # the weights are the same for every batch
+            write = output.writer(args.format, current().weights)
         _report(result)
         sys.stdout.write(write(result))
         sys.stdout.flush()

@@ -49,6 +49,20 @@ _INI_WEIGHTS = {
 
 
 @dataclass(frozen=True)
+class TableSource:
+    """How a model's phrase table was read, so that it can be read again with another filter.
+
+    ``num_features`` is the column count the table had; ``table_limit`` the pairs kept per
+    source phrase (0: all).
+    """
+
+    path: str
+    score_format: str
+    num_features: int
+    table_limit: int
+
+
+@dataclass(frozen=True)
 class Model:
     """Everything a search needs but the sentence.
 
@@ -65,6 +79,8 @@ class Model:
     name: str = "model"
     early_distortion_cost: bool = False
     nbest_size: int | None = None
+    #: Where the phrase table came from (None for a table given in memory, e.g. ``--phrase-fst``).
+    table_source: TableSource | None = None
 
     def search_lm(self) -> ArpaLM | NativeLM | KenLMBinaryLM:
         """The LM the searches score with (its order is the search's order)."""
@@ -260,6 +276,7 @@ def load_model(
         raise ModelError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
     language_model = load_lm(lm_path, order, engine)
     num = ini_pt.num_features if ini_pt and phrase_table is None and "num-features" in ini_pt.args else None
+    read_table = table is None
     if table is None:
         table = load_phrase_table(
             pt_path, score_format=tm_score_format or "prob", num_features=num, vocabulary=source_vocabulary
@@ -269,7 +286,11 @@ def load_model(
         for where in cfg.ignored:
             _LOG.warning("%s is a setting of Moses' own search; fstdecode ignores it", where)
     w = w.with_tm_columns(table.num_scores, _tm_origin(cfg, ini_pt, weights))
-    table = table.limited(_table_limit(table_limit, ini_pt), moses_ranker(language_model, w))
+    limit = _table_limit(table_limit, ini_pt)
+    table = table.limited(limit, moses_ranker(language_model, w))
+    source = None
+    if read_table:
+        source = TableSource(str(pt_path), tm_score_format or "prob", table.num_scores, limit)
     return Model(
         table=table,
         lm=language_model,
@@ -278,7 +299,36 @@ def load_model(
         name=name,
         early_distortion_cost=bool(cfg and cfg.early_distortion_cost),
         nbest_size=cfg.nbest_size if cfg else None,
+        table_source=source,
     )
+
+
+def refiltered(model: Model, vocabulary: Callable[[tuple[str, ...]], bool] | None) -> Model:
+    """``model`` with its phrase table read again from its file, keeping the source phrases
+    ``vocabulary`` accepts (None: all), and limited as before (same ranking: same LM, weights).
+
+    The LM and weights are shared, not re-read: this is how a filtered decode moves from one
+    batch of input lines to the next. Raises ModelError for a model whose table came from
+    memory (no file to read again).
+    """
+    spec = model.table_source
+    if spec is None:
+        raise ModelError(f"{model.name}: its phrase table was given in memory; there is no file to filter")
+    table = load_phrase_table(
+        spec.path, score_format=spec.score_format, num_features=spec.num_features or None, vocabulary=vocabulary
+    )
+    table = table.limited(spec.table_limit, moses_ranker(model.lm, model.weights))
+    return replace(model, table=table)
+
+
+def table_path(config: str | Path | None, phrase_table: str | Path | None) -> str | None:
+    """The phrase-table file a load would read: ``phrase_table``, else the ini's, else None."""
+    if phrase_table is not None:
+        return str(phrase_table)
+    if config is None:
+        return None
+    line = load_moses_ini(config).phrase_table()
+    return line.path if line is not None else None
 
 
 def empty_table(path: str, num_scores: int) -> PhraseTable:
