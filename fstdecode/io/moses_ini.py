@@ -28,7 +28,8 @@ checked like a new-format file's. A file that mixes the two formats is an error,
 
 The settings of Moses' own search (:data:`SEARCH_ONLY_SECTIONS`: ``[search-algorithm]``,
 ``[stack]``, ``[cube-pruning-pop-limit]``, ``[threads]``, ...) are listed in
-:attr:`MosesConfig.ignored`, for a warning; a ``[search-algorithm]`` other than 0 or 1
+:attr:`MosesConfig.ignored`, for a warning (as are [ttable-limit] and [distortion-file]
+in a file with [feature] lines, which Moses ignores there too); a ``[search-algorithm]`` other than 0 or 1
 (phrase-based) is an error.
 
 Every other section is kept verbatim in :attr:`MosesConfig.other`.
@@ -167,7 +168,8 @@ class MosesConfig:
     other: Mapping[str, tuple[str, ...]] = field(hash=False)
     #: True when the file is in the old format (``[ttable-file]``, ``[weight-t]``, ...).
     old_format: bool = False
-    #: ``path:line: [section]`` of each setting of Moses' own search, which is ignored.
+    #: One warning (``path:line: [section] ...``) per section read but ignored: the settings
+    #: of Moses' own search, and old-format sections beside [feature].
     ignored: tuple[str, ...] = ()
 
     def lm(self) -> FeatureLine | None:
@@ -785,29 +787,45 @@ def old_format_lines(path: str | os.PathLike[str]) -> ConvertedIni:
     return _convert_old_format(sections, headers, path_str)
 
 
+# Old sections that make a file old-format, and so may not sit beside [feature] or [weight]
+# (Moses' own list: [ttable-limit], [distortion-file] and the input-scores are not on it).
+_MIXING = (OLD_FORMAT_SECTIONS | set(_OLD_UNSUPPORTED)) - {"ttable-limit", "distortion-file", "input-scores",
+                                                            "lmodel-oov-feature"}
+
+
 def _check_format(sections: Mapping[str, Entries], headers: Mapping[str, int], path: str) -> bool:
     """True for an old-format file; a file that mixes the two formats is an error (as in Moses)."""
-    old = sorted((headers.get(s, 1), s) for s in OLD_FORMAT_SECTIONS | set(_OLD_UNSUPPORTED) if s in sections)
+    old = sorted((headers.get(s, 1), s) for s in _MIXING if s in sections)
     new = sorted((headers.get(s, 1), s) for s in ("feature", "weight") if s in sections)
     if old and new:
         raise MosesIniError(
             f"{path}:{max(old[0][0], new[0][0])}: the file mixes the old format ([{old[0][1]}], line {old[0][0]}) "
             f"and the new one ([{new[0][1]}], line {new[0][0]}); Moses refuses that too: use one"
         )
-    return bool(old)
+    if old:
+        return True
+    return not new and any(s in sections for s in OLD_FORMAT_SECTIONS)
 
 
-def _search_only(sections: Mapping[str, Entries], headers: Mapping[str, int], path: str) -> tuple[str, ...]:
-    """``path:line: [section]`` of each Moses-search setting (ignored); a non-phrase-based search is an error."""
+def _ignored(sections: Mapping[str, Entries], headers: Mapping[str, int], path: str, old_format: bool) -> tuple[str, ...]:
+    """A warning for each section read but ignored, in file order; a non-phrase-based search is an error.
+
+    Ignored: the settings of Moses' own search, and, beside [feature], the old sections
+    that Moses does not convert there ([ttable-limit], [distortion-file]).
+    """
     for lineno, token in _tokens(sections.get("search-algorithm", []))[:1]:
         if token not in _PHRASE_BASED_SEARCH:
             raise MosesIniError(
                 f"{path}:{lineno}: [search-algorithm] {token} is not phrase-based decoding "
                 "(0: normal, 1: cube pruning); fstdecode decodes phrase-based models only"
             )
+    why = {name: "is a setting of Moses' own search; fstdecode ignores it" for name in SEARCH_ONLY_SECTIONS}
+    if not old_format:
+        for name in OLD_FORMAT_SECTIONS | set(_OLD_UNSUPPORTED):
+            why[name] = "is an old-format section, which Moses ignores in a file with [feature] lines; so does fstdecode"
     return tuple(
-        f"{path}:{headers.get(name, 1)}: [{name}]"
-        for name in sorted(SEARCH_ONLY_SECTIONS & set(sections), key=lambda s: headers.get(s, 1))
+        f"{path}:{headers.get(name, 1)}: [{name}] {why[name]}"
+        for name in sorted(set(why) & set(sections), key=lambda s: headers.get(s, 1))
     )
 
 
@@ -824,7 +842,7 @@ def load_moses_ini(path: str | os.PathLike[str]) -> MosesConfig:
     sections = _sections(lines, path_str, folder)
     headers = _header_lines(lines)
     old_format = _check_format(sections, headers, path_str)
-    ignored = _search_only(sections, headers, path_str)
+    ignored = _ignored(sections, headers, path_str, old_format)
     if old_format:
         converted = _convert_old_format(sections, headers, path_str)
         feature_entries, weight_entries = converted.features, converted.weights

@@ -283,8 +283,8 @@ def load_model(
         )
     if cfg is not None:
         _warn_missing_ini_weights(cfg)
-        for where in cfg.ignored:
-            _LOG.warning("%s is a setting of Moses' own search; fstdecode ignores it", where)
+        for message in cfg.ignored:
+            _LOG.warning("%s", message)
     w = w.with_tm_columns(table.num_scores, _tm_origin(cfg, ini_pt, weights))
     limit = _table_limit(table_limit, ini_pt)
     table = table.limited(limit, moses_ranker(language_model, w))

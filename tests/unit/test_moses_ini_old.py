@@ -206,9 +206,10 @@ def test_bad_old_format_names_file_and_line(tmp_path: Path, text: str, lineno: i
 def test_moses_search_settings_are_ignored_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = write(tmp_path, EXAMPLE_OLD + "[search-algorithm]\n1\n[stack]\n100\n[threads]\n4\n[cube-pruning-pop-limit]\n1000\n")
     config = load_moses_ini(path)
+    search = "is a setting of Moses' own search; fstdecode ignores it"
     assert config.ignored == (
-        f"{path}:29: [search-algorithm]", f"{path}:31: [stack]", f"{path}:33: [threads]",
-        f"{path}:35: [cube-pruning-pop-limit]",
+        f"{path}:29: [search-algorithm] {search}", f"{path}:31: [stack] {search}", f"{path}:33: [threads] {search}",
+        f"{path}:35: [cube-pruning-pop-limit] {search}",
     )
     with caplog.at_level(logging.WARNING, logger="fstdecode"):
         model = load_model(path)
@@ -266,3 +267,14 @@ T 0
     assert described(config) == described(new)
     assert dict(config.weights) == dict(new.weights)
     assert config.distortion_limit == new.distortion_limit == 6
+
+
+def test_old_sections_beside_feature_lines_are_ignored_as_moses_does(tmp_path: Path) -> None:
+    # Moses does not count [ttable-limit] and [distortion-file] as old-format sections when it
+    # checks for a mixed file; beside [feature] it leaves them unconverted.
+    path = write(tmp_path, example_ini_text() + "\n[ttable-limit]\n5\n[distortion-file]\n0-0 msd-fe 3 r.gz\n")
+    config = load_moses_ini(path)
+    assert not config.old_format
+    assert config.phrase_table().int_arg("table-limit", -1) == 0  # the [feature] line's, not 5
+    assert [m.split(": ", 1)[1].split("]")[0] for m in config.ignored] == ["[ttable-limit", "[distortion-file"]
+    assert all("Moses ignores in a file with [feature] lines" in m for m in config.ignored)
