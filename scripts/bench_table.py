@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -58,8 +57,17 @@ def make_input(path: Path, sentences: int, vocabulary: int, seed: int = 2) -> No
             out.write(" ".join(f"s{rng.randrange(vocabulary)}" for _ in range(WORDS_PER_SENTENCE)) + "\n")
 
 
-_CHILD = """
-import json, resource, sys, time
+# Peak RSS is the process's own VmHWM: getrusage's ru_maxrss keeps the parent's peak across
+# fork and exec, so it would count the generator's memory too.
+_HWM = """
+def peak_mib():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+"""
+
+_CHILD = _HWM + """
+import json, sys, time
 from fstdecode.io.phrase_table import load_phrase_table
 from fstdecode.io.table_filter import SourceFilter
 mode, table, text = sys.argv[1:4]
@@ -69,8 +77,7 @@ if mode == "filtered":
     keep = SourceFilter(line.split() for line in open(text, encoding="utf-8"))
 loaded = load_phrase_table(table, vocabulary=keep)
 seconds = time.perf_counter() - start
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-print(json.dumps({"seconds": seconds, "rss_mib": rss / 1024, "pairs": len(loaded),
+print(json.dumps({"seconds": seconds, "rss_mib": peak_mib(), "pairs": len(loaded),
                   "sources": sum(1 for _ in loaded.sources())}))
 """
 
@@ -87,8 +94,7 @@ def measure(mode: str, table: Path, text: Path) -> dict:
 def baseline_rss() -> float:
     """Peak RSS (MiB) of a process that only imports fstdecode's table reader."""
     proc = subprocess.run(
-        [sys.executable, "-c", "import resource, fstdecode.io.phrase_table, fstdecode.io.table_filter; "
-         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"],
+        [sys.executable, "-c", _HWM + "import fstdecode.io.phrase_table, fstdecode.io.table_filter\nprint(peak_mib())"],
         capture_output=True, text=True, check=True)
     return float(proc.stdout)
 
@@ -126,7 +132,7 @@ def run(args, record) -> int:
         f"- table: {args.lines:,} generated lines ({size / 2**20:.0f} MiB, plain text), sorted by source, 5 scores a line, "
         f"{args.vocabulary:,} source words; input: {args.sentences:,} sentences of {WORDS_PER_SENTENCE} words over "
         "the same words (one `--filter` batch)",
-        f"- each load in a fresh process; peak RSS from `getrusage` (a process that only imports the reader: {base:.0f} MiB)",
+        f"- each load in a fresh process; peak RSS is its VmHWM (a process that only imports the reader: {base:.0f} MiB)",
         "",
         "| load | seconds | peak RSS (MiB) | pairs kept | source phrases kept |",
         "|---|---:|---:|---:|---:|",
