@@ -31,9 +31,10 @@ __all__ = ["DEFAULT_CHUNK_LINES", "FILTER_THRESHOLD_BYTES", "SourceFilter", "fil
 #: Input lines per filtered batch (``--filter-chunk``): the table is read once per batch.
 DEFAULT_CHUNK_LINES = 10_000
 
-#: ``--filter`` is on by default for a phrase table file at least this large on disk (32 MiB:
-#: about 300,000 lines uncompressed, 1.5 million gzipped, whose unfiltered table takes some
-#: 0.3 to 1.5 GB in memory; docs/benchmarks.md, section bench_table).
+#: ``--filter`` is on by default for a phrase table file at least this large on disk. 32 MiB is
+#: about 430,000 lines of plain text (several times more gzipped); read whole, such a table
+#: takes some 250 MB of memory (540 bytes a pair: docs/benchmarks.md, section bench_table),
+#: more than a batch's share of any but the largest inputs.
 FILTER_THRESHOLD_BYTES = 32 * 2**20
 
 _FIELD_SEPARATOR = "|||"
