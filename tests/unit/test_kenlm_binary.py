@@ -18,6 +18,7 @@ import pytest
 from fstdecode import Decoder, load_model
 from fstdecode.io.arpa import ArpaLM
 from fstdecode.io.kenlm_binary import KENLM_MAGIC, KenLMBinaryLM, KenLMError, is_kenlm_binary
+from fstdecode.io.native_lm import NativeLM
 
 from shared import EXAMPLE_DATA, data_path, run_cli
 
@@ -157,3 +158,18 @@ def test_the_native_engine_refuses_a_binary_and_says_what_to_do() -> None:
     with pytest.raises(KenLMError) as info:
         Decoder(model, "stack", engine="native")
     assert "--engine python" in str(info.value) and "ARPA" in str(info.value)
+
+
+@needs_kenlm
+@pytest.mark.parametrize("code", ["0", "1", "8", "9"])  # SRILM, IRSTLM, KenLM, lazy KenLM: one reader
+def test_old_format_lm_codes_read_binaries_through_kenlm_and_arpa_as_arpa(tmp_path: Path, code: str) -> None:
+    for name, kind in ((BINARIES[0], KenLMBinaryLM), ("europarl.lm", NativeLM)):
+        ini = tmp_path / f"{code}-{name}.ini"
+        ini.write_text(
+            f"[ttable-file]\n0 0 0 2 {EXAMPLE_DATA / 'phrase-table'}\n[ttable-limit]\n0\n"
+            f"[lmodel-file]\n{code} 0 4 {data_path(GOLD, name)}\n[weight-l]\n0.5\n[weight-t]\n0.5\n0.5\n"
+            "[weight-d]\n0.3\n[weight-w]\n-1\n",
+            encoding="utf-8",
+        )
+        model = load_model(ini)
+        assert isinstance(model.lm, kind) and model.lm.order == 4
