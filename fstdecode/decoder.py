@@ -22,6 +22,7 @@ from typing import Any, Sequence
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.phrase_table import alignment_points
 from fstdecode.io.xml_input import XML_INPUT_MODES, XmlInputError, XmlOption, parse_markup
+from fstdecode.io.kenlm_binary import KenLMBinaryLM, KenLMError
 from fstdecode.model.features import Features
 from fstdecode.model.model import Model
 from fstdecode.problem.problem import PhraseScores, SearchLimitError, SearchProblem, SearchResult
@@ -189,7 +190,7 @@ class Decoder:
         self.model = model
         self.method = method
         self.options = options
-        self.engine = entry.engine(engine)
+        self.engine = entry.engine(_engine_for_lm(model, engine))
         self.lm = model.search_lm()
         self.searcher: Searcher = entry.searcher(model, options, self.engine)
         self._fallback: Searcher | None = None
@@ -278,6 +279,21 @@ class Decoder:
     def _derivation(self, words: tuple[str, ...], phrases: tuple[Phrase, ...], search_score: float) -> Derivation:
         feats, total = score_derivation(len(words), phrases, self.lm, self.model.weights)
         return Derivation(words, phrases, feats, total, search_score)
+
+
+def _engine_for_lm(model: Model, engine: str) -> str:
+    """``engine``, but ``python`` for ``auto`` when the LM is a KenLM binary, which the native core cannot read.
+
+    ``native`` with a KenLM binary raises KenLMError, saying what to do instead.
+    """
+    if not isinstance(model.lm, KenLMBinaryLM):
+        return engine
+    if engine == "native":
+        raise KenLMError(
+            f"{model.lm.path}: the native engine reads ARPA language models only; decode this KenLM "
+            "binary with --engine python (or auto), or give the ARPA file it was built from"
+        )
+    return "python" if engine == "auto" else engine
 
 
 def tokens(line: str | Sequence[str]) -> tuple[str, ...]:

@@ -44,3 +44,16 @@ def shared_data() -> Path:
 def moses_de_en(shared_data) -> Path:
     """Moses' regression-test model (de-en, trigram LM, early distortion cost) with its truth files."""
     return data_path("moses-early-distortion-de-en")
+
+
+@pytest.fixture(autouse=True)
+def _fstdecode_logger_restored():
+    """Each test starts with the ``fstdecode`` logger as a library leaves it: a CLI run in the
+    same process (``main()``) gives it a stderr handler and stops propagation, which would hide
+    later tests' warnings from ``caplog``."""
+    import logging
+
+    log = logging.getLogger("fstdecode")
+    saved = (log.handlers[:], log.level, log.propagate)
+    yield
+    log.handlers[:], log.level, log.propagate = saved[0], saved[1], saved[2]

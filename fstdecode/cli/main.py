@@ -25,8 +25,9 @@ from fstdecode.cli.progress import progress_bar
 from fstdecode.decoder import DEFAULT_METHOD, XML_INPUT_MODES, DecodeResult, Decoder
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.phrase_table import SCORE_FORMATS
-from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, ENGINES, load_model
-from fstdecode.run import decode_lines, input_lines, runner_for
+from fstdecode.io.table_filter import DEFAULT_CHUNK_LINES, FILTER_THRESHOLD_BYTES, SourceFilter
+from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, ENGINES, Model, load_model, refiltered, table_path
+from fstdecode.run import decode_filtered, decode_lines, input_lines, runner_for
 from fstdecode.search.base import METHODS
 
 DESCRIPTION = (
@@ -39,7 +40,7 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model (flags override moses.ini; no model flags = the built-in example)")
     g.add_argument("-f", "--config", metavar="moses.ini", help="Moses configuration file")
     g.add_argument("--phrase-table", metavar="FILE", help="Moses phrase table (plain or .gz)")
-    g.add_argument("--lm", metavar="FILE", help="ARPA language model")
+    g.add_argument("--lm", metavar="FILE", help="language model: ARPA (plain or .gz), or a KenLM binary with the kenlm extra (Python engine)")
     g.add_argument("--lm-order", type=int, metavar="N", help="read the LM up to order N (default: moses.ini's, else the file's)")
     g.add_argument(
         "--distortion-limit", "-d", type=int, metavar="D",
@@ -90,6 +91,20 @@ def _output_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _filter_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("big tables")
+    g.add_argument(
+        "--filter", action=argparse.BooleanOptionalAction, default=None,
+        help="keep only the phrase-table entries whose source phrase occurs in the input, reading the table "
+        "once per batch of --filter-chunk input lines, so memory is bounded by what the input needs "
+        f"(default: on for a table file of {FILTER_THRESHOLD_BYTES // 2**20} MiB or more on disk)",
+    )
+    g.add_argument(
+        "--filter-chunk", type=int, default=DEFAULT_CHUNK_LINES, metavar="N",
+        help=f"input lines per filtered batch (default: {DEFAULT_CHUNK_LINES:,})",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fstdecode", description=DESCRIPTION)
     p.add_argument("--version", action="version", version=f"fstdecode {__version__}")
@@ -109,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
         "(json: \"optimal\": false and a \"reason\"), with a warning on stderr.",
     )
     _model_args(dec)
+    _filter_args(dec)
     dec.add_argument(
         "--method", choices=list(METHODS), default=DEFAULT_METHOD,
         help=f"search method (default: {DEFAULT_METHOD}); " + "; ".join(f"{m.name}: {m.summary}" for m in METHODS.values()),
@@ -161,13 +177,14 @@ def _check_min(flag: str, value: int | None, minimum: int) -> None:
         raise FstdecodeError(f"{flag} must be >= {minimum}, got {value}")
 
 
-def _load(args: argparse.Namespace, table=None):
+def _load(args: argparse.Namespace, table=None, source_vocabulary=None):
     """The model the flags name; ``--engine python`` reads its LM with the Python reference reader."""
     _check_min("--lm-order", args.lm_order, 1)
     _check_min("--table-limit", args.table_limit, 0)
     return load_model(
         args.config,
         table=table,
+        source_vocabulary=source_vocabulary,
         phrase_table=args.phrase_table,
         lm=args.lm,
         distortion_limit=args.distortion_limit,
@@ -179,31 +196,79 @@ def _load(args: argparse.Namespace, table=None):
     )
 
 
-def _cmd_decode(args: argparse.Namespace) -> int:
-    runner = runner_for(args.workers)
-    table = None
-    if getattr(args, "phrase_fst", None):
-        from fstdecode.fst.searcher import compiled_table
-
-        table = compiled_table(args.phrase_fst)
-    model = _load(args, table)
-    log = logging.getLogger("fstdecode")
-    log.info(
+def _decoder(args: argparse.Namespace, model: Model) -> Decoder:
+    """The decoder the flags ask for, on ``model`` (logged with -v)."""
+    logging.getLogger("fstdecode").info(
         "model %s: %d phrase pairs, LM order %d, distortion limit %s", model.name, len(model.table),
         model.lm.order, model.distortion_limit,
     )
-    if args.show_weights:
-        sys.stdout.write("".join(line + "\n" for line in model.show_weights()))
-        return 0
     nbest = (model.nbest_size or 1) if args.format == "nbest" else 1
     unique = model.nbest_distinct and args.format == "nbest"
     options = search_options(args.method, args, nbest=nbest, unique=unique)
-    decoder = Decoder(model, args.method, options, engine=args.engine, xml_input=args.xml_input)
-    write = output.writer(args.format, model.features, args.print_alignment_info or model.print_alignment)
+    return Decoder(model, args.method, options, engine=args.engine, xml_input=args.xml_input)
+
+
+def _filtering(args: argparse.Namespace) -> bool:
+    """Whether to filter the table to the input: the flag, else whether the table file is big."""
+    _check_min("--filter-chunk", args.filter_chunk, 1)
+    if getattr(args, "phrase_fst", None):
+        if args.filter:
+            raise FstdecodeError("--filter reads a text phrase table; --phrase-fst gives a compiled one")
+        return False
+    if args.filter is not None:
+        return args.filter
+    path = table_path(args.config, args.phrase_table)
+    try:
+        return path is not None and os.path.getsize(path) >= FILTER_THRESHOLD_BYTES
+    except OSError:
+        return False  # the loader says what is wrong with the file
+
+
+class _FilteredDecoders:
+    """The decoder of each input batch: the model read with the first batch's filter, then re-filtered."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.model: Model | None = None
+
+    def __call__(self, keep: SourceFilter) -> Decoder:
+        if self.model is None:
+            self.model = _load(self.args, source_vocabulary=keep)
+        else:
+            self.model = refiltered(self.model, keep)
+        return _decoder(self.args, self.model)
+
+
+def _cmd_decode(args: argparse.Namespace) -> int:
+    runner = runner_for(args.workers)
+    if args.show_weights and _filtering(args):  # the names and weights need no table entries
+        model = _load(args, source_vocabulary=lambda source: False)
+        sys.stdout.write("".join(line + "\n" for line in model.show_weights()))
+        return 0
+    if _filtering(args):
+        decoders = _FilteredDecoders(args)
+        results = decode_filtered(decoders, input_lines(sys.stdin), runner, args.filter_chunk)
+        current = lambda: decoders.model  # noqa: E731 (the model of the batch being written)
+    else:
+        table = None
+        if getattr(args, "phrase_fst", None):
+            from fstdecode.fst.searcher import compiled_table
+
+            table = compiled_table(args.phrase_fst)
+        model = _load(args, table)
+        if args.show_weights:
+            sys.stdout.write("".join(line + "\n" for line in model.show_weights()))
+            return 0
+        results = decode_lines(_decoder(args, model), input_lines(sys.stdin), runner)
+        current = lambda: model  # noqa: E731
+    write = None
     alignments = _open_output(args.alignment_output_file)
     try:
         with progress_bar(False if args.quiet and args.progress is None else args.progress) as bar:
-            for result in decode_lines(decoder, input_lines(sys.stdin), runner):
+            for result in results:
+                if write is None:  # the weights and features are the same for every batch
+                    model = current()
+                    write = output.writer(args.format, model.features, args.print_alignment_info or model.print_alignment)
                 _report(result)
                 sys.stdout.write(write(result))
                 sys.stdout.flush()

@@ -20,6 +20,19 @@ Understood sections:
 * ``[n-best-list]``: an output path and a size, then optionally the word ``distinct``
   (distinct translations only), one value a line or all on one.
 
+The old format, which Moses still reads, is understood too: ``[ttable-file]``,
+``[ttable-limit]``, ``[lmodel-file]``, ``[distortion-file]`` and the weight sections
+``[weight-d]``, ``[weight-l]``, ``[weight-t]``, ``[weight-w]``, ``[weight-u]``,
+``[weight-p]``. They are converted into the [feature] and [weight] lines that Moses
+derives from them (the rule is stated above :data:`OLD_FORMAT_SECTIONS`), which are then
+checked like a new-format file's. A file that mixes the two formats is an error, as in Moses.
+
+The settings of Moses' own search (:data:`SEARCH_ONLY_SECTIONS`: ``[search-algorithm]``,
+``[stack]``, ``[cube-pruning-pop-limit]``, ``[threads]``, ...) are listed in
+:attr:`MosesConfig.ignored`, for a warning (as are [ttable-limit] and [distortion-file]
+in a file with [feature] lines, which Moses ignores there too); a ``[search-algorithm]`` other than 0 or 1
+(phrase-based) is an error.
+
 Every other section is kept verbatim in :attr:`MosesConfig.other`.
 
 ``${NAME}`` (any name) in any value is replaced by the absolute path of the
@@ -43,11 +56,15 @@ from fstdecode.io.values import parse_finite
 
 __all__ = [
     "DEFAULT_TABLE_LIMIT",
+    "OLD_FORMAT_SECTIONS",
+    "SEARCH_ONLY_SECTIONS",
     "SUPPORTED_KINDS",
     "FeatureLine",
     "MosesConfig",
     "MosesIniError",
+    "ConvertedIni",
     "load_moses_ini",
+    "old_format_lines",
 ]
 
 DEFAULT_TABLE_LIMIT = 20
@@ -152,6 +169,11 @@ class MosesConfig:
     other: Mapping[str, tuple[str, ...]] = field(hash=False)
     #: ``[n-best-list]`` ends with ``distinct``: the n-best list holds distinct translations.
     nbest_distinct: bool = False
+    #: True when the file is in the old format (``[ttable-file]``, ``[weight-t]``, ...).
+    old_format: bool = False
+    #: One warning (``path:line: [section] ...``) per section read but ignored: the settings
+    #: of Moses' own search, and old-format sections beside [feature].
+    ignored: tuple[str, ...] = ()
 
     def lm(self) -> FeatureLine | None:
         """The KENLM feature, or None; more than one is an error (one LM is supported)."""
@@ -473,9 +495,347 @@ def _header_lines(lines: Iterable[tuple[int, str]]) -> dict[str, int]:
     return headers
 
 
+# --------------------------------------------------------------------------
+# The old format: [ttable-file], [lmodel-file], [distortion-file], [weight-*]
+#
+# Moses turns these sections into [feature] and [weight] lines before anything else reads
+# the file (Parameter::ConvertWeightArgs and the functions it calls). The rule, as read there:
+#
+# * The features come in this order: one LM per [lmodel-file] line, then Distortion (when
+#   [weight-d] is present), one LexicalReordering per [distortion-file] line, PhrasePenalty
+#   (when [weight-p] is present), WordPenalty, UnknownWordPenalty, and one phrase table per
+#   [ttable-file] line. Each is named as an unnamed [feature] line is: Kind + a per-kind count.
+# * [lmodel-file] ``type factor order path``: type 0 (SRILM), 1 (IRSTLM), 8 (KenLM) or 9
+#   (KenLM, lazily loaded); the LM weights are [weight-l], one per LM.
+# * [weight-d]: the Distance weight first, then each [distortion-file] table's weights in turn.
+#   A [distortion-file] line is ``inputfactor-outputfactor type num-features path``.
+# * [ttable-file] ``implementation input-factor output-factor num-scores path``; [weight-t]
+#   holds every table's weights in turn; [ttable-limit] holds one limit per table, or one for
+#   all of them.
+# * [weight-w] is WordPenalty's weight, [weight-u] UnknownWordPenalty's, [weight-p] the
+#   phrase penalty's.
+#
+# The converted lines carry the line number of the old line they come from, and then go
+# through the same checks as a new-format file's lines.
+
+#: The sections of the old format that fstdecode converts.
+OLD_FORMAT_SECTIONS = frozenset(
+    {
+        "ttable-file", "ttable-limit", "lmodel-file", "distortion-file",
+        "weight-d", "weight-l", "weight-t", "weight-w", "weight-u", "weight-p",
+    }
+)
+
+# Old-format sections that define features fstdecode does not implement.
+_OLD_UNSUPPORTED: Mapping[str, str] = MappingProxyType(
+    {
+        "weight-i": "input weights of lattice or confusion-network input",
+        "input-scores": "scores of lattice or confusion-network input",
+        "generation-file": "generation steps of factored models",
+        "weight-generation": "generation steps of factored models",
+        "weight-slm": "a syntactic LM",
+        "slmodel-file": "a syntactic LM",
+        "lmodel-oov-feature": "the LM's out-of-vocabulary feature",
+        "weight-lr": "a lexicalized reordering weight outside [weight-d]",
+        "weight-dlm": "a discriminative LM",
+        "weight-bl": "the BLEU score feature",
+        "weight-glm": "a global lexical model",
+        "global-lexical-file": "a global lexical model",
+        "weight-wt": "a word translation feature",
+        "weight-pp": "a phrase pair feature",
+        "weight-pb": "a phrase boundary feature",
+        "weight-e": "a word deletion feature",
+        "weight-lex": "a global lexical reordering feature",
+    }
+)
+
+#: Settings of Moses' own search, which fstdecode's searches do not use: read, warned about
+#: (:attr:`MosesConfig.ignored`), otherwise ignored. Both formats.
+SEARCH_ONLY_SECTIONS = frozenset(
+    {
+        "search-algorithm", "stack", "stack-diversity", "beam-threshold",
+        "cube-pruning-pop-limit", "cube-pruning-diversity", "cube-pruning-lazy-scoring",
+        "cube-pruning-deterministic-search", "threads", "early-discarding-threshold",
+        "translation-option-threshold", "max-trans-opt-per-coverage", "max-partial-trans-opt",
+        "max-phrase-length", "lmodel-dub", "verbose", "time-out", "cache-path",
+    }
+)
+
+#: [search-algorithm] values of phrase-based decoding (normal stack search, cube pruning).
+_PHRASE_BASED_SEARCH = ("0", "1")
+
+# [lmodel-file] type code -> what Moses calls it; fstdecode reads each as a KENLM feature.
+_LM_TYPES: Mapping[str, str] = MappingProxyType({"0": "SRILM", "1": "IRSTLM", "8": "KENLM", "9": "KENLM"})
+
+# [ttable-file] implementation code -> Moses' feature kind.
+_TABLE_TYPES: Mapping[str, str] = MappingProxyType(
+    {
+        "0": "PhraseDictionaryMemory", "6": "PhraseDictionaryMemory", "1": "PhraseDictionaryBinary",
+        "2": "PhraseDictionaryOnDisk", "12": "PhraseDictionaryCompact", "8": "PhraseDictionarySuffixArray",
+        "14": "PhraseDictionaryDynSuffixArray", "15": "PhraseDictionaryDynamicCacheBased",
+    }
+)
+
+Entries = list[tuple[int, str]]
+
+
+@dataclass
+class ConvertedIni:
+    """The [feature] and [weight] lines that an old-format file stands for, in Moses' order.
+
+    Each entry is ``(lineno, text)``: the line of the old section it comes from, and the
+    new-format line (paths as written, ``${...}`` substituted).
+    """
+
+    features: Entries = field(default_factory=list)
+    weights: Entries = field(default_factory=list)
+
+    def add(self, lineno: int, feature: str, name: str, values: list[float]) -> None:
+        self.features.append((lineno, feature))
+        if values:
+            self.weights.append((lineno, f"{name}= " + " ".join(repr(v) for v in values)))
+
+
+class _OldFormat:
+    """Reads the old sections of one file; each method converts one kind of feature."""
+
+    def __init__(self, sections: Mapping[str, Entries], headers: Mapping[str, int], path: str) -> None:
+        self.sections = sections
+        self.headers = headers
+        self.path = path
+
+    def where(self, lineno: int) -> str:
+        return f"{self.path}:{lineno}"
+
+    def header(self, name: str) -> int:
+        """The line of section ``name``'s header (1 when the file has none)."""
+        return self.headers.get(name, 1)
+
+    def weights(self, name: str) -> list[tuple[int, float]]:
+        """Every value of a [weight-x] section, in file order (one a line, or several)."""
+        return [
+            (lineno, parse_finite(token, f"[{name}] weight", self.where(lineno), MosesIniError))
+            for lineno, token in _tokens(self.sections.get(name, []))
+        ]
+
+    def take(self, values: list[tuple[int, float]], start: int, count: int, name: str, needed: str) -> list[float]:
+        """``values[start:start + count]``; too few values is an error naming what needs them."""
+        if start + count > len(values):
+            raise MosesIniError(
+                f"{self.where(self.header(name))}: [{name}] has {len(values)} weight(s), "
+                f"but {needed}; give one weight per feature"
+            )
+        return [v for _, v in values[start:start + count]]
+
+    def check_used(self, values: list[tuple[int, float]], used: int, name: str, needed: str) -> None:
+        if len(values) > used:
+            raise MosesIniError(
+                f"{self.where(values[used][0])}: [{name}] has {len(values)} weight(s), "
+                f"but {needed} only {used}; remove the extra ones"
+            )
+
+    def fields(self, lineno: int, text: str, section: str, count: int, form: str) -> list[str]:
+        tokens = text.split()
+        if len(tokens) < count:
+            raise MosesIniError(
+                f"{self.where(lineno)}: [{section}] line {text!r} has {len(tokens)} field(s); write {form}"
+            )
+        return tokens
+
+    def count(self, token: str, lineno: int, what: str) -> int:
+        try:
+            value = int(token)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise MosesIniError(f"{self.where(lineno)}: {what} {token!r} must be an integer >= 1")
+        return value
+
+    # ---------------------------------------------------------------- features
+
+    def language_models(self, out: ConvertedIni) -> None:
+        models = self.sections.get("lmodel-file", [])
+        values = self.weights("weight-l")
+        if models and "weight-l" not in self.sections:
+            raise MosesIniError(
+                f"{self.where(models[0][0])}: [lmodel-file] without [weight-l] (Moses then drops the LM); "
+                "add [weight-l] with one weight per LM"
+            )
+        form = "'type factor order path', e.g. '8 0 5 lm.arpa'"
+        for index, (lineno, text) in enumerate(models):
+            kind, factor, order, path = self.fields(lineno, text, "lmodel-file", 4, form)[:4]
+            if kind not in _LM_TYPES:
+                raise MosesIniError(
+                    f"{self.where(lineno)}: LM type {kind!r} is not supported; use 0 (SRILM), 1 (IRSTLM), "
+                    "8 or 9 (KenLM): each reads an ARPA file, and 8 or 9 a KenLM binary"
+                )
+            self.count(order, lineno, "LM order")
+            lazy = " lazyken=1" if kind == "9" else " lazyken=0" if kind == "8" else ""
+            weight = self.take(values, index, 1, "weight-l", f"[lmodel-file] has {len(models)} LM(s)")
+            out.add(lineno, f"KENLM factor={factor} order={order} num-features=1{lazy} path={path}", f"KENLM{index}", weight)
+        self.check_used(values, len(models), "weight-l", f"[lmodel-file] has {len(models)} LM(s), so it needs")
+
+    def reordering(self, out: ConvertedIni) -> None:
+        tables = self.sections.get("distortion-file", [])
+        if "weight-d" not in self.sections:
+            if tables:
+                raise MosesIniError(
+                    f"{self.where(tables[0][0])}: [distortion-file] without [weight-d] (Moses then drops the "
+                    "reordering model); add [weight-d]: the distance weight, then each table's weights"
+                )
+            return
+        values = self.weights("weight-d")
+        first = self.take(values, 0, 1, "weight-d", "the distance-based Distortion needs one")
+        out.add(values[0][0] if values else self.header("weight-d"), "Distortion", "Distortion0", first)
+        used = 1
+        form = "'0-0 type num-features path', e.g. '0-0 wbe-msd-bidirectional-fe-allff 6 reordering-table.gz'"
+        for index, (lineno, text) in enumerate(tables):
+            factors, kind, num, path = self.fields(lineno, text, "distortion-file", 4, form)[:4]
+            source, sep, target = factors.partition("-")
+            if not sep or not source or not target:
+                raise MosesIniError(
+                    f"{self.where(lineno)}: factors {factors!r} must read input-output, e.g. 0-0"
+                )
+            n = self.count(num, lineno, "the number of reordering features")
+            weight = self.take(values, used, n, "weight-d", f"Distortion and the [distortion-file] tables need {used + n} or more")
+            used += n
+            out.add(
+                lineno,
+                f"LexicalReordering type={kind} input-factor={source} output-factor={target} num-features={n} path={path}",
+                f"LexicalReordering{index}",
+                weight,
+            )
+        self.check_used(values, used, "weight-d", "Distortion and the [distortion-file] tables use")
+
+    def penalties(self, out: ConvertedIni) -> None:
+        """PhrasePenalty ([weight-p], if any), then WordPenalty and UnknownWordPenalty, always."""
+        for section, kind in (("weight-p", "PhrasePenalty"), ("weight-w", "WordPenalty"), ("weight-u", "UnknownWordPenalty")):
+            values = self.weights(section)
+            if section == "weight-p" and section not in self.sections:
+                continue
+            if len(values) > 1:
+                raise MosesIniError(
+                    f"{self.where(values[1][0])}: [{section}] holds one weight, for {kind}; found {len(values)}"
+                )
+            out.add(values[0][0] if values else self.header(section), kind, f"{kind}0", [v for _, v in values])
+
+    def phrase_tables(self, out: ConvertedIni) -> None:
+        tables = self.sections.get("ttable-file", [])
+        values = self.weights("weight-t")
+        limits = [(lineno, self.count(t, lineno, "ttable-limit") if t != "0" else 0)
+                  for lineno, t in _tokens(self.sections.get("ttable-limit", []))]
+        if len(limits) not in (0, 1) and len(limits) < len(tables):
+            raise MosesIniError(
+                f"{self.where(limits[0][0])}: [ttable-limit] has {len(limits)} value(s) for {len(tables)} "
+                "tables; give one for all, or one per table"
+            )
+        used = 0
+        counters: dict[str, int] = {}
+        form = "'implementation input-factor output-factor num-scores path', e.g. '0 0 0 5 phrase-table.gz'"
+        for index, (lineno, text) in enumerate(tables):
+            tokens = self.fields(lineno, text, "ttable-file", 5, form)
+            code, source, target, num, path = tokens[:5]
+            kind = _TABLE_TYPES.get(code)
+            if kind is None:
+                raise MosesIniError(
+                    f"{self.where(lineno)}: phrase-table implementation {code!r} is unknown; "
+                    "use 0 (a text table, PhraseDictionaryMemory)"
+                )
+            n = self.count(num, lineno, "the number of phrase-table scores")
+            needed = f"the [ttable-file] tables need {used + n} or more"
+            weight = self.take(values, used, n, "weight-t", needed)
+            used += n
+            limit = limits[0][1] if len(limits) == 1 else limits[index][1] if limits else DEFAULT_TABLE_LIMIT
+            ordinal = counters.get(kind, 0)
+            counters[kind] = ordinal + 1
+            out.add(
+                lineno,
+                f"{kind} input-factor={source} output-factor={target} path={path} num-features={n} table-limit={limit}",
+                f"{kind}{ordinal}",
+                weight,
+            )
+        self.check_used(values, used, "weight-t", "the [ttable-file] tables use")
+
+
+def _convert_old_format(
+    sections: Mapping[str, Entries], headers: Mapping[str, int], path: str
+) -> ConvertedIni:
+    """The new-format lines of an old-format file, in Moses' order; errors name file and line."""
+    for name, what in _OLD_UNSUPPORTED.items():
+        if name in sections:
+            raise MosesIniError(
+                f"{path}:{headers.get(name, 1)}: [{name}] ({what}) is not supported; remove it and its weights"
+            )
+    old = _OldFormat(sections, headers, path)
+    out = ConvertedIni()
+    old.language_models(out)
+    old.reordering(out)
+    old.penalties(out)
+    old.phrase_tables(out)
+    return out
+
+
+def old_format_lines(path: str | os.PathLike[str]) -> ConvertedIni:
+    """The new-format lines of the old-format moses.ini ``path`` (Moses' conversion rule).
+
+    Raises MosesIniError, naming the file and line, when the file is not in the old format
+    or its old sections do not convert.
+    """
+    path_str = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path_str))
+    lines = _read_lines(path_str)
+    sections = _sections(lines, path_str, folder)
+    headers = _header_lines(lines)
+    if not _check_format(sections, headers, path_str):
+        raise MosesIniError(f"{path_str}: not an old-format moses.ini (no [ttable-file], [weight-t], ...)")
+    return _convert_old_format(sections, headers, path_str)
+
+
+# Old sections that make a file old-format, and so may not sit beside [feature] or [weight]
+# (Moses' own list: [ttable-limit], [distortion-file] and the input-scores are not on it).
+_MIXING = (OLD_FORMAT_SECTIONS | set(_OLD_UNSUPPORTED)) - {"ttable-limit", "distortion-file", "input-scores",
+                                                            "lmodel-oov-feature"}
+
+
+def _check_format(sections: Mapping[str, Entries], headers: Mapping[str, int], path: str) -> bool:
+    """True for an old-format file; a file that mixes the two formats is an error (as in Moses)."""
+    old = sorted((headers.get(s, 1), s) for s in _MIXING if s in sections)
+    new = sorted((headers.get(s, 1), s) for s in ("feature", "weight") if s in sections)
+    if old and new:
+        raise MosesIniError(
+            f"{path}:{max(old[0][0], new[0][0])}: the file mixes the old format ([{old[0][1]}], line {old[0][0]}) "
+            f"and the new one ([{new[0][1]}], line {new[0][0]}); Moses refuses that too: use one"
+        )
+    if old:
+        return True
+    return not new and any(s in sections for s in OLD_FORMAT_SECTIONS)
+
+
+def _ignored(sections: Mapping[str, Entries], headers: Mapping[str, int], path: str, old_format: bool) -> tuple[str, ...]:
+    """A warning for each section read but ignored, in file order; a non-phrase-based search is an error.
+
+    Ignored: the settings of Moses' own search, and, beside [feature], the old sections
+    that Moses does not convert there ([ttable-limit], [distortion-file]).
+    """
+    for lineno, token in _tokens(sections.get("search-algorithm", []))[:1]:
+        if token not in _PHRASE_BASED_SEARCH:
+            raise MosesIniError(
+                f"{path}:{lineno}: [search-algorithm] {token} is not phrase-based decoding "
+                "(0: normal, 1: cube pruning); fstdecode decodes phrase-based models only"
+            )
+    why = {name: "is a setting of Moses' own search; fstdecode ignores it" for name in SEARCH_ONLY_SECTIONS}
+    if not old_format:
+        for name in OLD_FORMAT_SECTIONS | set(_OLD_UNSUPPORTED):
+            why[name] = "is an old-format section, which Moses ignores in a file with [feature] lines; so does fstdecode"
+    return tuple(
+        f"{path}:{headers.get(name, 1)}: [{name}] {why[name]}"
+        for name in sorted(set(why) & set(sections), key=lambda s: headers.get(s, 1))
+    )
+
+
 _KNOWN_SECTIONS = frozenset(
     {"feature", "weight", "distortion-limit", "early-distortion-cost", "n-best-list"}
-)
+) | OLD_FORMAT_SECTIONS
 
 
 def load_moses_ini(path: str | os.PathLike[str]) -> MosesConfig:
@@ -485,8 +845,15 @@ def load_moses_ini(path: str | os.PathLike[str]) -> MosesConfig:
     lines = _read_lines(path_str)
     sections = _sections(lines, path_str, folder)
     headers = _header_lines(lines)
-    features = _parse_features(sections.get("feature", []), path_str, folder)
-    weights = _parse_weights(sections.get("weight", []), path_str, features)
+    old_format = _check_format(sections, headers, path_str)
+    ignored = _ignored(sections, headers, path_str, old_format)
+    if old_format:
+        converted = _convert_old_format(sections, headers, path_str)
+        feature_entries, weight_entries = converted.features, converted.weights
+    else:
+        feature_entries, weight_entries = sections.get("feature", []), sections.get("weight", [])
+    features = _parse_features(feature_entries, path_str, folder)
+    weights = _parse_weights(weight_entries, path_str, features)
     nbest_path, nbest_size, nbest_distinct = _parse_nbest(
         sections.get("n-best-list"), path_str, headers.get("n-best-list", 0)
     )
@@ -511,4 +878,6 @@ def load_moses_ini(path: str | os.PathLike[str]) -> MosesConfig:
         nbest_size=nbest_size,
         other=MappingProxyType(other),
         nbest_distinct=nbest_distinct,
+        old_format=old_format,
+        ignored=ignored,
     )

@@ -349,7 +349,10 @@ def load_phrase_table(
     first line's count.
 
     ``vocabulary``: if given, only source phrases for which it returns True are
-    kept (it is called once per distinct source phrase). Every line is still
+    kept (e.g. a :class:`~fstdecode.io.table_filter.SourceFilter`, which keeps the
+    phrases of an input). It is called once per run of consecutive lines with the
+    same source (once per source in a sorted table, as Moses writes them), so that
+    memory is bounded by the pairs kept, not by the file. Every line is still
     validated, so the same file gives the same errors with or without a filter.
 
     ``table_limit``: if > 0, keep the ``table_limit`` best pairs per source
@@ -365,7 +368,11 @@ def load_phrase_table(
     path_str = os.fspath(path)
     _check_arguments(path_str, score_format, num_features, table_limit)
     groups: dict[tuple[str, ...], list[PhrasePair]] = {}
-    wanted: dict[tuple[str, ...], bool] = {}
+    # The filter's answer for the current run of lines with one source (Moses' tables are
+    # sorted by source): a dict of every source would grow with the table, not the input.
+    last_source: tuple[str, ...] | None = None
+    keep = True
+    runs = 0
     expected = num_features
     first_lineno: int | None = None
     patterns: dict[str, tuple[str, int, int]] = {"": ("", -1, -1)}
@@ -382,9 +389,9 @@ def load_phrase_table(
             expected, first_lineno = len(tokens), lineno
         _check_score_count(len(tokens), expected, first_lineno, where)
         scores = _parse_scores(tokens, score_format, where)
-        keep = wanted.get(source)
-        if keep is None:
-            keep = wanted[source] = vocabulary is None or bool(vocabulary(source))
+        if source != last_source:
+            last_source, runs = source, runs + 1
+            keep = vocabulary is None or bool(vocabulary(source))
         got = patterns.get(align_text)
         if got is None:
             got = patterns[align_text] = _alignment(align_text, where)
@@ -398,5 +405,5 @@ def load_phrase_table(
         for source, pairs in groups.items()
     }
     table = PhraseTable(path_str, expected or 0, entries)
-    _warn_if_empty(table, len(wanted))
+    _warn_if_empty(table, runs)
     return table

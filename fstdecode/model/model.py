@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.arpa import ArpaLM
+from fstdecode.io.kenlm_binary import KenLMBinaryLM, is_kenlm_binary
 from fstdecode.io.native_lm import NativeLM
 from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, FeatureLine, MosesConfig, load_moses_ini
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable, load_phrase_table
@@ -41,6 +42,20 @@ _INI_WEIGHTS = MOSES_KINDS
 
 
 @dataclass(frozen=True)
+class TableSource:
+    """How a model's phrase table was read, so that it can be read again with another filter.
+
+    ``num_features`` is the column count the table had; ``table_limit`` the pairs kept per
+    source phrase (0: all).
+    """
+
+    path: str
+    score_format: str
+    num_features: int
+    table_limit: int
+
+
+@dataclass(frozen=True)
 class Model:
     """Everything a search needs but the sentence.
 
@@ -53,7 +68,7 @@ class Model:
     """
 
     table: PhraseTable
-    lm: ArpaLM | NativeLM
+    lm: ArpaLM | NativeLM | KenLMBinaryLM
     weights: Weights
     distortion_limit: int
     name: str = "model"
@@ -64,6 +79,8 @@ class Model:
     #: moses.ini's ``[print-alignment-info]`` / ``[print-alignment-info-in-n-best]``: the word
     #: alignment in the output (as ``--print-alignment-info``).
     print_alignment: bool = False
+    #: Where the phrase table came from (None for a table given in memory, e.g. ``--phrase-fst``).
+    table_source: TableSource | None = None
 
     def __post_init__(self) -> None:
         if not self.features:  # a model made by hand: Moses' default names
@@ -73,7 +90,7 @@ class Model:
         """Moses' ``-show-weights`` lines for this model (``--show-weights``)."""
         return show_weights(self.features, self.weights)
 
-    def search_lm(self) -> ArpaLM | NativeLM:
+    def search_lm(self) -> ArpaLM | NativeLM | KenLMBinaryLM:
         """The LM the searches score with (its order is the search's order)."""
         return self.lm
 
@@ -190,6 +207,19 @@ def _model_paths(
     return lm_path, pt_path
 
 
+def load_lm(path: str | Path, order: int | None, engine: str = "auto") -> ArpaLM | NativeLM | KenLMBinaryLM:
+    """The LM in ``path`` read up to ``order`` (None: the file's order).
+
+    A KenLM binary (detected by its magic bytes, whatever its name) is read through the
+    ``kenlm`` package (:class:`~fstdecode.io.kenlm_binary.KenLMBinaryLM`); an ARPA file by
+    the Python reader for ``engine="python"``, else by the native core's.
+    """
+    if is_kenlm_binary(path):
+        return KenLMBinaryLM.from_file(path, max_order=order)
+    reader = ArpaLM if engine == "python" else NativeLM
+    return reader.from_file(path, max_order=order)
+
+
 #: ``--engine``: the native core, the Python reference, or (``auto``) native wherever it exists.
 ENGINES = ("auto", "native", "python")
 
@@ -252,17 +282,23 @@ def load_model(
     order = lm_order or (ini_lm.int_arg("order", 0) if ini_lm and lm is None else 0) or None
     if engine not in ENGINES:
         raise ModelError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
-    reader = ArpaLM if engine == "python" else NativeLM
-    language_model = reader.from_file(lm_path, max_order=order)
+    language_model = load_lm(lm_path, order, engine)
     num = ini_pt.num_features if ini_pt and phrase_table is None and "num-features" in ini_pt.args else None
+    read_table = table is None
     if table is None:
         table = load_phrase_table(
             pt_path, score_format=tm_score_format or "prob", num_features=num, vocabulary=source_vocabulary
         )
     if cfg is not None:
         _warn_missing_ini_weights(cfg)
+        for message in cfg.ignored:
+            _LOG.warning("%s", message)
     w = w.with_tm_columns(table.num_scores, _tm_origin(cfg, ini_pt, weights))
-    table = table.limited(_table_limit(table_limit, ini_pt), moses_ranker(language_model, w))
+    limit = _table_limit(table_limit, ini_pt)
+    table = table.limited(limit, moses_ranker(language_model, w))
+    source = None
+    if read_table:
+        source = TableSource(str(pt_path), tm_score_format or "prob", table.num_scores, limit)
     return Model(
         table=table,
         lm=language_model,
@@ -274,6 +310,7 @@ def load_model(
         nbest_distinct=bool(cfg and cfg.nbest_distinct),
         features=moses_layout(_declared(cfg), w),
         print_alignment=_ini_switch(cfg, "print-alignment-info") or _ini_switch(cfg, "print-alignment-info-in-n-best"),
+        table_source=source,
     )
 
 
@@ -290,6 +327,34 @@ def _declared(cfg: MosesConfig | None) -> list[MosesFeature]:
     if cfg is None:
         return []
     return [MosesFeature(f.name, f.kind) for f in cfg.features if f.kind in MOSES_KINDS]
+
+
+def refiltered(model: Model, vocabulary: Callable[[tuple[str, ...]], bool] | None) -> Model:
+    """``model`` with its phrase table read again from its file, keeping the source phrases
+    ``vocabulary`` accepts (None: all), and limited as before (same ranking: same LM, weights).
+
+    The LM and weights are shared, not re-read: this is how a filtered decode moves from one
+    batch of input lines to the next. Raises ModelError for a model whose table came from
+    memory (no file to read again).
+    """
+    spec = model.table_source
+    if spec is None:
+        raise ModelError(f"{model.name}: its phrase table was given in memory; there is no file to filter")
+    table = load_phrase_table(
+        spec.path, score_format=spec.score_format, num_features=spec.num_features or None, vocabulary=vocabulary
+    )
+    table = table.limited(spec.table_limit, moses_ranker(model.lm, model.weights))
+    return replace(model, table=table)
+
+
+def table_path(config: str | Path | None, phrase_table: str | Path | None) -> str | None:
+    """The phrase-table file a load would read: ``phrase_table``, else the ini's, else None."""
+    if phrase_table is not None:
+        return str(phrase_table)
+    if config is None:
+        return None
+    line = load_moses_ini(config).phrase_table()
+    return line.path if line is not None else None
 
 
 def empty_table(path: str, num_scores: int) -> PhraseTable:

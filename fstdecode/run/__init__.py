@@ -8,5 +8,8 @@ ready. :func:`decode_lines` is the entry point; :class:`SerialRunner` and
 
 from fstdecode.run.lines import Line, input_lines
 from fstdecode.run.local import ProcessRunner, Runner, SerialRunner, decode_lines, runner_for
+from fstdecode.run.filtered import decode_filtered
 
-__all__ = ["Line", "ProcessRunner", "Runner", "SerialRunner", "decode_lines", "input_lines", "runner_for"]
+__all__ = [
+    "Line", "ProcessRunner", "Runner", "SerialRunner", "decode_filtered", "decode_lines", "input_lines", "runner_for",
+]
