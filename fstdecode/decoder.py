@@ -34,7 +34,7 @@ from fstdecode.search.native import NativeTable  # noqa: E402
 import fstdecode.search.native_coverage  # noqa: F401, E402
 import fstdecode.search.native_exact  # noqa: F401, E402
 import fstdecode.search.native_signature  # noqa: F401, E402
-from fstdecode.search.base import METHODS, SearchOptions, Searcher
+from fstdecode.search.base import METHODS, SearchOptions, Searcher, resolve_model_support
 
 #: The method of ``fstdecode decode`` and ``Decoder`` when none is named.
 DEFAULT_METHOD = "exact"
@@ -154,7 +154,8 @@ class Decoder:
         self.model = model
         self.method = method
         self.options = options
-        self.engine = entry.engine(engine)
+        #: The engine and distortion semantics the searches use (the one rule is in resolve_model_support).
+        self.engine, self.semantics = resolve_model_support(entry, engine, model)
         self.lm = model.search_lm()
         self.searcher: Searcher = entry.searcher(model, options, self.engine)
         self._fallback: Searcher | None = None
@@ -169,7 +170,10 @@ class Decoder:
     def problem(self, words: Sequence[str], id: int = 0) -> SearchProblem:
         """The integer search problem of one tokenized sentence (its options are looked up on first use)."""
         m = self.model
-        return SearchProblem.from_table(words, m.table, self.lm, m.weights, m.distortion_limit, id, self._phrase_scores)
+        return SearchProblem.from_table(
+            words, m.table, self.lm, m.weights, m.distortion_limit, id, self._phrase_scores,
+            reordering=m.reordering, semantics=self.semantics, early_distortion_cost=m.early_distortion_cost,
+        )
 
     def decode(self, line: str | Sequence[str], id: int = 0) -> DecodeResult:
         """Decode one sentence (a string is whitespace-tokenized).
@@ -221,7 +225,11 @@ class Decoder:
         return found, f"over budget: {e}; the derivation is the stack decoder's (default settings), not proven optimal"
 
     def _derivation(self, words: tuple[str, ...], phrases: tuple[Phrase, ...], search_score: float) -> Derivation:
-        feats, total = score_derivation(len(words), phrases, self.lm, self.model.weights)
+        m = self.model
+        feats, total = score_derivation(
+            len(words), phrases, self.lm, m.weights, reordering=m.reordering,
+            semantics=self.semantics, early_distortion_cost=m.early_distortion_cost,
+        )
         return Derivation(words, phrases, feats, total, search_score)
 
 

@@ -18,7 +18,15 @@ from fstdecode.io.arpa import ArpaLM
 from fstdecode.io.native_lm import NativeLM
 from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, FeatureLine, MosesConfig, load_moses_ini
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable, load_phrase_table
+from fstdecode.io.reordering_table import load_reordering_table
+from fstdecode.model.distortion import SEMANTICS
 from fstdecode.model.features import Weights, assignment_name
+from fstdecode.model.lexical_reordering import (
+    LexicalReorderingError,
+    ReorderingModel,
+    parse_default_scores,
+    parse_reordering_type,
+)
 
 _LOG = logging.getLogger("fstdecode")
 
@@ -44,7 +52,11 @@ _INI_WEIGHTS = {
     "WordPenalty": "word",
     "PhrasePenalty": "phrase",
     "UnknownWordPenalty": "unknown",
+    "LexicalReordering": "lr",
 }
+
+# The weight names that hold one weight per feature of their function.
+_LIST_WEIGHTS = ("tm", "lr")
 
 
 @dataclass(frozen=True)
@@ -55,6 +67,9 @@ class Model:
     (:data:`UNLIMITED` for no limit). ``lm`` is read up to the order the searches use:
     moses.ini's KENLM ``order=``, or ``--lm-order``, or else the file's own order.
     ``nbest_size`` is moses.ini's ``[n-best-list]`` size (None without one).
+    ``reordering`` is the lexicalized reordering model (None without one), with
+    ``len(weights.lr) == reordering.num_features`` (else ``weights.lr == ()``).
+    ``distortion_semantics`` is ``"moses"`` or ``"paper"`` (:mod:`fstdecode.model.distortion`).
     """
 
     table: PhraseTable
@@ -64,6 +79,10 @@ class Model:
     name: str = "model"
     early_distortion_cost: bool = False
     nbest_size: int | None = None
+    reordering: ReorderingModel | None = None
+    distortion_semantics: str = "paper"
+    #: True when the semantics was asked for (``--distortion-semantics``), False for the default.
+    semantics_given: bool = False
 
     def search_lm(self) -> ArpaLM | NativeLM:
         """The LM the searches score with (its order is the search's order)."""
@@ -95,12 +114,13 @@ def _weights_from_ini(cfg: MosesConfig) -> Weights:
     """
     values: dict[str, object] = {name: 0.0 for name in _INI_WEIGHTS.values()}
     values["tm"] = (0.0,)
+    values["lr"] = ()
     for feat in cfg.features:
         key = _INI_WEIGHTS.get(feat.kind)
         if key is None:
             continue
         w = cfg.weight(feat.name, (1.0,) * feat.num_features)
-        values[key] = tuple(w) if key == "tm" else w[0]
+        values[key] = tuple(w) if key in _LIST_WEIGHTS else w[0]
     if not any(f.kind == "UnknownWordPenalty" for f in cfg.features):
         values["unknown"] = 1.0
     return Weights(**values)  # type: ignore[arg-type]
@@ -199,6 +219,7 @@ def load_model(
     source_vocabulary: Callable[[tuple[str, ...]], bool] | None = None,
     table: PhraseTable | None = None,
     engine: str = "auto",
+    distortion_semantics: str | None = None,
 ) -> Model:
     """Assemble a model; explicit arguments override the moses.ini ``config``.
 
@@ -226,10 +247,21 @@ def load_model(
     a [weight] line weighs 1.0, with a warning. Warnings go to the
     ``fstdecode`` logger once the files have loaded.
 
+    ``distortion_semantics``: ``"moses"`` or ``"paper"``
+    (:mod:`fstdecode.model.distortion`); default ``"moses"`` when ``config``
+    (a moses.ini) is given, ``"paper"`` otherwise (the built-in example included).
+    A method that does not implement ``moses`` yet searches a default ``moses``
+    model under ``paper`` and refuses an explicit one
+    (:func:`fstdecode.search.base.resolve_model_support`).
+
+    A moses.ini ``LexicalReordering`` line loads its table
+    (:mod:`fstdecode.model.lexical_reordering`); its weights are ``lr``.
+
     Raises ModelError, FeatureError or the reader's error, naming the file
     and line where there is one.
     """
     cfg = load_moses_ini(config) if config is not None else None
+    semantics = _semantics(distortion_semantics, config)
     if cfg is None and phrase_table is None and lm is None:
         cfg = load_moses_ini(example_dir() / "moses.ini")
         name = "built-in example"
@@ -254,6 +286,8 @@ def load_model(
     if cfg is not None:
         _warn_missing_ini_weights(cfg)
     w = w.with_tm_columns(table.num_scores, _tm_origin(cfg, ini_pt, weights))
+    reordering = _reordering_model(cfg, source_vocabulary)
+    w = _reordering_weights(w, reordering, cfg, weights)
     table = table.limited(_table_limit(table_limit, ini_pt), moses_ranker(language_model, w))
     return Model(
         table=table,
@@ -263,7 +297,67 @@ def load_model(
         name=name,
         early_distortion_cost=bool(cfg and cfg.early_distortion_cost),
         nbest_size=cfg.nbest_size if cfg else None,
+        reordering=reordering,
+        distortion_semantics=semantics,
+        semantics_given=distortion_semantics is not None,
     )
+
+
+def _semantics(semantics: str | None, config: str | Path | None) -> str:
+    """The distortion semantics asked for, else ``moses`` for a moses.ini and ``paper`` otherwise."""
+    if semantics is None:
+        return "moses" if config is not None else "paper"
+    if semantics not in SEMANTICS:
+        raise ModelError(f"unknown distortion semantics {semantics!r}; choose from {', '.join(SEMANTICS)}")
+    return semantics
+
+
+def _reordering_model(
+    cfg: MosesConfig | None, source_vocabulary: Callable[[tuple[str, ...]], bool] | None
+) -> ReorderingModel | None:
+    """The ini's LexicalReordering feature with its table loaded, or None; errors name the ini line."""
+    feat = cfg.lexical_reordering() if cfg is not None else None
+    if feat is None:
+        return None
+    where = f"{cfg.path}:{feat.lineno}: "
+    try:
+        config = parse_reordering_type(feat.args["type"], where)
+        if "num-features" in feat.args and feat.num_features != config.num_features:
+            raise LexicalReorderingError(
+                f"{where}num-features={feat.num_features} but type {config.type_string!r} has "
+                f"{config.num_features} feature(s)"
+            )
+        defaults = feat.args.get("default-scores")
+        table = load_reordering_table(
+            feat.path, conditioned_on_target=config.condition == "fe", vocabulary=source_vocabulary
+        )
+        return ReorderingModel(
+            config, table, parse_default_scores(defaults, where) if defaults else None, feat.name
+        )
+    except LexicalReorderingError as err:
+        message = str(err)
+        raise LexicalReorderingError(message if message.startswith(cfg.path) else where + message) from None
+
+
+def _reordering_weights(
+    w: Weights, reordering: ReorderingModel | None, cfg: MosesConfig | None, assignments: Sequence[str]
+) -> Weights:
+    """``w`` with one ``lr`` weight per reordering feature (1.0 each when none was given)."""
+    given = any(assignment_name(item) == "lr" for item in assignments)
+    if reordering is None:
+        if given or w.lr:
+            raise ModelError("--weight lr=...: the model has no lexicalized reordering (LexicalReordering) feature")
+        return w
+    n = reordering.num_features
+    if not w.lr or (not given and cfg is not None and reordering.name not in cfg.weights):
+        return replace(w, lr=(1.0,) * n)
+    if len(w.lr) != n:
+        origin = "--weight lr" if given else f"{cfg.path if cfg else ''}: [weight] {reordering.name}="
+        raise ModelError(
+            f"{origin}: {len(w.lr)} weight(s) for {n} lexicalized reordering feature(s) "
+            f"(type {reordering.config.type_string!r}); give one per feature"
+        )
+    return w
 
 
 def empty_table(path: str, num_scores: int) -> PhraseTable:

@@ -26,7 +26,10 @@ from typing import Any, Sequence
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.arpa import BOS, EOS, ArpaLM
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable
-from fstdecode.model.features import UNKNOWN_WORD_VALUE, Weights
+from fstdecode.model.distortion import SEMANTICS, charges_final_jump
+from fstdecode.model.features import UNKNOWN_WORD_VALUE, Features, Weights
+from fstdecode.model.lexical_reordering import ReorderingModel
+from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.problem.sentence import Phrase, Sentence, build_sentence
 
 
@@ -116,9 +119,21 @@ class SearchProblem:
         *,
         words: Sequence[str] = (),
         table: PhraseTable | None = None,
+        reordering: ReorderingModel | None = None,
+        semantics: str = "paper",
+        early_distortion_cost: bool = False,
     ) -> None:
         if sentence is None and table is None:
             raise SearchError("a SearchProblem needs a sentence, or words and a phrase table")
+        if semantics not in SEMANTICS:
+            raise SearchError(f"unknown distortion semantics {semantics!r}; choose from {', '.join(SEMANTICS)}")
+        #: The lexicalized reordering model (None without one); its weights are ``weights.lr``.
+        self.reordering = reordering
+        #: ``"paper"`` or ``"moses"`` (:mod:`fstdecode.model.distortion`).
+        self.semantics = semantics
+        self.early_distortion_cost = early_distortion_cost
+        #: Whether the distortion includes the jump into ``</s>`` (:func:`charges_final_jump`).
+        self.charge_final = charges_final_jump(semantics, early_distortion_cost)
         #: The search's LM order: the LM's, at least 2 (a unigram LM is searched as a bigram LM
         #: without bigrams: its one-word contexts are ignored by its scores).
         self.order = max(2, lm.order)
@@ -158,9 +173,23 @@ class SearchProblem:
         d: int,
         id: int = 0,
         phrase_scores: PhraseScores | None = None,
+        *,
+        reordering: ReorderingModel | None = None,
+        semantics: str = "paper",
+        early_distortion_cost: bool = False,
     ) -> SearchProblem:
         """The problem of the tokens ``words`` with the options ``table`` gives them (:func:`build_sentence`)."""
-        return cls(None, lm, weights, d, id, phrase_scores, words=words, table=table)
+        return cls(
+            None, lm, weights, d, id, phrase_scores, words=words, table=table,
+            reordering=reordering, semantics=semantics, early_distortion_cost=early_distortion_cost,
+        )
+
+    def score(self, phrases: Sequence[Phrase]) -> tuple[Features, float]:
+        """The scorer's features and total of a derivation of this problem's sentence (every feature of the model)."""
+        return score_derivation(
+            self.n, phrases, self.lm, self.weights, reordering=self.reordering,
+            semantics=self.semantics, early_distortion_cost=self.early_distortion_cost,
+        )
 
     @cached_property
     def sentence(self) -> Sentence:
@@ -293,7 +322,14 @@ class SearchProblem:
 
     def _option(self, phrase: Phrase) -> Option:
         words = tuple(map(self.word_id, phrase.pair.target))
-        return Option(phrase.start + 1, phrase.end + 1, words[0], words[-1], self.phrase_score(phrase), phrase, words)
+        back: tuple[float, ...] = ()
+        after: tuple[float, ...] = ()
+        if self.reordering is not None:
+            row = self.reordering.weighted(self.reordering.row(phrase.pair), self.weights.lr)
+            back, after = row.backward, row.forward
+        return Option(
+            phrase.start + 1, phrase.end + 1, words[0], words[-1], self.phrase_score(phrase), phrase, words, back, after
+        )
 
     def groups(self, start: int) -> list[tuple[int, list[Option]]]:
         """The options starting at ``start``, grouped by end position (ascending)."""
