@@ -28,7 +28,7 @@ from fstdecode.io.arpa import BOS, EOS, ArpaLM
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable
 from fstdecode.model.distortion import SEMANTICS, charges_final_jump
 from fstdecode.model.features import UNKNOWN_WORD_VALUE, Features, Weights
-from fstdecode.model.lexical_reordering import ReorderingModel
+from fstdecode.model.lexical_reordering import ReorderingModel, first_orientation, orientation
 from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.problem.sentence import Phrase, Sentence, build_sentence
 
@@ -82,6 +82,13 @@ class Option:
     ``score`` is ŵ(p): for an LM of order N, the LM part scores the words of
     p from the N-th on (their whole context lies inside p). ``phrase`` is
     None only for the pseudo-phrases of ``<s>`` and ``</s>``.
+
+    With a lexicalized reordering model, ``lr_back[o]`` is the weighted score
+    the phrase pays when its own orientation (relative to the phrase before
+    it) is o, and ``lr_next[o]`` the weighted score it pays when the phrase
+    *after* it has orientation o (a weighted
+    :class:`~fstdecode.model.lexical_reordering.ReorderingRow`); each is empty
+    when the model has no such direction, both without a model.
     """
 
     s: int
@@ -91,6 +98,8 @@ class Option:
     score: float
     phrase: Phrase | None
     words: tuple[int, ...] = ()
+    lr_back: tuple[float, ...] = ()
+    lr_next: tuple[float, ...] = ()
 
 
 class SearchProblem:
@@ -319,6 +328,24 @@ class SearchProblem:
         for i in range(k, len(ids)):
             score += self.ngram(ids[i - k : i], ids[i]) if k > 1 else self.bigram(ids[i - 1], ids[i])
         return score
+
+    def reordering_score(self, prev: Option | None, opt: Option) -> float:
+        """The weighted lexicalized reordering score of placing ``opt`` right after ``prev`` in target order.
+
+        ``prev`` None (or the ``<s>`` pseudo-option) means ``opt`` is the first
+        phrase. The orientation o of ``opt`` relative to ``prev``
+        (:func:`~fstdecode.model.lexical_reordering.orientation`) is charged on
+        ``opt.lr_back[o]`` and ``prev.lr_next[o]``; nothing is charged at
+        ``</s>``. 0 without a reordering model.
+        """
+        if self.reordering is None:
+            return 0.0
+        cfg = self.reordering.config
+        if prev is None or prev.phrase is None:
+            o = first_orientation(cfg, opt.s - 1)
+            return opt.lr_back[o] if opt.lr_back else 0.0
+        o = orientation(cfg, (prev.s, prev.t), (opt.s, opt.t))
+        return (opt.lr_back[o] if opt.lr_back else 0.0) + (prev.lr_next[o] if prev.lr_next else 0.0)
 
     def _option(self, phrase: Phrase) -> Option:
         words = tuple(map(self.word_id, phrase.pair.target))
