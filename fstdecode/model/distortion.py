@@ -23,8 +23,8 @@ source spans ``(s, t)`` in target order; ``<s>`` ends at −1. A jump is
 
 Two examples (:data:`EXAMPLES`, checked by the tests):
 
-* n = 5, d = 3, [2,3] [1,1] [0,0] [4,4]: jumps 3, 3, 2, 3 and a final 0, all
-  at most 3, so it is legal under ``paper`` (distortion −11). Under ``moses``
+* n = 5, d = 3, [2,3] [1,1] [0,0] [4,4]: jumps 2, 3, 2, 3 and a final 0, all
+  at most 3, so it is legal under ``paper`` (distortion −10). Under ``moses``
   the first phrase leaves word 0 behind with ``3 + 1 − 0 = 4 > 3``: illegal.
 * n = 3, d = 2, [0,0] [2,2] [1,1]: legal under both, but ``paper`` charges
   the final jump |1 + 1 − 3| = 1 (distortion −4) and ``moses`` does not (−3).
@@ -122,6 +122,6 @@ class Example:
 
 #: The examples of the module docstring (tests/unit/test_distortion.py checks them).
 EXAMPLES = (
-    Example(5, 3, ((2, 3), (1, 1), (0, 0), (4, 4)), True, False, -11, -11),
+    Example(5, 3, ((2, 3), (1, 1), (0, 0), (4, 4)), True, False, -10, -10),
     Example(3, 2, ((0, 0), (2, 2), (1, 1)), True, True, -4, -3),
 )
