@@ -24,6 +24,7 @@ from fstdecode.cli.options import add_search_flags, search_options
 from fstdecode.decoder import DEFAULT_METHOD, DecodeResult, Decoder
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.phrase_table import SCORE_FORMATS
+from fstdecode.model.distortion import SEMANTICS
 from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, ENGINES, load_model
 from fstdecode.run import decode_lines, input_lines, runner_for
 from fstdecode.search.base import METHODS
@@ -47,7 +48,14 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--weight", action="append", default=[], metavar="NAME=VALUE",
         help="feature weight, repeatable: lm, tm (comma list, one per table column), distortion, word, phrase, "
-        "unknown (default: moses.ini's, else lm=1 tm=1 distortion=1 word=0 phrase=0 unknown=1)",
+        "unknown, lr (comma list, one per LexicalReordering feature) "
+        "(default: moses.ini's, else lm=1 tm=1 distortion=1 word=0 phrase=0 unknown=1)",
+    )
+    g.add_argument(
+        "--distortion-semantics", choices=SEMANTICS,
+        help="moses: Moses' distortion limit rule, no jump into </s>; paper: Chang & Collins' (every jump, "
+        "</s> included, at most d). Default: moses for a moses.ini with LexicalReordering, else paper "
+        "(methods other than stack and exhaustive, Python engine, search paper only, for now)",
     )
     g.add_argument(
         "--tm-score-format", choices=SCORE_FORMATS,
@@ -131,6 +139,7 @@ def _load(args: argparse.Namespace, table=None):
         table_limit=args.table_limit,
         lm_order=args.lm_order,
         engine=getattr(args, "engine", "auto"),
+        distortion_semantics=args.distortion_semantics,
     )
 
 

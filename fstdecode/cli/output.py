@@ -85,7 +85,10 @@ def _g(x: float) -> str:
 def moses_features(d: Derivation, weights: Weights) -> str:
     """The feature field of a Moses n-best line (UnknownWordPenalty is not printed, as in Moses)."""
     f = d.features
-    parts = [f"KENLM0= {_g(f.lm)}", f"Distortion0= {_g(f.distortion)}", f"WordPenalty0= {_g(f.word)}"]
+    parts = [f"KENLM0= {_g(f.lm)}", f"Distortion0= {_g(f.distortion)}"]
+    if f.lr:  # after Distortion0, where Moses prints it for the gold model (it follows the [feature] order)
+        parts.append("LexicalReordering0= " + " ".join(_g(v) for v in f.lr))
+    parts.append(f"WordPenalty0= {_g(f.word)}")
     if weights.phrase != 0.0:
         parts.append(f"PhrasePenalty0= {_g(f.phrase)}")
     parts.append("PhraseDictionaryMemory0= " + " ".join(_g(v) for v in f.tm))

@@ -20,7 +20,7 @@ from fstdecode.model.model import load_model
 from fstdecode.problem.scorer import check_distortion_limit, features
 
 from golden import candidate_derivations, closest_tm, parse_nbest
-from shared import data_path
+from shared import data_path, run_cli
 
 #: Moses prints 6 significant digits.
 REL = 1e-5
@@ -91,3 +91,26 @@ def test_the_model_comes_from_the_ini(golden):
     assert model.reordering.config.classes == "msd" and model.reordering.config.directions == ("backward", "forward")
     assert model.distortion_semantics == "moses" and not model.early_distortion_cost
     assert model.distortion_limit == 6 and model.lm.order == 5
+
+
+@pytest.mark.slow
+def test_cli_stack_nbest_lines_are_moses_one_best_lines():
+    # End to end: `fstdecode decode -f moses.ini --method stack --format nbest` prints, for each
+    # sentence, Moses' own 1-best: the same translation and segmentation, and the same features
+    # (LexicalReordering0 included) and total to the 6 digits printed (Moses sums in float).
+    folder = data_path("moses-lexreo-europarl-fr-en")
+    proc = run_cli(
+        ["decode", "-f", str(folder / "moses.ini"), "--method", "stack", "--format", "nbest"],
+        (folder / "to-translate.txt").read_text(encoding="utf-8"),
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    ours = parse_nbest(proc.stdout)
+    gold = [e for e in parse_nbest((folder / "truth" / "moses-nbest-100.txt").read_text(encoding="utf-8")) if e.rank == 0]
+    assert len(ours) == len(gold) == 5
+    for mine, moses in zip(ours, gold):
+        assert (mine.sent, mine.translation, mine.segmentation) == (moses.sent, moses.translation, moses.segmentation)
+        assert mine.feats.keys() == moses.feats.keys()
+        for name, values in moses.feats.items():
+            assert all(close(a, b) for a, b in zip(mine.feats[name], values)), (mine.sent, name)
+        assert close(mine.total, moses.total)
