@@ -32,10 +32,11 @@ def close(a: float, b: float) -> bool:
     return a == pytest.approx(b, rel=REL, abs=ABS)
 
 
-@pytest.fixture(scope="module")
-def golden():
+@pytest.fixture(scope="module", params=["native", "python"])  # both ARPA readers, at order 5
+def golden(request):
     folder = data_path("moses-lexreo-europarl-fr-en")
-    model = load_model(folder / "moses.ini", table_limit=0)  # the scorer needs every pair, not the top 20
+    # The scorer needs every pair, not the top 20.
+    model = load_model(folder / "moses.ini", table_limit=0, engine=request.param)
     inputs = [line.split() for line in (folder / "to-translate.txt").read_text(encoding="utf-8").splitlines()]
     entries = parse_nbest((folder / "truth" / "moses-nbest-100.txt").read_text(encoding="utf-8"))
     results = (folder / "truth" / "results.txt").read_text(encoding="utf-8")

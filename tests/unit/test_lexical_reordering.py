@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from fstdecode.decoder import Decoder
 from fstdecode.io.phrase_table import PhrasePair
 from fstdecode.io.reordering_table import ReorderingTableError, load_reordering_table
 from fstdecode.model.features import FeatureError, Weights
@@ -26,6 +27,7 @@ from fstdecode.model.lexical_reordering import (
 from fstdecode.model.model import ModelError, load_model
 from fstdecode.problem.scorer import features
 from fstdecode.problem.sentence import Phrase
+from fstdecode.search.base import OptionsError
 
 from shared import EXAMPLE_DATA, example_ini_text, expect_reader_error
 
@@ -248,3 +250,36 @@ def test_scorer_total_includes_the_weighted_lr_features(tmp_path):
     assert f.lr == pytest.approx((math.log(0.5), 0.0, 0.0, math.log(0.5), 0.0, 0.0))
     without = Weights(**{**model.weights.__dict__, "lr": (0.0,) * 6})
     assert model.weights.total(f) - without.total(f) == pytest.approx(0.1 * math.log(0.5) + 0.4 * math.log(0.5))
+
+
+# ---------------------------------------------------------------------------
+# Which methods serve such a model (fstdecode.search.base.resolve_model_support, the one place)
+
+
+def test_methods_without_lexicalized_reordering_refuse_it(tmp_path):
+    model = load_model(lr_ini(tmp_path, f"LexicalReordering type=msd-bidirectional-fe path={tmp_path / 'rt'}"))
+    for method in ("exact", "dp", "beam", "bounded", "coverage", "fst"):
+        with pytest.raises(OptionsError, match=f"lexicalized reordering is not supported by --method {method}"):
+            Decoder(model, method)
+    with pytest.raises(OptionsError, match="--method stack --engine native yet"):
+        Decoder(model, "stack", engine="native")
+    stack = Decoder(model, "stack")
+    assert (stack.engine, stack.semantics) == ("python", "moses")
+    result = stack.decode("das muss")
+    assert len(result.best.features.lr) == 6 and result.best.search_score == pytest.approx(result.best.score)
+
+
+def test_default_moses_semantics_applies_with_reordering_only(tmp_path):
+    ini = write(tmp_path / "moses.ini", example_ini_text())
+    model = load_model(ini)
+    assert model.distortion_semantics == "moses" and not model.semantics_given
+    # Without lexicalized reordering every method and engine still searches the paper's space.
+    assert Decoder(model, "stack", engine="python").semantics == "paper"
+    assert Decoder(model, "exact").semantics == "paper"
+    explicit = load_model(ini, distortion_semantics="moses")
+    assert Decoder(explicit, "stack").semantics == "moses" and Decoder(explicit, "stack").engine == "python"
+    with pytest.raises(OptionsError, match="--distortion-semantics moses\\) is not supported by --method exact"):
+        Decoder(explicit, "exact")
+    assert load_model().distortion_semantics == "paper"  # the built-in example is the paper's
+    with pytest.raises(ModelError, match="unknown distortion semantics"):
+        load_model(ini, distortion_semantics="pharaoh")
