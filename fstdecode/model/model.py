@@ -283,10 +283,10 @@ def load_model(
         table = load_phrase_table(
             pt_path, score_format=tm_score_format or "prob", num_features=num, vocabulary=source_vocabulary
         )
+    reordering = _reordering_model(cfg, source_vocabulary)
     if cfg is not None:
         _warn_missing_ini_weights(cfg)
     w = w.with_tm_columns(table.num_scores, _tm_origin(cfg, ini_pt, weights))
-    reordering = _reordering_model(cfg, source_vocabulary)
     w = _reordering_weights(w, reordering, cfg, weights)
     table = table.limited(_table_limit(table_limit, ini_pt), moses_ranker(language_model, w))
     return Model(

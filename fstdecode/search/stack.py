@@ -97,8 +97,11 @@ class Hypothesis:
     :func:`remaining_distortion` Φ of the state (M&Q Section 4). ``future`` is
     the Pharaoh estimate of the uncovered words (:meth:`Tables.future_of`).
     A hypothesis that covers every word has also been closed with ``</s>``
-    (its LM event and final jump are in ``score``), so its ``last_t`` is
-    ``end``, its context ``(</s>,)`` and its ``score`` the model score.
+    (its LM event and, where the model charges it, the final jump are in
+    ``score``), so its ``last_t`` is ``end``, its context ``(</s>,)`` and its
+    ``score`` the model score. With a lexicalized reordering model the score
+    includes the weighted reordering features too, and ``reordering`` holds
+    the last phrase's start and weighted forward row (part of the key); else ().
     Compared by identity (``eq=False``): comparing fields would walk the
     back-pointer chain.
     """
