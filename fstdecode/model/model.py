@@ -250,9 +250,10 @@ def load_model(
     ``distortion_semantics``: ``"moses"`` or ``"paper"``
     (:mod:`fstdecode.model.distortion`); default ``"moses"`` when ``config``
     (a moses.ini) is given, ``"paper"`` otherwise (the built-in example included).
-    A method that does not implement ``moses`` yet searches a default ``moses``
-    model under ``paper`` and refuses an explicit one
-    (:func:`fstdecode.search.base.resolve_model_support`).
+    A decoder honours a default ``moses`` only for a model with lexicalized
+    reordering, and searches other default-``moses`` models under ``paper``
+    until every method implements Moses' rule; an explicit ``moses`` is refused
+    by the methods without it (:func:`fstdecode.search.base.resolve_model_support`).
 
     A moses.ini ``LexicalReordering`` line loads its table
     (:mod:`fstdecode.model.lexical_reordering`); its weights are ``lr``.
