@@ -18,7 +18,6 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.files import numbered_lines
@@ -43,7 +42,8 @@ class ReorderingTable:
 
     Invariant: every value of ``entries`` has exactly ``num_scores`` floats, each
     ln(p) floored at ``LOWEST_SCORE``; keys are ``(source, target)`` with
-    ``target == ()`` iff ``conditioned_on_target`` is False.
+    ``target == ()`` iff ``conditioned_on_target`` is False. ``entries`` is a
+    plain dict (so that a model pickles, for process pools) that nothing mutates.
     """
 
     path: str
@@ -138,4 +138,4 @@ def load_reordering_table(
             keep = wanted[key[0]] = vocabulary is None or bool(vocabulary(key[0]))
         if keep:
             entries[key] = scores
-    return ReorderingTable(path_str, expected or 0, conditioned_on_target, MappingProxyType(entries))
+    return ReorderingTable(path_str, expected or 0, conditioned_on_target, entries)

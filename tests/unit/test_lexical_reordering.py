@@ -283,3 +283,14 @@ def test_default_moses_semantics_applies_with_reordering_only(tmp_path):
     assert load_model().distortion_semantics == "paper"  # the built-in example is the paper's
     with pytest.raises(ModelError, match="unknown distortion semantics"):
         load_model(ini, distortion_semantics="pharaoh")
+
+
+def test_a_model_with_reordering_pickles(tmp_path):
+    # Process pools (and Dask) ship the model to workers.
+    import pickle
+
+    model = load_model(lr_ini(tmp_path, f"LexicalReordering type=msd-bidirectional-fe path={tmp_path / 'rt'}"))
+    copy = pickle.loads(pickle.dumps(model))
+    das = next(p for p in model.table.lookup(("das",)) if p.target == ("this",))
+    assert copy.reordering.row(das) == model.reordering.row(das) != copy.reordering.row(model.table.lookup(("muss",))[0])
+    assert Decoder(copy, "stack").decode("das muss").best.score == Decoder(model, "stack").decode("das muss").best.score
