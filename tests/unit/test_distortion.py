@@ -4,7 +4,6 @@ derivations against a brute-force filter of every segmentation and order."""
 
 from __future__ import annotations
 
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
