@@ -294,3 +294,19 @@ def test_a_model_with_reordering_pickles(tmp_path):
     das = next(p for p in model.table.lookup(("das",)) if p.target == ("this",))
     assert copy.reordering.row(das) == model.reordering.row(das) != copy.reordering.row(model.table.lookup(("muss",))[0])
     assert Decoder(copy, "stack").decode("das muss").best.score == Decoder(model, "stack").decode("das muss").best.score
+
+
+def test_ini_default_scores_cost_the_missing_pairs(tmp_path):
+    # muss is not in the table: with default-scores it pays ln of the defaults, as Moses' LRState::CopyScores.
+    ini = lr_ini(
+        tmp_path,
+        f"LexicalReordering type=msd-bidirectional-fe default-scores=0.5,0.25,0.25,0.125,0.5,0.5 path={tmp_path / 'rt'}",
+    )
+    model = load_model(ini)
+    das = next(p for p in model.table.lookup(("das",)) if p.target == ("this",))
+    muss = model.table.lookup(("muss",))[0]
+    f = features(2, [Phrase(0, 0, das), Phrase(1, 1, muss)], model.lm, model.table.num_scores, reordering=model.reordering)
+    # backward M: das ln 0.5 (its row) + muss ln 0.5 (default); forward M: das's row ln 0.5.
+    assert f.lr == pytest.approx((2 * math.log(0.5), 0.0, 0.0, math.log(0.5), 0.0, 0.0))
+    bad = lr_ini(tmp_path, f"LexicalReordering type=msd-bidirectional-fe default-scores=0.5,0.5 path={tmp_path / 'rt'}")
+    expect_reader_error(LexicalReorderingError, load_model, bad, line_of(bad, "LexicalReordering"), "default-scores has 2 value(s)")
