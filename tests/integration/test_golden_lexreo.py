@@ -22,6 +22,8 @@ from fstdecode.problem.scorer import check_distortion_limit, features
 from golden import candidate_derivations, closest_tm, parse_nbest
 from shared import data_path, run_cli
 
+pytestmark = pytest.mark.slow  # the 5-gram LM and the tables load in seconds, twice (both ARPA readers)
+
 #: Moses prints 6 significant digits.
 REL = 1e-5
 #: Values printed as 0, or within rounding of it.
@@ -57,7 +59,6 @@ def rescored(model, words, entry):
     return err, f, phrases
 
 
-@pytest.mark.slow
 def test_every_nbest_entry_is_reproduced(golden):
     model, inputs, entries, _ = golden
     assert len(entries) == 500 and {e.sent for e in entries} == set(range(5))
@@ -94,7 +95,6 @@ def test_the_model_comes_from_the_ini(golden):
     assert model.distortion_limit == 6 and model.lm.order == 5
 
 
-@pytest.mark.slow
 def test_cli_stack_nbest_lines_are_moses_one_best_lines():
     # End to end: `fstdecode decode -f moses.ini --method stack --format nbest` prints, for each
     # sentence, Moses' own 1-best: the same translation and segmentation, and the same features

@@ -28,6 +28,7 @@ from shared import SEARCH_SETTINGS, data_path
 HUGE = 10**6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("semantics", ["moses", "paper"])
 @settings(max_examples=40, **SEARCH_SETTINGS)
 @given(data=st.data())
@@ -44,6 +45,7 @@ def test_exhaustive_best_is_the_best_scored_derivation(semantics, data):
         assert len(d.features.lr) == model.reordering.num_features
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("semantics", ["moses", "paper"])
 @pytest.mark.parametrize("estimate", [False, True])  # plain jumps, and M&Q's Δd with its final correction
 @settings(max_examples=40, **SEARCH_SETTINGS)
@@ -60,6 +62,7 @@ def test_stack_with_a_huge_beam_equals_exhaustive(semantics, estimate, data):
     check_distortion_limit(len(sentence), stack.best.phrases, model.distortion_limit, semantics)
 
 
+@pytest.mark.slow
 @settings(max_examples=30, **SEARCH_SETTINGS)
 @given(moses_case(max_n=6), st.integers(1, 5), st.booleans())
 def test_stack_small_beams_report_model_scores(case, beam_size, estimate):
