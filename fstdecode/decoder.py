@@ -37,7 +37,7 @@ from fstdecode.search.native import NativeTable  # noqa: E402
 import fstdecode.search.native_coverage  # noqa: F401, E402
 import fstdecode.search.native_exact  # noqa: F401, E402
 import fstdecode.search.native_signature  # noqa: F401, E402
-from fstdecode.search.base import METHODS, SearchOptions, Searcher
+from fstdecode.search.base import METHODS, SearchOptions, Searcher, resolve_model_support
 from fstdecode.search.kbest import distinct
 
 #: The method of ``fstdecode decode`` and ``Decoder`` when none is named.
@@ -190,7 +190,8 @@ class Decoder:
         self.model = model
         self.method = method
         self.options = options
-        self.engine = entry.engine(_engine_for_lm(model, engine))
+        #: The engine and distortion semantics the searches use (the one rule is in resolve_model_support).
+        self.engine, self.semantics = resolve_model_support(entry, _engine_for_lm(model, engine), model)
         self.lm = model.search_lm()
         self.searcher: Searcher = entry.searcher(model, options, self.engine)
         self._fallback: Searcher | None = None
@@ -214,8 +215,14 @@ class Decoder:
             sentence = with_xml_options(
                 build_sentence(m.table, words), markup, self.xml_input == "exclusive", m.table.num_scores
             )
-            return SearchProblem(sentence, self.lm, m.weights, m.distortion_limit, id)
-        return SearchProblem.from_table(words, m.table, self.lm, m.weights, m.distortion_limit, id, self._phrase_scores)
+            return SearchProblem(
+                sentence, self.lm, m.weights, m.distortion_limit, id,
+                reordering=m.reordering, semantics=self.semantics, early_distortion_cost=m.early_distortion_cost,
+            )
+        return SearchProblem.from_table(
+            words, m.table, self.lm, m.weights, m.distortion_limit, id, self._phrase_scores,
+            reordering=m.reordering, semantics=self.semantics, early_distortion_cost=m.early_distortion_cost,
+        )
 
     def decode(self, line: str | Sequence[str], id: int = 0) -> DecodeResult:
         """Decode one sentence (a string is whitespace-tokenized).
@@ -277,7 +284,11 @@ class Decoder:
         return found, f"over budget: {e}; the derivation is the stack decoder's (default settings), not proven optimal"
 
     def _derivation(self, words: tuple[str, ...], phrases: tuple[Phrase, ...], search_score: float) -> Derivation:
-        feats, total = score_derivation(len(words), phrases, self.lm, self.model.weights)
+        m = self.model
+        feats, total = score_derivation(
+            len(words), phrases, self.lm, m.weights, reordering=m.reordering,
+            semantics=self.semantics, early_distortion_cost=m.early_distortion_cost,
+        )
         return Derivation(words, phrases, feats, total, search_score)
 
 

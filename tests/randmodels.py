@@ -146,3 +146,66 @@ def python_lm_case(draw, order: int):
         path.write_text(text, encoding="utf-8")
         lm = ArpaLM.from_file(path)
     return dataclasses.replace(model, lm=lm), sentence
+
+
+#: Reordering types the random Moses models draw from: every orientation class, direction and
+#: conditioning, and collapsed features (why: each changes which column and feature a score takes).
+REORDERING_TYPES = (
+    "wbe-msd-bidirectional-fe-allff",
+    "msd-backward-f",
+    "mslr-bidirectional-fe",
+    "monotonicity-forward-fe",
+    "leftright-unidirectional-f",
+    "phrase-msd-bidirectional-fe-collapseff",
+)
+
+
+@st.composite
+def reordering_table(draw, pt_text: str, columns: int, conditioned_on_target: bool) -> str:
+    """A reordering table for a random subset of the pairs of ``pt_text`` (the others are missing)."""
+    lines = {}
+    for line in pt_text.splitlines():
+        source, target, _ = (f.strip() for f in line.split("|||"))
+        if draw(st.floats(0, 1)) < 0.8:
+            key = f"{source} ||| {target}" if conditioned_on_target else source
+            probs = " ".join(f"{draw(st.floats(0.01, 1)):.3f}" for _ in range(columns))
+            lines[key] = f"{key} ||| {probs}\n"
+    return "".join(lines.values())
+
+
+@st.composite
+def moses_case(draw, max_n: int = 5, max_d: int = 4, order: int = 2, semantics: str = "moses"):
+    """(model, sentence): a random moses.ini model with a LexicalReordering feature of a random
+    type (:data:`REORDERING_TYPES`) and weights of any sign, under ``semantics``."""
+    from fstdecode.model.lexical_reordering import parse_reordering_type
+
+    n = draw(st.integers(1, max_n))
+    sentence = tuple(draw(st.lists(st.sampled_from(SOURCE_VOCAB), min_size=n, max_size=n)))
+    config = parse_reordering_type(draw(st.sampled_from(REORDERING_TYPES)))
+    pt, lm = draw(phrase_table(sentence)), draw(arpa_of_order(order))
+    rt = draw(reordering_table(pt, config.table_columns, config.condition == "fe"))
+    lr = " ".join(f"{draw(signed(-1, 1)):.3f}" for _ in range(config.num_features))
+    d = draw(st.integers(1, max_d))
+    ini = f"""[feature]
+KENLM path=lm order={order}
+Distortion
+WordPenalty
+PhrasePenalty
+UnknownWordPenalty
+PhraseDictionaryMemory path=pt num-features=2 table-limit=0
+LexicalReordering type={config.type_string} path=rt
+[weight]
+KENLM0= {draw(st.floats(0.2, 2)):.3f}
+Distortion0= {draw(signed(-0.5, 1.5)):.3f}
+WordPenalty0= {draw(st.floats(-1, 1)):.3f}
+PhrasePenalty0= {draw(st.floats(-1, 1)):.3f}
+PhraseDictionaryMemory0= {draw(st.floats(0, 1)):.3f} {draw(st.floats(0, 1)):.3f}
+LexicalReordering0= {lr}
+[distortion-limit]
+{d}
+"""
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in (("pt", pt), ("lm", lm), ("rt", rt), ("moses.ini", ini)):
+            (Path(tmp) / name).write_text(text, encoding="utf-8")
+        model = load_model(Path(tmp) / "moses.ini", distortion_semantics=semantics)
+    return model, sentence

@@ -28,6 +28,7 @@ from fstdecode.io.phrase_table import SCORE_FORMATS
 from fstdecode.io.table_filter import DEFAULT_CHUNK_LINES, FILTER_THRESHOLD_BYTES, SourceFilter
 from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, ENGINES, Model, load_model, refiltered, table_path
 from fstdecode.run import decode_filtered, decode_lines, input_lines, runner_for
+from fstdecode.model.distortion import SEMANTICS
 from fstdecode.search.base import METHODS
 
 DESCRIPTION = (
@@ -49,7 +50,14 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--weight", action="append", default=[], metavar="NAME=VALUE",
         help="feature weight, repeatable: lm, tm (comma list, one per table column), distortion, word, phrase, "
-        "unknown (default: moses.ini's, else lm=1 tm=1 distortion=1 word=0 phrase=0 unknown=1)",
+        "unknown, lr (comma list, one per LexicalReordering feature) "
+        "(default: moses.ini's, else lm=1 tm=1 distortion=1 word=0 phrase=0 unknown=1)",
+    )
+    g.add_argument(
+        "--distortion-semantics", choices=SEMANTICS,
+        help="moses: Moses' distortion limit rule, no jump into </s>; paper: Chang & Collins' (every jump, "
+        "</s> included, at most d). Default: moses for a moses.ini with LexicalReordering, else paper "
+        "(methods other than stack and exhaustive, Python engine, search paper only, for now)",
     )
     g.add_argument(
         "--tm-score-format", choices=SCORE_FORMATS,
@@ -193,6 +201,7 @@ def _load(args: argparse.Namespace, table=None, source_vocabulary=None):
         table_limit=args.table_limit,
         lm_order=args.lm_order,
         engine=getattr(args, "engine", "auto"),
+        distortion_semantics=args.distortion_semantics,
     )
 
 

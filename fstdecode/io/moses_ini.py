@@ -9,8 +9,10 @@ Understood sections:
 
 * ``[feature]``: ``Kind key=value ...``, one feature function per line. Only the
   kinds in :data:`SUPPORTED_KINDS` are accepted; any other kind (for example
-  ``PhraseDictionaryBinary``, ``InputFeature``, ``LexicalReordering``) is an
+  ``PhraseDictionaryBinary``, ``InputFeature``) is an
   error, because ignoring a feature would silently change the model's scores.
+  ``LexicalReordering`` lines are checked here for their keys only; their
+  ``type=`` is parsed by :mod:`fstdecode.model.lexical_reordering`.
 * ``[weight]``: ``Name= v1 v2 ...``, one line per feature; every value a finite
   number. A declared feature may lack its line (the model then warns).
 * ``[distortion-limit]``: an integer >= 0, or ``-1`` for no limit (kept as
@@ -78,6 +80,8 @@ SUPPORTED_KINDS: Mapping[str, frozenset[str]] = MappingProxyType(
     {
         "Distortion": _COMMON_KEYS,
         "KENLM": _COMMON_KEYS | {"path", "order", "factor", "lazyken"},
+        "LexicalReordering": _COMMON_KEYS
+        | {"path", "type", "input-factor", "output-factor", "default-scores"},
         "PhraseDictionaryMemory": _COMMON_KEYS
         | {"path", "table-limit", "input-factor", "output-factor"},
         "PhrasePenalty": _COMMON_KEYS,
@@ -88,7 +92,8 @@ SUPPORTED_KINDS: Mapping[str, frozenset[str]] = MappingProxyType(
 """Feature kinds this decoder implements, each with the keys it accepts."""
 
 _REQUIRED_KEYS: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {"KENLM": ("path",), "PhraseDictionaryMemory": ("path", "num-features")}
+    {"KENLM": ("path",), "PhraseDictionaryMemory": ("path", "num-features"),
+     "LexicalReordering": ("path", "type")}
 )
 
 _HINTS: Mapping[str, str] = MappingProxyType(
@@ -98,11 +103,13 @@ _HINTS: Mapping[str, str] = MappingProxyType(
         "PhraseDictionaryOnDisk": "give a text phrase table with PhraseDictionaryMemory instead",
         "InputFeature": "lattice and confusion-network input is not supported; "
         "for plain-text input remove this line and its weight",
-        "LexicalReordering": "only distance-based reordering (Distortion) is supported",
         "SRILM": "use KENLM with an ARPA file instead",
         "IRSTLM": "use KENLM with an ARPA file instead",
     }
 )
+
+#: Kinds with more than one dense feature (their count is ``num-features=``).
+_MULTI_FEATURE_KINDS = frozenset({"PhraseDictionaryMemory", "LexicalReordering"})
 
 _FACTOR_KEYS = ("factor", "input-factor", "output-factor")
 _BOOLEANS: Mapping[str, bool] = MappingProxyType(
@@ -134,7 +141,8 @@ class FeatureLine:
 
     @property
     def num_features(self) -> int:
-        """Number of dense feature values (``num-features=``, default 1)."""
+        """Number of dense feature values (``num-features=``, default 1; a LexicalReordering
+        line without it has as many as its ``type=`` gives, which the model checks)."""
         return int(self.args.get("num-features", "1"))
 
     @property
@@ -185,6 +193,10 @@ class MosesConfig:
         Its ``table-limit`` defaults to :data:`DEFAULT_TABLE_LIMIT` in Moses.
         """
         return self._single("PhraseDictionaryMemory", "phrase table")
+
+    def lexical_reordering(self) -> FeatureLine | None:
+        """The LexicalReordering feature, or None; more than one is an error."""
+        return self._single("LexicalReordering", "lexicalized reordering model")
 
     def weight(self, name: str, default: tuple[float, ...]) -> tuple[float, ...]:
         """The weights of feature ``name``, or ``default`` when it has no [weight] line."""
@@ -314,7 +326,7 @@ def _check_values(args: Mapping[str, str], kind: str, where: str) -> None:
     _check_int(args, "order", 1, where)
     _check_int(args, "table-limit", 0, where)
     _check_int(args, "lazyken", 0, where)
-    if kind != "PhraseDictionaryMemory" and int(args.get("num-features", "1")) != 1:
+    if kind not in _MULTI_FEATURE_KINDS and int(args.get("num-features", "1")) != 1:
         raise MosesIniError(
             f"{where}: {kind} has exactly 1 feature; remove num-features or set it to 1"
         )
@@ -394,7 +406,8 @@ def _parse_weights(
                 f"{where}: weight for {name!r}, which is not a [feature] "
                 f"(features: {known}); fix the name or add the feature"
             )
-        if len(values) != feature.num_features:
+        counted = feature.kind != "LexicalReordering" or "num-features" in feature.args
+        if counted and len(values) != feature.num_features:  # else the model checks it against type=
             raise MosesIniError(
                 f"{where}: {name} has {len(values)} weight(s) but the feature on line "
                 f"{feature.lineno} has {feature.num_features}; give one weight per feature"

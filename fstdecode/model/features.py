@@ -11,7 +11,14 @@ distortion    −Σ |t(p_{i−1}) + 1 − s(p_i)|, including the jump into </s>
 word          −(number of target words)
 phrase        the number of phrases (unknown-word copies included)
 unknown       −100 per unknown (copied-through) source word
+lr            lexicalized reordering (moses.ini's ``LexicalReordering``):
+              one value per feature of its type, the sum of the ln scores
+              of the orientations that occurred
+              (:mod:`fstdecode.model.lexical_reordering`); empty without one
 ============  ===========================================================
+
+Under ``--distortion-semantics moses`` the distortion has no jump into
+``</s>`` (unless ``[early-distortion-cost]``): :mod:`fstdecode.model.distortion`.
 """
 
 from __future__ import annotations
@@ -28,7 +35,10 @@ from fstdecode.errors import FstdecodeError
 UNKNOWN_WORD_VALUE = -100.0
 
 #: The weight names accepted by ``--weight NAME=VALUE``.
-WEIGHT_NAMES = ("lm", "tm", "distortion", "word", "phrase", "unknown")
+WEIGHT_NAMES = ("lm", "tm", "distortion", "word", "phrase", "unknown", "lr")
+
+#: The weights that take a comma list (one weight per feature of a multi-feature function).
+_LIST_WEIGHTS = ("tm", "lr")
 
 #: moses.ini feature kind -> the name of its field in :class:`Features` and :class:`Weights`.
 MOSES_KINDS = {
@@ -38,6 +48,7 @@ MOSES_KINDS = {
     "WordPenalty": "word",
     "PhrasePenalty": "phrase",
     "UnknownWordPenalty": "unknown",
+    "LexicalReordering": "lr",
     # Moses' other LM kinds (old moses.ini files name them by type code); all score as the LM.
     "SRILM": "lm",
     "IRSTLM": "lm",
@@ -75,7 +86,8 @@ def _check_finite(name: str, value: object) -> None:
 class Features:
     """One derivation's feature values (not weighted).
 
-    Invariant: ``len(tm)`` equals the phrase table's number of score columns.
+    Invariant: ``len(tm)`` equals the phrase table's number of score columns;
+    ``len(lr)`` the lexicalized reordering model's number of features (0 without one).
     """
 
     lm: float
@@ -84,6 +96,7 @@ class Features:
     word: float
     phrase: float
     unknown: float
+    lr: tuple[float, ...] = ()
 
     def as_dict(self) -> dict[str, float | list[float]]:
         """The features by name, with the TM columns as a list (JSON output)."""
@@ -94,6 +107,7 @@ class Features:
             "word": self.word,
             "phrase": self.phrase,
             "unknown": self.unknown,
+            **({"lr": list(self.lr)} if self.lr else {}),
         }
 
 
@@ -104,8 +118,11 @@ class Weights:
     The defaults are those of a model with no moses.ini: every feature 1 but
     the word and phrase penalties, which are 0.
 
+    ``lr`` has one weight per lexicalized reordering feature (empty without
+    such a model).
+
     Invariant, checked on construction (so every way of making weights gets
-    it): every weight is a finite number, else FeatureError; ``tm`` is a tuple.
+    it): every weight is a finite number, else FeatureError; ``tm`` and ``lr`` are tuples.
     """
 
     lm: float = 1.0
@@ -114,25 +131,34 @@ class Weights:
     word: float = 0.0
     phrase: float = 0.0
     unknown: float = 1.0
+    lr: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.tm, (tuple, list)):
             raise FeatureError(f"tm weights {self.tm!r}: give a tuple, one weight per phrase-table column")
+        if not isinstance(self.lr, (tuple, list)):
+            raise FeatureError(f"lr weights {self.lr!r}: give a tuple, one weight per reordering feature")
         object.__setattr__(self, "tm", tuple(self.tm))
+        object.__setattr__(self, "lr", tuple(self.lr))
         for f in fields(self):
-            values = self.tm if f.name == "tm" else (getattr(self, f.name),)
+            values = getattr(self, f.name) if f.name in _LIST_WEIGHTS else (getattr(self, f.name),)
             for value in values:
                 _check_finite(f.name, value)
 
     def total(self, f: Features) -> float:
         """The model score ``Σ weight × feature``.
 
-        Raises FeatureError when the TM weights and features differ in length.
+        Raises FeatureError when the TM or LR weights and features differ in length.
         """
         if len(f.tm) != len(self.tm):
             raise FeatureError(
                 f"{len(self.tm)} tm weight(s) for {len(f.tm)} phrase-table score column(s); "
                 "give one tm weight per column, e.g. --weight tm=1,1,1"
+            )
+        if len(f.lr) != len(self.lr):
+            raise FeatureError(
+                f"{len(self.lr)} lr weight(s) for {len(f.lr)} lexicalized reordering feature(s); "
+                "give one lr weight per feature, e.g. --weight lr=0.3,0.3,0.3,0.3,0.3,0.3"
             )
         return (
             self.lm * f.lm
@@ -141,6 +167,7 @@ class Weights:
             + self.word * f.word
             + self.phrase * f.phrase
             + self.unknown * f.unknown
+            + sum(w * v for w, v in zip(self.lr, f.lr))
         )
 
     def with_tm_columns(self, n: int, origin: str | None = None) -> "Weights":
@@ -171,7 +198,7 @@ class Weights:
         return replace(self, tm=self.tm * n)
 
     def override(self, assignments: list[str]) -> "Weights":
-        """Apply ``NAME=VALUE`` strings (the ``--weight`` flag); ``tm`` takes a comma list.
+        """Apply ``NAME=VALUE`` strings (the ``--weight`` flag); ``tm`` and ``lr`` take a comma list.
 
         Raises FeatureError naming the bad assignment: unknown name, a value
         that is not a number, or one that is not finite (``nan``, ``inf``).
@@ -196,10 +223,10 @@ class Weights:
             parsed = tuple(float(v) for v in value.split(","))
         except ValueError:
             raise FeatureError(f"--weight {item!r}: {value!r} is not a number") from None
-        if name != "tm" and len(parsed) != 1:
-            raise FeatureError(f"--weight {item!r}: {name} takes one number; only tm takes a comma list")
+        if name not in _LIST_WEIGHTS and len(parsed) != 1:
+            raise FeatureError(f"--weight {item!r}: {name} takes one number; only tm and lr take a comma list")
         try:
-            return replace(self, **{name: parsed if name == "tm" else parsed[0]})
+            return replace(self, **{name: parsed if name in _LIST_WEIGHTS else parsed[0]})
         except FeatureError as err:
             raise FeatureError(f"--weight {item!r}: {err}") from None
 

@@ -19,7 +19,15 @@ from fstdecode.io.kenlm_binary import KenLMBinaryLM, is_kenlm_binary
 from fstdecode.io.native_lm import NativeLM
 from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, FeatureLine, MosesConfig, load_moses_ini
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable, load_phrase_table
+from fstdecode.io.reordering_table import load_reordering_table
+from fstdecode.model.distortion import SEMANTICS
 from fstdecode.model.features import MOSES_KINDS, MosesFeature, Weights, assignment_name, moses_layout, show_weights
+from fstdecode.model.lexical_reordering import (
+    LexicalReorderingError,
+    ReorderingModel,
+    parse_default_scores,
+    parse_reordering_type,
+)
 
 _LOG = logging.getLogger("fstdecode")
 
@@ -54,6 +62,9 @@ class TableSource:
     num_features: int
     table_limit: int
 
+# The weight names that hold one weight per feature of their function.
+_LIST_WEIGHTS = ("tm", "lr")
+
 
 @dataclass(frozen=True)
 class Model:
@@ -65,6 +76,9 @@ class Model:
     ``nbest_size`` is moses.ini's ``[n-best-list]`` size (None without one), ``nbest_distinct``
     its ``distinct`` word. ``features`` names the features as Moses does, in Moses' order
     (:func:`~fstdecode.model.features.moses_layout`): n-best lists and ``--show-weights`` use it.
+    ``reordering`` is the lexicalized reordering model (None without one), with
+    ``len(weights.lr) == reordering.num_features`` (else ``weights.lr == ()``).
+    ``distortion_semantics`` is ``"moses"`` or ``"paper"`` (:mod:`fstdecode.model.distortion`).
     """
 
     table: PhraseTable
@@ -81,6 +95,10 @@ class Model:
     print_alignment: bool = False
     #: Where the phrase table came from (None for a table given in memory, e.g. ``--phrase-fst``).
     table_source: TableSource | None = None
+    reordering: ReorderingModel | None = None
+    distortion_semantics: str = "paper"
+    #: True when the semantics was asked for (``--distortion-semantics``), False for the default.
+    semantics_given: bool = False
 
     def __post_init__(self) -> None:
         if not self.features:  # a model made by hand: Moses' default names
@@ -120,12 +138,13 @@ def _weights_from_ini(cfg: MosesConfig) -> Weights:
     """
     values: dict[str, object] = {name: 0.0 for name in _INI_WEIGHTS.values()}
     values["tm"] = (0.0,)
+    values["lr"] = ()
     for feat in cfg.features:
         key = _INI_WEIGHTS.get(feat.kind)
         if key is None:
             continue
         w = cfg.weight(feat.name, (1.0,) * feat.num_features)
-        values[key] = tuple(w) if key == "tm" else w[0]
+        values[key] = tuple(w) if key in _LIST_WEIGHTS else w[0]
     if not any(f.kind == "UnknownWordPenalty" for f in cfg.features):
         values["unknown"] = 1.0
     return Weights(**values)  # type: ignore[arg-type]
@@ -237,6 +256,7 @@ def load_model(
     source_vocabulary: Callable[[tuple[str, ...]], bool] | None = None,
     table: PhraseTable | None = None,
     engine: str = "auto",
+    distortion_semantics: str | None = None,
 ) -> Model:
     """Assemble a model; explicit arguments override the moses.ini ``config``.
 
@@ -264,10 +284,22 @@ def load_model(
     a [weight] line weighs 1.0, with a warning. Warnings go to the
     ``fstdecode`` logger once the files have loaded.
 
+    ``distortion_semantics``: ``"moses"`` or ``"paper"``
+    (:mod:`fstdecode.model.distortion`); default ``"moses"`` when ``config``
+    (a moses.ini) is given, ``"paper"`` otherwise (the built-in example included).
+    A decoder honours a default ``moses`` only for a model with lexicalized
+    reordering, and searches other default-``moses`` models under ``paper``
+    until every method implements Moses' rule; an explicit ``moses`` is refused
+    by the methods without it (:func:`fstdecode.search.base.resolve_model_support`).
+
+    A moses.ini ``LexicalReordering`` line loads its table
+    (:mod:`fstdecode.model.lexical_reordering`); its weights are ``lr``.
+
     Raises ModelError, FeatureError or the reader's error, naming the file
     and line where there is one.
     """
     cfg = load_moses_ini(config) if config is not None else None
+    semantics = _semantics(distortion_semantics, config)
     if cfg is None and phrase_table is None and lm is None:
         cfg = load_moses_ini(example_dir() / "moses.ini")
         name = "built-in example"
@@ -289,11 +321,13 @@ def load_model(
         table = load_phrase_table(
             pt_path, score_format=tm_score_format or "prob", num_features=num, vocabulary=source_vocabulary
         )
+    reordering = _reordering_model(cfg, source_vocabulary)
     if cfg is not None:
         _warn_missing_ini_weights(cfg)
         for message in cfg.ignored:
             _LOG.warning("%s", message)
     w = w.with_tm_columns(table.num_scores, _tm_origin(cfg, ini_pt, weights))
+    w = _reordering_weights(w, reordering, cfg, weights)
     limit = _table_limit(table_limit, ini_pt)
     table = table.limited(limit, moses_ranker(language_model, w))
     source = None
@@ -311,6 +345,9 @@ def load_model(
         features=moses_layout(_declared(cfg), w),
         print_alignment=_ini_switch(cfg, "print-alignment-info") or _ini_switch(cfg, "print-alignment-info-in-n-best"),
         table_source=source,
+        reordering=reordering,
+        distortion_semantics=semantics,
+        semantics_given=distortion_semantics is not None,
     )
 
 
@@ -344,7 +381,13 @@ def refiltered(model: Model, vocabulary: Callable[[tuple[str, ...]], bool] | Non
         spec.path, score_format=spec.score_format, num_features=spec.num_features or None, vocabulary=vocabulary
     )
     table = table.limited(spec.table_limit, moses_ranker(model.lm, model.weights))
-    return replace(model, table=table)
+    reordering = model.reordering
+    if reordering is not None:  # its table is filtered to the same source phrases
+        rows = load_reordering_table(
+            reordering.table.path, conditioned_on_target=reordering.table.conditioned_on_target, vocabulary=vocabulary
+        )
+        reordering = replace(reordering, table=rows)
+    return replace(model, table=table, reordering=reordering)
 
 
 def table_path(config: str | Path | None, phrase_table: str | Path | None) -> str | None:
@@ -355,6 +398,63 @@ def table_path(config: str | Path | None, phrase_table: str | Path | None) -> st
         return None
     line = load_moses_ini(config).phrase_table()
     return line.path if line is not None else None
+
+
+def _semantics(semantics: str | None, config: str | Path | None) -> str:
+    """The distortion semantics asked for, else ``moses`` for a moses.ini and ``paper`` otherwise."""
+    if semantics is None:
+        return "moses" if config is not None else "paper"
+    if semantics not in SEMANTICS:
+        raise ModelError(f"unknown distortion semantics {semantics!r}; choose from {', '.join(SEMANTICS)}")
+    return semantics
+
+
+def _reordering_model(
+    cfg: MosesConfig | None, source_vocabulary: Callable[[tuple[str, ...]], bool] | None
+) -> ReorderingModel | None:
+    """The ini's LexicalReordering feature with its table loaded, or None; errors name the ini line."""
+    feat = cfg.lexical_reordering() if cfg is not None else None
+    if feat is None:
+        return None
+    where = f"{cfg.path}:{feat.lineno}: "
+    try:
+        config = parse_reordering_type(feat.args["type"], where)
+        if "num-features" in feat.args and feat.num_features != config.num_features:
+            raise LexicalReorderingError(
+                f"{where}num-features={feat.num_features} but type {config.type_string!r} has "
+                f"{config.num_features} feature(s)"
+            )
+        defaults = feat.args.get("default-scores")
+        table = load_reordering_table(
+            feat.path, conditioned_on_target=config.condition == "fe", vocabulary=source_vocabulary
+        )
+        return ReorderingModel(
+            config, table, parse_default_scores(defaults, where) if defaults else None, feat.name
+        )
+    except LexicalReorderingError as err:
+        message = str(err)
+        raise LexicalReorderingError(message if message.startswith(cfg.path) else where + message) from None
+
+
+def _reordering_weights(
+    w: Weights, reordering: ReorderingModel | None, cfg: MosesConfig | None, assignments: Sequence[str]
+) -> Weights:
+    """``w`` with one ``lr`` weight per reordering feature (1.0 each when none was given)."""
+    given = any(assignment_name(item) == "lr" for item in assignments)
+    if reordering is None:
+        if given or w.lr:
+            raise ModelError("--weight lr=...: the model has no lexicalized reordering (LexicalReordering) feature")
+        return w
+    n = reordering.num_features
+    if not w.lr or (not given and cfg is not None and reordering.name not in cfg.weights):
+        return replace(w, lr=(1.0,) * n)
+    if len(w.lr) != n:
+        origin = "--weight lr" if given else f"{cfg.path if cfg else ''}: [weight] {reordering.name}="
+        raise ModelError(
+            f"{origin}: {len(w.lr)} weight(s) for {n} lexicalized reordering feature(s) "
+            f"(type {reordering.config.type_string!r}); give one per feature"
+        )
+    return w
 
 
 def empty_table(path: str, num_scores: int) -> PhraseTable:

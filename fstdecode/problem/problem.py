@@ -26,7 +26,10 @@ from typing import Any, Sequence
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.arpa import BOS, EOS, ArpaLM
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable
-from fstdecode.model.features import UNKNOWN_WORD_VALUE, Weights
+from fstdecode.model.distortion import SEMANTICS, charges_final_jump
+from fstdecode.model.features import UNKNOWN_WORD_VALUE, Features, Weights
+from fstdecode.model.lexical_reordering import ReorderingModel, first_orientation, orientation
+from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.problem.sentence import Phrase, Sentence, build_sentence
 
 
@@ -79,6 +82,13 @@ class Option:
     ``score`` is ŵ(p): for an LM of order N, the LM part scores the words of
     p from the N-th on (their whole context lies inside p). ``phrase`` is
     None only for the pseudo-phrases of ``<s>`` and ``</s>``.
+
+    With a lexicalized reordering model, ``lr_back[o]`` is the weighted score
+    the phrase pays when its own orientation (relative to the phrase before
+    it) is o, and ``lr_next[o]`` the weighted score it pays when the phrase
+    *after* it has orientation o (a weighted
+    :class:`~fstdecode.model.lexical_reordering.ReorderingRow`); each is empty
+    when the model has no such direction, both without a model.
     """
 
     s: int
@@ -88,6 +98,8 @@ class Option:
     score: float
     phrase: Phrase | None
     words: tuple[int, ...] = ()
+    lr_back: tuple[float, ...] = ()
+    lr_next: tuple[float, ...] = ()
 
 
 class SearchProblem:
@@ -116,9 +128,21 @@ class SearchProblem:
         *,
         words: Sequence[str] = (),
         table: PhraseTable | None = None,
+        reordering: ReorderingModel | None = None,
+        semantics: str = "paper",
+        early_distortion_cost: bool = False,
     ) -> None:
         if sentence is None and table is None:
             raise SearchError("a SearchProblem needs a sentence, or words and a phrase table")
+        if semantics not in SEMANTICS:
+            raise SearchError(f"unknown distortion semantics {semantics!r}; choose from {', '.join(SEMANTICS)}")
+        #: The lexicalized reordering model (None without one); its weights are ``weights.lr``.
+        self.reordering = reordering
+        #: ``"paper"`` or ``"moses"`` (:mod:`fstdecode.model.distortion`).
+        self.semantics = semantics
+        self.early_distortion_cost = early_distortion_cost
+        #: Whether the distortion includes the jump into ``</s>`` (:func:`charges_final_jump`).
+        self.charge_final = charges_final_jump(semantics, early_distortion_cost)
         #: The search's LM order: the LM's, at least 2 (a unigram LM is searched as a bigram LM
         #: without bigrams: its one-word contexts are ignored by its scores).
         self.order = max(2, lm.order)
@@ -158,9 +182,23 @@ class SearchProblem:
         d: int,
         id: int = 0,
         phrase_scores: PhraseScores | None = None,
+        *,
+        reordering: ReorderingModel | None = None,
+        semantics: str = "paper",
+        early_distortion_cost: bool = False,
     ) -> SearchProblem:
         """The problem of the tokens ``words`` with the options ``table`` gives them (:func:`build_sentence`)."""
-        return cls(None, lm, weights, d, id, phrase_scores, words=words, table=table)
+        return cls(
+            None, lm, weights, d, id, phrase_scores, words=words, table=table,
+            reordering=reordering, semantics=semantics, early_distortion_cost=early_distortion_cost,
+        )
+
+    def score(self, phrases: Sequence[Phrase]) -> tuple[Features, float]:
+        """The scorer's features and total of a derivation of this problem's sentence (every feature of the model)."""
+        return score_derivation(
+            self.n, phrases, self.lm, self.weights, reordering=self.reordering,
+            semantics=self.semantics, early_distortion_cost=self.early_distortion_cost,
+        )
 
     @cached_property
     def sentence(self) -> Sentence:
@@ -291,9 +329,34 @@ class SearchProblem:
             score += self.ngram(ids[i - k : i], ids[i]) if k > 1 else self.bigram(ids[i - 1], ids[i])
         return score
 
+    def reordering_score(self, prev: Option | None, opt: Option) -> float:
+        """The weighted lexicalized reordering score of placing ``opt`` right after ``prev`` in target order.
+
+        ``prev`` None (or the ``<s>`` pseudo-option) means ``opt`` is the first
+        phrase. The orientation o of ``opt`` relative to ``prev``
+        (:func:`~fstdecode.model.lexical_reordering.orientation`) is charged on
+        ``opt.lr_back[o]`` and ``prev.lr_next[o]``; nothing is charged at
+        ``</s>``. 0 without a reordering model.
+        """
+        if self.reordering is None:
+            return 0.0
+        cfg = self.reordering.config
+        if prev is None or prev.phrase is None:
+            o = first_orientation(cfg, opt.s - 1)
+            return opt.lr_back[o] if opt.lr_back else 0.0
+        o = orientation(cfg, (prev.s, prev.t), (opt.s, opt.t))
+        return (opt.lr_back[o] if opt.lr_back else 0.0) + (prev.lr_next[o] if prev.lr_next else 0.0)
+
     def _option(self, phrase: Phrase) -> Option:
         words = tuple(map(self.word_id, phrase.pair.target))
-        return Option(phrase.start + 1, phrase.end + 1, words[0], words[-1], self.phrase_score(phrase), phrase, words)
+        back: tuple[float, ...] = ()
+        after: tuple[float, ...] = ()
+        if self.reordering is not None:
+            row = self.reordering.weighted(self.reordering.row(phrase.pair), self.weights.lr)
+            back, after = row.backward, row.forward
+        return Option(
+            phrase.start + 1, phrase.end + 1, words[0], words[-1], self.phrase_score(phrase), phrase, words, back, after
+        )
 
     def groups(self, start: int) -> list[tuple[int, list[Option]]]:
         """The options starting at ``start``, grouped by end position (ascending)."""

@@ -2,15 +2,17 @@
 
 It shares nothing with the DPs but the phrase options: each complete
 derivation is scored by :func:`fstdecode.problem.scorer.score` from its
-strings. Exponential; for small inputs and tests only.
+strings, with every feature of the model (lexicalized reordering included),
+under the problem's distortion semantics (:mod:`fstdecode.model.distortion`).
+Exponential; for small inputs and tests only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fstdecode.model.distortion import final_allowed, step_allowed
 from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
-from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.problem.sentence import Phrase
 from fstdecode.search.base import SearchOptions, option, register
 
@@ -31,11 +33,13 @@ class ExhaustiveOptions(SearchOptions):
 def derivations(problem: SearchProblem, *, limit: int | None = None):
     """Yield every phrase sequence that is a derivation under the distortion limit.
 
-    Definition 2 of Chang & Collins, with tokens 0-based: each token covered
-    once, every jump (from <s> at −1, and into </s> at n) at most d.
-    Raises SearchLimitError after ``limit`` partial derivations.
+    ``paper`` semantics: Definition 2 of Chang & Collins, with tokens 0-based:
+    each token covered once, every jump (from <s> at −1, and into </s> at n)
+    at most d. ``moses``: each token covered once, and every phrase obeys
+    Moses' rule (:func:`fstdecode.model.distortion.step_allowed`), with no
+    check at ``</s>``. Raises SearchLimitError after ``limit`` partial derivations.
     """
-    n, d = problem.n, problem.d
+    n, d, semantics = problem.n, problem.d, problem.semantics
     by_start = [list(o.phrase for o in problem.by_start[p + 1]) for p in range(n)]
     covered = [False] * n
     seq: list[Phrase] = []
@@ -47,15 +51,16 @@ def derivations(problem: SearchProblem, *, limit: int | None = None):
         if limit is not None and visited > limit:
             raise SearchLimitError(f"exhaustive search visited more than {limit} partial derivations")
         if left == 0:
-            if abs(prev_end + 1 - n) <= d:
+            if final_allowed(semantics, d, prev_end, n):
                 yield tuple(seq)
             return
+        gap = covered.index(False)
         for s in range(max(0, prev_end + 1 - d), min(n, prev_end + 2 + d)):
             if covered[s]:
                 continue
             for p in by_start[s]:
                 span = range(p.start, p.end + 1)
-                if any(covered[i] for i in span):
+                if any(covered[i] for i in span) or not step_allowed(semantics, d, prev_end, gap, p.start, p.end):
                     continue
                 for i in span:
                     covered[i] = True
@@ -76,7 +81,7 @@ def search(problem: SearchProblem, options: ExhaustiveOptions = ExhaustiveOption
     scored: list[tuple[float, tuple[Phrase, ...]]] = []
     try:
         for phrases in derivations(problem, limit=options.max_states):
-            _, total = score_derivation(problem.n, phrases, problem.lm, problem.weights)
+            _, total = problem.score(phrases)
             scored.append((total, phrases))
     except SearchLimitError as e:
         raise SearchLimitError(str(e), best=_best(scored, options.nbest, False, options.max_states)) from None
@@ -93,4 +98,11 @@ def _best(scored: list, nbest: int, optimal: bool, visited: int) -> SearchResult
     return SearchResult(tuple(scored[:nbest]), optimal=optimal, states=visited, transitions=visited)
 
 
-register("exhaustive", ExhaustiveOptions, function=search, exact=True, summary="enumeration of every derivation (for tiny inputs)")
+register(
+    "exhaustive",
+    ExhaustiveOptions,
+    function=search,
+    exact=True,
+    summary="enumeration of every derivation (for tiny inputs)",
+    moses_model=True,
+)

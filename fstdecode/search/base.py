@@ -156,7 +156,9 @@ class Method:
 
     ``native``, if not None, is the same search in the native core
     (``function(problem, options)``), or ``native_factory`` makes a native searcher from the
-    model; the Python ``factory`` stays the reference.
+    model; the Python ``factory`` stays the reference. ``moses_model`` is True when the
+    Python engine implements lexicalized reordering and Moses' distortion semantics
+    (:func:`resolve_model_support`).
     """
 
     name: str
@@ -169,6 +171,7 @@ class Method:
     #: The method's own searches honour ``unique`` (else :func:`searcher` wraps them in
     #: :class:`fstdecode.search.kbest.DistinctSearcher`).
     distinct: bool = False
+    moses_model: bool = False
 
     @property
     def has_native(self) -> bool:
@@ -233,6 +236,7 @@ def register(
     native: Callable[[SearchProblem, Any], SearchResult] | None = None,
     native_factory: Callable[[Model, Any], Searcher] | None = None,
     distinct: bool = False,
+    moses_model: bool = False,
 ) -> Method:
     """Register a method by a ``factory``, or by a ``function(problem, options)``; ``native``
     (a function) or ``native_factory`` is its native-core twin, if it has one; ``distinct``: its
@@ -241,8 +245,48 @@ def register(
         if function is None:
             raise ValueError("register() needs a factory or a function")
         factory = lambda model, opts: FunctionSearcher(function, opts)  # noqa: E731
-    method = METHODS[name] = Method(name, options, factory, exact, summary, native, native_factory, distinct)
+    method = METHODS[name] = Method(name, options, factory, exact, summary, native, native_factory, distinct, moses_model)
     return method
+
+
+def resolve_model_support(method: Method, engine: str, model: Model) -> tuple[str, str]:
+    """The engine and distortion semantics a decoder of ``model`` with ``method`` uses: the one
+    place that decides which searches serve Moses' reordering features.
+
+    Only the Python engine of a method registered with ``moses_model`` (stack,
+    exhaustive) implements lexicalized reordering and Moses' distortion semantics
+    so far (issue 13; the others follow). Rules:
+
+    * a model that needs them (a reordering model, or ``moses`` semantics asked
+      for explicitly) gets the Python engine of such a method under ``engine="auto"``;
+      with any other method or engine it raises OptionsError ("lexicalized reordering
+      is not supported by --method X yet");
+    * ``moses`` semantics by default (a moses.ini without ``--distortion-semantics``)
+      is searched as ``moses`` with a reordering model and as ``paper`` otherwise, so
+      that every method and engine still searches the same space on such a model
+      (documented in README.md).
+    """
+    explicit = model.distortion_semantics == "moses" and model.semantics_given
+    wants = model.reordering is not None or explicit
+    resolved = "python" if wants and engine == "auto" and method.moses_model else method.engine(engine)
+    supported = method.moses_model and resolved == "python"
+    where = f"--method {method.name}" + (" --engine native" if resolved == "native" else "")
+    if not supported and model.reordering is not None:
+        raise OptionsError(
+            f"lexicalized reordering is not supported by {where} yet; "
+            f"use {_moses_methods()} (the Python engine), or remove the LexicalReordering feature"
+        )
+    if not supported and explicit:
+        raise OptionsError(
+            f"Moses' distortion semantics (--distortion-semantics moses) is not supported by {where} yet; "
+            f"use {_moses_methods()}, or --distortion-semantics paper"
+        )
+    return resolved, model.distortion_semantics if wants else "paper"
+
+
+def _moses_methods() -> str:
+    """The methods whose Python engine implements Moses' reordering features, as a phrase."""
+    return " or ".join(f"--method {m.name}" for m in METHODS.values() if m.moses_model)
 
 
 def attach_native(name: str, native: Callable[[SearchProblem, Any], SearchResult]) -> Method:

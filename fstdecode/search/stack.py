@@ -33,6 +33,17 @@ dropped (:func:`is_dead`), and each stack keeps an *anchor*, a hypothesis
 whose cheapest completion fits the limit, whose first step is always
 generated (:func:`_prune`).
 
+**Moses' models.** With a lexicalized reordering model the recombination key
+also holds the last phrase's start and its weighted forward row (``Option.lr_next``):
+the next phrase's orientation depends on the last span, and the score it
+then pays on that row (:meth:`SearchProblem.reordering_score`). Under
+``moses`` distortion semantics (:mod:`fstdecode.model.distortion`) an
+extension must also obey Moses' rule ``t + 1 − g ≤ d`` when it does not start
+at the first gap g, nothing is checked at ``</s>``, and the jump into
+``</s>`` is charged only with ``[early-distortion-cost]``
+(:func:`final_delta`); :func:`is_dead` and :func:`minimal_completion_fits`
+follow the semantics. Only the Python engine implements these.
+
 Example (the built-in model)::
 
     >>> from fstdecode import load_model, Decoder
@@ -65,8 +76,10 @@ from fstdecode.statespace.ngram import joined
 DEFAULT_EARLY_THRESHOLD = math.log(1e5)
 
 #: Recombination key: (coverage bits, bit p − 1 for position p; end position of
-#: the last phrase; LM context, minimised as in :mod:`fstdecode.statespace.ngram`).
-Key = tuple[int, int, tuple[int, ...]]
+#: the last phrase; LM context, minimised as in :mod:`fstdecode.statespace.ngram`;
+#: with a lexicalized reordering model the last phrase's start and weighted forward
+#: row, else ()).
+Key = tuple[int, int, tuple[int, ...], tuple]
 
 
 # ---------------------------------------------------------------------------
@@ -84,8 +97,11 @@ class Hypothesis:
     :func:`remaining_distortion` Φ of the state (M&Q Section 4). ``future`` is
     the Pharaoh estimate of the uncovered words (:meth:`Tables.future_of`).
     A hypothesis that covers every word has also been closed with ``</s>``
-    (its LM event and final jump are in ``score``), so its ``last_t`` is
-    ``end``, its context ``(</s>,)`` and its ``score`` the model score.
+    (its LM event and, where the model charges it, the final jump are in
+    ``score``), so its ``last_t`` is ``end``, its context ``(</s>,)`` and its
+    ``score`` the model score. With a lexicalized reordering model the score
+    includes the weighted reordering features too, and ``reordering`` holds
+    the last phrase's start and weighted forward row (part of the key); else ().
     Compared by identity (``eq=False``): comparing fields would walk the
     back-pointer chain.
     """
@@ -97,11 +113,12 @@ class Hypothesis:
     future: float
     prev: Hypothesis | None = None
     option: Option | None = None
+    reordering: tuple = ()
 
     @property
     def key(self) -> Key:
         """Hypotheses with equal keys have equal completions and recombine."""
-        return (self.coverage, self.last_t, self.context)
+        return (self.coverage, self.last_t, self.context, self.reordering)
 
     @property
     def estimate(self) -> float:
@@ -192,8 +209,13 @@ def mq_delta(coverage: int, last_t: int, s: int, t: int) -> int:
     return 2 * (s - last_t - 1 + length)
 
 
-def final_delta(last_t: int, end: int, distortion_estimate: bool) -> int:
+def final_delta(last_t: int, end: int, distortion_estimate: bool, charged: bool = True) -> int:
     """The distortion charged for the final jump into ``</s>`` (at ``end``) from ``last_t``.
+
+    When the model does not charge that jump (``charged`` False: Moses'
+    semantics without early distortion cost), plain: 0; modified: minus the
+    jump, which the Δd of the earlier phrases charged in advance (Φ of a
+    full coverage is that jump), so that the total is again the model's.
 
     Plain: the jump ``end − 1 − last_t``. Modified: 0. Why 0: Φ of a full
     coverage is exactly that final jump (g = end), so the modified Δd of
@@ -202,6 +224,8 @@ def final_delta(last_t: int, end: int, distortion_estimate: bool) -> int:
     what makes Σ Δd over a complete derivation equal the plain total (M&Q
     footnotes 4 and 5 assume such a sentence-final penalty; ours has one).
     """
+    if not charged:
+        return -(end - 1 - last_t) if distortion_estimate else 0
     return 0 if distortion_estimate else end - 1 - last_t
 
 
@@ -232,8 +256,12 @@ def _covered_blocks(coverage: int, g: int):
         offset = a + length
 
 
-def is_dead(coverage: int, last_t: int, n: int, d: int) -> bool:
+def is_dead(coverage: int, last_t: int, n: int, d: int, moses: bool = False) -> bool:
     """True if the state provably cannot complete within the distortion limit d.
+
+    Under Moses' semantics (``moses``) only the second test applies: there is
+    no final jump, and a phrase ending at u with g uncovered was allowed only
+    with ``u + 1 − g ≤ d``, the same bound.
 
     A sufficient test: it removes no valid derivation (unlike Moses' gap
     constraint), so a huge beam stays exact. With g the leftmost uncovered
@@ -252,11 +280,13 @@ def is_dead(coverage: int, last_t: int, n: int, d: int) -> bool:
     """
     g = lowest_uncovered(coverage)
     if g > n:
-        return n - last_t > d
+        return not moses and n - last_t > d
     if abs(last_t + 1 - g) > d:
         hi = min(g + d - 1, n)
         if hi <= g or not ~coverage & ((1 << (hi - g)) - 1) << g:  # positions g+1..hi
             return True
+    if moses:
+        return False
     for a, b in _covered_blocks(coverage, g):
         length = b - a + 1
         if length > d or (last_t >= b and length + (1 if last_t == b else 2) > d):
@@ -264,8 +294,12 @@ def is_dead(coverage: int, last_t: int, n: int, d: int) -> bool:
     return False
 
 
-def minimal_completion_fits(coverage: int, last_t: int, n: int, d: int) -> bool:
+def minimal_completion_fits(coverage: int, last_t: int, n: int, d: int, moses: bool = False) -> bool:
     """True if M&Q's cheapest completion obeys the limit d (one-word phrases assumed).
+
+    Under Moses' semantics (``moses``) a covered block that reaches word n is
+    never jumped over (no final jump), and every step of the completion starts
+    at the first gap, so Moses' gap rule holds.
 
     That completion (Section 4) jumps to g, then goes left to right, jumping
     over each covered block right of g and finally into ``</s>``: its jumps
@@ -276,8 +310,9 @@ def minimal_completion_fits(coverage: int, last_t: int, n: int, d: int) -> bool:
     """
     g = lowest_uncovered(coverage)
     if g > n:
-        return n - last_t <= d
-    return abs(last_t + 1 - g) <= d and all(b - a + 1 <= d for a, b in _covered_blocks(coverage, g))
+        return moses or n - last_t <= d
+    blocks = (b - a + 1 for a, b in _covered_blocks(coverage, g) if not (moses and b == n))
+    return abs(last_t + 1 - g) <= d and all(length <= d for length in blocks)
 
 
 # ---------------------------------------------------------------------------
@@ -404,6 +439,8 @@ def _candidates(problem: SearchProblem, tabs: Tables, hyp: Hypothesis, settings:
     n, d, eta = problem.n, problem.d, problem.eta
     cov, last_t = hyp.coverage, hyp.last_t
     mq = settings.distortion_estimate
+    moses = problem.semantics == "moses"
+    g = lowest_uncovered(cov)
     bound_by_distortion = min_ok is not None and eta >= 0
     for s in range(max(1, last_t + 1 - d), min(n, last_t + 1 + d) + 1):
         if cov >> (s - 1) & 1:
@@ -418,11 +455,13 @@ def _candidates(problem: SearchProblem, tabs: Tables, hyp: Hypothesis, settings:
             span = ((1 << (t - s + 1)) - 1) << (s - 1)
             if cov & span:
                 break  # ends ascend: every longer phrase overlaps too
+            if moses and s != g and t + 1 - g > d:
+                break  # Moses' gap rule (fstdecode.model.distortion); ends ascend
             delta_d = mq_delta(cov, last_t, s, t) if mq else plain_delta(last_t, s)
             if bound_by_distortion and hyp.estimate - eta * delta_d < min_ok:
                 break
             new_cov = cov | span
-            if is_dead(new_cov, t, n, d):
+            if is_dead(new_cov, t, n, d, moses):
                 continue
             future = tabs.future_of(new_cov)
             if future == -math.inf:
@@ -436,16 +475,21 @@ def _candidates(problem: SearchProblem, tabs: Tables, hyp: Hypothesis, settings:
 
 def _extend(problem: SearchProblem, hyp: Hypothesis, cand: Candidate, full: int, mq: bool) -> tuple[Key, float]:
     """The key of ``hyp`` extended by ``cand`` and the score it adds (same for every
-    hypothesis of ``hyp``'s key). A completed coverage is closed at once with ``</s>``.
+    hypothesis of ``hyp``'s key: the key holds what the reordering score reads of
+    the last phrase). A completed coverage is closed at once with ``</s>``.
     """
     opt, eta = cand.option, problem.eta
     new, lm = joined(problem, (0, (), hyp.last_t, hyp.context), opt, None, True)
     delta = opt.score + lm - eta * cand.delta_d
+    reordering: tuple = ()
+    if problem.reordering is not None:
+        delta += problem.reordering_score(hyp.option, opt)
+        reordering = (opt.s, opt.lr_next)
     if cand.coverage != full:
-        return (cand.coverage, opt.t, new[3]), delta
+        return (cand.coverage, opt.t, new[3], reordering), delta
     _, close = joined(problem, (0, (), opt.t, new[3]), problem.eos_option, None, True)
-    delta += close - eta * final_delta(opt.t, problem.end, mq)
-    return (full, problem.end, (problem.eos,)), delta
+    delta += close - eta * final_delta(opt.t, problem.end, mq, problem.charge_final)
+    return (full, problem.end, (problem.eos,), ()), delta
 
 
 def _prune(
@@ -533,8 +577,12 @@ def _run(problem: SearchProblem, settings: StackOptions, recombine: bool = True)
         start = Hypothesis(0, problem.end, (problem.eos,), close, 0.0)
     push(0, start.key, start)
 
+    moses = problem.semantics == "moses"
+
     def fits(hyp: Hypothesis) -> bool:  # its minimal completion is legal and has one-word options
-        return not full & ~hyp.coverage & ~tabs.singles and minimal_completion_fits(hyp.coverage, hyp.last_t, n, d)
+        return not full & ~hyp.coverage & ~tabs.singles and minimal_completion_fits(
+            hyp.coverage, hyp.last_t, n, d, moses
+        )
 
     for c in range(n):
         kept, anchor = _prune(stacks[c], settings.beam_size, settings.beam_threshold, fits)
@@ -559,7 +607,7 @@ def _run(problem: SearchProblem, settings: StackOptions, recombine: bool = True)
                 future = 0.0 if cand.coverage == full else cand.future
                 target = c + cand.option.t - cand.option.s + 1
                 for hyp in entries:
-                    push(target, key, Hypothesis(key[0], key[1], key[2], hyp.score + delta, future, hyp, cand.option))
+                    push(target, key, Hypothesis(*key[:3], hyp.score + delta, future, hyp, cand.option, key[3]))
     finals = [hyp for entries in stacks[n].values() for hyp in entries]
     states += len(stacks[n])
     if not finals:
@@ -583,4 +631,5 @@ register(
     function=search,
     exact=False,
     summary="the stack decoder of Pharaoh/Moses, with Moore & Quirk's improvements",
+    moses_model=True,
 )

@@ -16,7 +16,8 @@ The models:
 * moses-early-distortion-de-en, its moses.ini (trigram, d = 6, early distortion cost);
 * moses-toy-numbers, its moses.ini adapted as its refusal asks (a text table, no InputFeature;
   ``tests/unit/test_moses_ini.py``), on every path of its lattice inputs;
-* moses-lexreo-europarl-fr-en is refused (lexicalized reordering): only that is checked here.
+* moses-lexreo-europarl-fr-en (lexicalized reordering): the methods and engines that do not
+  implement it yet refuse it with the documented message; only that is checked here.
 
 The Python engine is slow (tens of thousands of states a second), so the exact searches get
 small budgets (:data:`EXACT_BUDGETS`) and most Hansards and de-en lines run over them. Such a
@@ -34,10 +35,10 @@ from functools import cache
 import pytest
 
 from fstdecode.decoder import METHODS, DecodeResult, Decoder
-from fstdecode.io.moses_ini import MosesIniError
+from fstdecode.search.base import OptionsError
 from fstdecode.model.model import load_model
 
-from shared import data_path, expect_reader_error, hansards_input, hansards_model
+from shared import data_path, hansards_input, hansards_model
 
 pytestmark = pytest.mark.slow
 
@@ -226,12 +227,16 @@ def test_native_equals_python(decoder, model, line, method, options):
         assert_same_result(ours, reference, where)
 
 
-def test_lexicalized_reordering_model_is_refused():
-    # The Europarl model's LexicalReordering feature is not implemented (a later issue); loading
-    # it must fail with the documented message, naming the feature's line, never decode without it.
-    ini = data_path("moses-lexreo-europarl-fr-en", "moses.ini")
-    lineno = next(
-        i for i, text in enumerate(ini.read_text(encoding="utf-8").splitlines(), 1) if text.startswith("LexicalReordering ")
-    )
-    message = expect_reader_error(MosesIniError, load_model, ini, lineno, "feature 'LexicalReordering' is not supported")
-    assert "only distance-based reordering (Distortion) is supported" in message
+@pytest.mark.parametrize("method", [name for name, m in METHODS.items() if not m.moses_model])
+def test_lexicalized_reordering_is_refused_where_not_implemented(method):
+    # The methods without lexicalized reordering must say so, never decode without it.
+    model = load_model(data_path("moses-lexreo-europarl-fr-en", "moses.ini"))
+    with pytest.raises(OptionsError, match=f"lexicalized reordering is not supported by --method {method}"):
+        Decoder(model, method)
+
+
+def test_lexicalized_reordering_is_refused_by_the_native_stack():
+    model = load_model(data_path("moses-lexreo-europarl-fr-en", "moses.ini"))
+    with pytest.raises(OptionsError, match="not supported by --method stack --engine native yet"):
+        Decoder(model, "stack", engine="native")
+    assert Decoder(model, "stack").engine == "python"  # auto takes the engine that implements it

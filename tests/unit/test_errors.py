@@ -245,7 +245,8 @@ def test_example_ini_copy_is_valid(tmp_path):
         ("Distortion0= 0.3", "Distortion1= 0.3"),  # weight of no feature
         ("order=2 path=", "order=2 path "),  # key without value
         ("\n4\n", "\nfour\n"),  # distortion limit not an integer
-        ("WordPenalty\n", "LexicalReordering name=LR0\n"),  # unsupported feature
+        ("WordPenalty\n", "InputFeature name=IF0\n"),  # unsupported feature
+        ("WordPenalty\n", "WordPenalty\nLexicalReordering type=hier-msd-backward-fe path=x\n"),  # unsupported reordering type
     ],
 )
 def test_moses_ini_bad_line(tmp_path, old, new):

@@ -299,7 +299,9 @@ def test_error_missing_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "fragment"),
     [
-        ("LexicalReordering type=msd num-features=6", "'LexicalReordering' is not supported"),
+        ("LexicalReordering type=msd num-features=6", "LexicalReordering needs path=..."),  # the table is required
+        ("LexicalReordering path=rt num-features=6", "LexicalReordering needs type=..."),  # and the type
+        ("LexicalReordering type=msd-fe path=rt sparse-x=1", "does not take 'sparse-x'"),  # sparse features: refused
         ("KENLM path=lm order", "malformed argument 'order'"),
         ("KENLM path=lm order=", "malformed argument 'order='"),
         ("KENLM =3 path=lm", "malformed argument '=3'"),
@@ -326,7 +328,7 @@ def test_error_feature_line(tmp_path: Path, line: str, fragment: str) -> None:
 def test_error_unsupported_kind_lists_supported(tmp_path: Path) -> None:
     path = write(tmp_path, "[feature]\nKENLM path=lm\nSRILM path=lm\n")
     message = expect_error(path, 3, "'SRILM' is not supported (use KENLM")
-    assert "supported kinds: Distortion, KENLM, PhraseDictionaryMemory, PhrasePenalty, " \
+    assert "supported kinds: Distortion, KENLM, LexicalReordering, PhraseDictionaryMemory, PhrasePenalty, " \
            "UnknownWordPenalty, WordPenalty" in message
 
 

@@ -304,3 +304,56 @@ def test_max_states_raises_search_limit_error(example_decoder):
 def test_bad_settings_raise_options_error(kwargs):
     with pytest.raises(OptionsError):
         stack.StackOptions(**kwargs)
+
+
+def _completable_under_moses(problem, coverage: int, last_t: int, memo: dict) -> bool:
+    """Can the state complete under Moses' rule (fstdecode.model.distortion.step_allowed, 1-based here)?"""
+    key = (coverage, last_t)
+    if key not in memo:
+        n, d = problem.n, problem.d
+        g = stack.lowest_uncovered(coverage)
+        memo[key] = coverage == (1 << n) - 1 or any(
+            _completable_under_moses(problem, coverage | span, opt.t, memo)
+            for s in range(1, n + 1)
+            if abs(last_t + 1 - s) <= d
+            for opt in problem.by_start[s]
+            if s == g or opt.t + 1 - g <= d
+            for span in [((1 << (opt.t - s + 1)) - 1) << (s - 1)]
+            if not coverage & span
+        )
+    return memo[key]
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(random_case(max_n=7))
+def test_dead_and_minimal_completion_tests_under_moses_semantics(case):
+    # The same two invariants as above, for Moses' rule (no final jump, the gap rule).
+    problem = problem_of(case)
+    n, d = problem.n, problem.d
+    memo: dict = {}
+    for coverage in range(1 << n):
+        for last_t in range(n + 1):
+            if last_t == 0 or coverage >> (last_t - 1) & 1:
+                possible = _completable_under_moses(problem, coverage, last_t, memo)
+                if stack.is_dead(coverage, last_t, n, d, moses=True):
+                    assert not possible
+                if stack.minimal_completion_fits(coverage, last_t, n, d, moses=True):
+                    assert possible
+
+
+@given(random_case(max_n=6), st.booleans())
+@settings(max_examples=30, **SETTINGS)
+def test_final_delta_keeps_the_total_when_the_final_jump_is_free(case, estimate):
+    # Under Moses' semantics without early distortion cost, the running distortion of a complete
+    # derivation is the plain sum of its jumps without the one into </s>, with either accounting.
+    problem = problem_of(case)
+    n = problem.n
+    spans = [(s, s) for s in range(1, n + 1)][::-1]  # right to left, one word at a time
+    coverage, last_t, total = 0, 0, 0
+    for s, t in spans:
+        total += stack.mq_delta(coverage, last_t, s, t) if estimate else stack.plain_delta(last_t, s)
+        coverage |= 1 << (s - 1)
+        last_t = t
+    total += stack.final_delta(last_t, n + 1, estimate, charged=False)
+    plain = jumps(n, [SimpleNamespace(start=s - 1, end=t - 1) for s, t in spans], final=False)
+    assert total == sum(plain)

@@ -1,0 +1,119 @@
+"""The searches in target order with lexicalized reordering and both distortion semantics.
+
+* On random Moses models (a random reordering type and table, weights of any sign): the
+  exhaustive oracle's best is the best scorer value over the derivations it enumerates (which
+  tests/unit/test_distortion.py holds to the semantics), and the stack decoder with a beam that
+  keeps everything finds the same best score, its running score equal to the scorer's.
+* On the Europarl gold model: the Python stack decoder scores at least Moses' own 1-best on all
+  5 sentences (to the 6 digits Moses printed).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fstdecode.decoder import Decoder
+from fstdecode.model.model import load_model
+from fstdecode.problem.scorer import check_distortion_limit
+from fstdecode.reference.exhaustive import derivations
+
+from randmodels import NO_BUDGET, moses_case
+from shared import SEARCH_SETTINGS, data_path
+
+#: A beam that keeps every hypothesis of these small cases.
+HUGE = 10**6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("semantics", ["moses", "paper"])
+@settings(max_examples=40, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_exhaustive_best_is_the_best_scored_derivation(semantics, data):
+    model, sentence = data.draw(moses_case(max_n=5, semantics=semantics))
+    decoder = Decoder(model, "exhaustive", max_states=NO_BUDGET, nbest=3)
+    result = decoder.decode(sentence)
+    problem = decoder.problem(sentence)
+    scored = sorted(problem.score(p)[1] for p in derivations(problem))
+    assert [d.score for d in result.derivations] == pytest.approx(scored[::-1][:3], abs=1e-9)
+    for d in result.derivations:
+        check_distortion_limit(len(sentence), d.phrases, model.distortion_limit, semantics)
+        assert d.search_score == pytest.approx(d.score, abs=1e-9)
+        assert len(d.features.lr) == model.reordering.num_features
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("semantics", ["moses", "paper"])
+@pytest.mark.parametrize("estimate", [False, True])  # plain jumps, and M&Q's Δd with its final correction
+@settings(max_examples=40, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_stack_with_a_huge_beam_equals_exhaustive(semantics, estimate, data):
+    model, sentence = data.draw(moses_case(max_n=5, order=data.draw(st.sampled_from([2, 3])), semantics=semantics))
+    exhaustive = Decoder(model, "exhaustive", max_states=NO_BUDGET).decode(sentence)
+    stack = Decoder(
+        model, "stack", beam_size=HUGE, early_pruning=False, distortion_estimate=estimate, max_states=NO_BUDGET
+    ).decode(sentence)
+    assert stack.best is not None, stack.error
+    assert stack.best.score == pytest.approx(exhaustive.best.score, abs=1e-9)
+    assert stack.best.search_score == pytest.approx(stack.best.score, abs=1e-9)  # the running score is the model's
+    check_distortion_limit(len(sentence), stack.best.phrases, model.distortion_limit, semantics)
+
+
+@pytest.mark.slow
+@settings(max_examples=30, **SEARCH_SETTINGS)
+@given(moses_case(max_n=6), st.integers(1, 5), st.booleans())
+def test_stack_small_beams_report_model_scores(case, beam_size, estimate):
+    # Whatever pruning drops, every reported derivation is legal and scored as the scorer scores it.
+    model, sentence = case
+    result = Decoder(model, "stack", beam_size=beam_size, distortion_estimate=estimate, nbest=3).decode(sentence)
+    for d in result.derivations:
+        check_distortion_limit(len(sentence), d.phrases, model.distortion_limit, "moses")
+        assert d.search_score == pytest.approx(d.score, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_stack_reaches_moses_one_best_on_the_gold_model():
+    folder = data_path("moses-lexreo-europarl-fr-en")
+    model = load_model(folder / "moses.ini")
+    gold = [float(v) for v in re.findall(r"^SCORE_\d+ = (\S+)$", (folder / "truth" / "results.txt").read_text(), re.M)]
+    decoder = Decoder(model, "stack")
+    assert (decoder.engine, decoder.semantics) == ("python", "moses")
+    lines = (folder / "to-translate.txt").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(gold) == 5
+    for line, moses in zip(lines, gold):
+        best = decoder.decode(line).best
+        # At least Moses' score, to the 6 significant digits it printed (-894.141 stands for
+        # anything in [-894.1415, -894.1405]).
+        assert best.score >= moses - 5e-4, line
+        assert best.search_score == pytest.approx(best.score, abs=1e-9)
+        check_distortion_limit(len(line.split()), best.phrases, 6, "moses")
+
+
+def test_moses_gap_rule_changes_the_best_derivation(tmp_path):
+    # The docstring example of fstdecode.model.distortion: n = 5, d = 3. The LM wants "b" first, and
+    # only the phrase "w x" (words 2-3) gives "b". Starting there is legal for the paper (jump 2) but
+    # not for Moses (3 + 1 - 0 = 4 > 3, word 0 left behind).
+    (tmp_path / "pt").write_text(
+        "u ||| a ||| 0.5\nv ||| a ||| 0.5\nw ||| a ||| 0.5\nx ||| a ||| 0.5\ny ||| a ||| 0.5\nw x ||| b ||| 0.5\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "lm").write_text(
+        "\\data\\\nngram 1=5\nngram 2=2\n\n\\1-grams:\n-1\t<s>\t0\n-1\t</s>\n-1\t<unk>\n-1\ta\t0\n-1\tb\t0\n\n"
+        "\\2-grams:\n0\t<s> b\n-5\t<s> a\n\n\\end\\\n",
+        encoding="utf-8",
+    )
+    firsts = {}
+    for semantics in ("paper", "moses"):
+        model = load_model(
+            phrase_table=tmp_path / "pt", lm=tmp_path / "lm", distortion_limit=3,
+            weights=["distortion=0"], distortion_semantics=semantics,
+        )
+        exhaustive = Decoder(model, "exhaustive").decode("u v w x y")
+        stack = Decoder(model, "stack", beam_size=HUGE, early_pruning=False, engine="python").decode("u v w x y")
+        assert stack.best.score == pytest.approx(exhaustive.best.score, abs=1e-9), semantics
+        check_distortion_limit(5, stack.best.phrases, 3, semantics)
+        firsts[semantics] = (stack.best.phrases[0].start, stack.best.phrases[0].end)
+    assert firsts["paper"] == (2, 3) and firsts["moses"] != (2, 3)
