@@ -204,38 +204,45 @@ def test_future_table_is_the_best_segmentation(case):
     assert tabs.future_of(0) == pytest.approx(best(1, n), abs=1e-9)
 
 
-def _completable_by_enumeration(problem, coverage: int, last_t: int, memo: dict) -> bool:
+def _completable_by_enumeration(problem, coverage: int, last_t: int, memo: dict, moses: bool = False) -> bool:
+    """Can the state complete within the limit? Under ``moses``, Moses' rule
+    (fstdecode.model.distortion.step_allowed, 1-based here): the gap rule, no final jump."""
     key = (coverage, last_t)
     if key not in memo:
-        if coverage == (1 << problem.n) - 1:
-            memo[key] = problem.end - 1 - last_t <= problem.d
+        n, d = problem.n, problem.d
+        if coverage == (1 << n) - 1:
+            memo[key] = moses or problem.end - 1 - last_t <= d
         else:
+            g = stack.lowest_uncovered(coverage)
             memo[key] = any(
-                _completable_by_enumeration(problem, coverage | span, opt.t, memo)
-                for s in range(1, problem.n + 1)
-                if abs(last_t + 1 - s) <= problem.d
+                _completable_by_enumeration(problem, coverage | span, opt.t, memo, moses)
+                for s in range(1, n + 1)
+                if abs(last_t + 1 - s) <= d
                 for opt in problem.by_start[s]
+                if not moses or s == g or opt.t + 1 - g <= d
                 for span in [((1 << (opt.t - s + 1)) - 1) << (s - 1)]
                 if not coverage & span
             )
     return memo[key]
 
 
+# The paper's semantics, and Moses' (no final jump, the gap rule).
+@pytest.mark.parametrize("moses", [False, True])
 @settings(max_examples=30, **SETTINGS)
-@given(random_case(max_n=7))
-def test_dead_and_minimal_completion_tests_agree_with_enumeration(case):
+@given(data=st.data())
+def test_dead_and_minimal_completion_tests_agree_with_enumeration(moses, data):
     # is_dead may drop a state only if no completion exists (else a huge beam is not exact);
     # minimal_completion_fits may vouch for a state only if one does (the anchor's invariant).
-    problem = problem_of(case)
+    problem = problem_of(data.draw(random_case(max_n=7)))
     n, d = problem.n, problem.d
     memo: dict = {}
     for coverage in range(1 << n):
         for last_t in range(n + 1):
             if last_t == 0 or coverage >> (last_t - 1) & 1:
-                possible = _completable_by_enumeration(problem, coverage, last_t, memo)
-                if stack.is_dead(coverage, last_t, n, d):
+                possible = _completable_by_enumeration(problem, coverage, last_t, memo, moses)
+                if stack.is_dead(coverage, last_t, n, d, moses=moses):
                     assert not possible
-                if stack.minimal_completion_fits(coverage, last_t, n, d):
+                if stack.minimal_completion_fits(coverage, last_t, n, d, moses=moses):
                     assert possible
 
 
@@ -304,41 +311,6 @@ def test_max_states_raises_search_limit_error(example_decoder):
 def test_bad_settings_raise_options_error(kwargs):
     with pytest.raises(OptionsError):
         stack.StackOptions(**kwargs)
-
-
-def _completable_under_moses(problem, coverage: int, last_t: int, memo: dict) -> bool:
-    """Can the state complete under Moses' rule (fstdecode.model.distortion.step_allowed, 1-based here)?"""
-    key = (coverage, last_t)
-    if key not in memo:
-        n, d = problem.n, problem.d
-        g = stack.lowest_uncovered(coverage)
-        memo[key] = coverage == (1 << n) - 1 or any(
-            _completable_under_moses(problem, coverage | span, opt.t, memo)
-            for s in range(1, n + 1)
-            if abs(last_t + 1 - s) <= d
-            for opt in problem.by_start[s]
-            if s == g or opt.t + 1 - g <= d
-            for span in [((1 << (opt.t - s + 1)) - 1) << (s - 1)]
-            if not coverage & span
-        )
-    return memo[key]
-
-
-@settings(max_examples=30, **SETTINGS)
-@given(random_case(max_n=7))
-def test_dead_and_minimal_completion_tests_under_moses_semantics(case):
-    # The same two invariants as above, for Moses' rule (no final jump, the gap rule).
-    problem = problem_of(case)
-    n, d = problem.n, problem.d
-    memo: dict = {}
-    for coverage in range(1 << n):
-        for last_t in range(n + 1):
-            if last_t == 0 or coverage >> (last_t - 1) & 1:
-                possible = _completable_under_moses(problem, coverage, last_t, memo)
-                if stack.is_dead(coverage, last_t, n, d, moses=True):
-                    assert not possible
-                if stack.minimal_completion_fits(coverage, last_t, n, d, moses=True):
-                    assert possible
 
 
 @given(random_case(max_n=6), st.booleans())
