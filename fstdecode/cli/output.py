@@ -14,9 +14,14 @@ import math
 from typing import Callable
 
 from fstdecode.decoder import DecodeResult, Derivation
+from fstdecode.errors import FstdecodeError
 from fstdecode.model.features import Weights
 
 FORMATS = ("text", "json", "nbest")
+
+
+class OutputError(FstdecodeError):
+    """An output file that cannot be resumed (unreadable, or not in the format asked for)."""
 
 #: What the output holds for a line that failed (said on stderr beside the error).
 FAILED_LINE = "its source is passed through"
@@ -114,3 +119,34 @@ def writer(fmt: str, weights: Weights) -> Callable[[DecodeResult], str]:
     if fmt == "json":
         return lambda result: json_line(result) + "\n"
     return lambda result: "".join(line + "\n" for line in nbest_lines(result, weights))
+
+
+def resume_point(path: str, fmt: str) -> tuple[int, int]:
+    """How far the output file ``path`` (format ``fmt``) got: ``(results, offset)``.
+
+    ``results`` whole results are in the file's first ``offset`` bytes; what follows is a cut
+    write, to be truncated before the run appends the rest. A text or JSON result is one
+    complete line (ending in a newline). An n-best result is a group of lines with one id; the
+    last group may have been cut between its lines, so it is redone: ``offset`` is where it
+    starts. A missing file is ``(0, 0)``.
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return 0, 0
+    except OSError as e:
+        raise OutputError(f"{path}: cannot read the output to resume: {e.strerror}") from None
+    end = data.rfind(b"\n") + 1  # complete lines only
+    if fmt != "nbest":
+        return data.count(b"\n", 0, end), end
+    results, group, last_start, offset = 0, None, 0, 0
+    for no, line in enumerate(data[:end].splitlines(keepends=True), 1):
+        key = line.split(b" ||| ", 1)[0]
+        if not key.isdigit():
+            raise OutputError(f"{path}:{no}: not an n-best line (expected 'id ||| ...'); is it the output of --format nbest?")
+        if key != group:
+            results += group is not None
+            group, last_start = key, offset
+        offset += len(line)
+    return results, last_start

@@ -139,8 +139,8 @@ def assert_same_reordering(words, model, minimize=True, threshold=None) -> None:
     c = Cascade(model)
     ip = fst.compose(c.input_fst(words), c.p.fst)
     problems = [SearchProblem(c.sentence(words, ip), c.lm, model.weights, model.distortion_limit) for _ in range(2)]
-    py = build_reordering(problems[0], c.labels, minimize=minimize, threshold=threshold)
-    nat = build_reordering_native(problems[1], c.labels, minimize=minimize, threshold=threshold)
+    py = build_reordering(problems[0], c.labels_for(problems[0].sentence), minimize=minimize, threshold=threshold)
+    nat = build_reordering_native(problems[1], c.labels_for(problems[1].sentence), minimize=minimize, threshold=threshold)
     if threshold is not None:
         assert nat.best == pytest.approx(py.best, abs=1e-9)
     assert (nat.states, nat.transitions) == (py.states, py.transitions)
@@ -181,7 +181,7 @@ def test_native_reordering_budget(example_model):
     for build in (build_reordering, build_reordering_native):
         problem = SearchProblem(c.sentence(words, ip), c.lm, example_model.weights, example_model.distortion_limit)
         with pytest.raises(SearchLimitError) as err:
-            build(problem, c.labels, max_states=50)
+            build(problem, c.labels_for(problem.sentence), max_states=50)
         messages.append(str(err.value))
     assert messages[0] == messages[1]
 

@@ -1,0 +1,55 @@
+"""Decoders that misbehave on purpose, for the runner fault tests (importable by worker processes).
+
+Each wraps a real :class:`~fstdecode.decoder.Decoder` and pickles as its parts, so the Dask
+runner can ship it like a real one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+
+class KillOnce:
+    """Decodes as ``decoder``, except that the first process to reach line ``victim`` SIGKILLs
+    itself there (mid-chunk), leaving ``marker`` behind so that the retry goes through."""
+
+    def __init__(self, decoder, victim: int, marker: Path) -> None:
+        self.decoder, self.victim, self.marker = decoder, victim, str(marker)
+
+    def decode(self, text: str, id: int = 0):
+        if id == self.victim:
+            try:
+                fd = os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                pass
+            else:
+                os.close(fd)
+                os.kill(os.getpid(), signal.SIGKILL)
+        return self.decoder.decode(text, id=id)
+
+
+class KillAlways:
+    """Decodes as ``decoder``, except that every process reaching line ``victim`` SIGKILLs itself
+    (as a sentence that always runs out of memory would)."""
+
+    def __init__(self, decoder, victim: int) -> None:
+        self.decoder, self.victim = decoder, victim
+
+    def decode(self, text: str, id: int = 0):
+        if id == self.victim:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self.decoder.decode(text, id=id)
+
+
+class Slow:
+    """Decodes as ``decoder``, ``seconds`` slower per line: room to kill a worker from outside mid-run."""
+
+    def __init__(self, decoder, seconds: float) -> None:
+        self.decoder, self.seconds = decoder, seconds
+
+    def decode(self, text: str, id: int = 0):
+        time.sleep(self.seconds)
+        return self.decoder.decode(text, id=id)
