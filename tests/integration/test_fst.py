@@ -109,6 +109,21 @@ def test_unknown_word_reads_as_unk(example_model, cascade):
     assert labels[0] == [cascade.isyms.find("das")]
 
 
+def test_unknown_words_leave_no_labels_behind(example_model):
+    """A sentence's unknown-word pairs are labelled for its own search only: the Cascade's label
+    map is the model's pairs' and stays so (it once gained an entry per unknown word decoded,
+    and a freed pair's id() could come back as another object's)."""
+    c = Cascade(example_model)
+    model_labels = dict(c.labels)
+    base = EXAMPLES[0].split()
+    for k in range(30):
+        words = base[:2] + [f"unk{k}a", f"unk{k}b"] + base[2:]
+        out = c.search(words)
+        translation = [w for _, phrases in out.result.hypotheses[:1] for p in phrases for w in p.pair.target]
+        assert f"unk{k}a" in translation and f"unk{k}b" in translation  # copied through, as in Moses
+    assert c.labels == model_labels
+
+
 def test_reordering_and_lattice_properties(cascade):
     out = cascade.search(EXAMPLES[1].split())
     r = out.reordering.fst
