@@ -253,7 +253,16 @@ def _progress(args: argparse.Namespace, total: int | None, done: int):
         return contextlib.nullcontext(_NoBar())
     from tqdm import tqdm
 
-    return tqdm(total=total, initial=done, unit="line", file=sys.stderr, dynamic_ncols=True, delay=0.5)
+    return _bar(tqdm(total=total, initial=done, unit="line", file=sys.stderr, dynamic_ncols=True))
+
+
+@contextlib.contextmanager
+def _bar(bar):
+    """``bar``, with the log's warnings written above it (not through it) while it shows."""
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    with bar, logging_redirect_tqdm([logging.getLogger("fstdecode")]):
+        yield bar
 
 
 class _NoBar:
