@@ -53,3 +53,27 @@ class Slow:
     def decode(self, text: str, id: int = 0):
         time.sleep(self.seconds)
         return self.decoder.decode(text, id=id)
+
+
+#: Unpickled :class:`Counted` decoders in this process.
+_LOADS = [0]
+
+
+def loads() -> int:
+    """How many :class:`Counted` decoders this process unpickled (run on each worker by ``client.run``)."""
+    return _LOADS[0]
+
+
+class Counted:
+    """Decodes as ``decoder``; counts its unpickling in the process that unpickles it, to show
+    that a worker loads the decoder (and its model) once, not once per task."""
+
+    def __init__(self, decoder) -> None:
+        self.decoder = decoder
+
+    def __setstate__(self, state: dict) -> None:
+        _LOADS[0] += 1
+        self.__dict__.update(state)
+
+    def decode(self, text: str, id: int = 0):
+        return self.decoder.decode(text, id=id)

@@ -25,6 +25,7 @@ when a Dask run is asked for (:func:`fstdecode.run.batch.runner_for` does so laz
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import os
 import pickle
@@ -193,7 +194,8 @@ class DaskRunner:
             self.close()
             where = f"local:{spec.local_workers}" if spec.local_workers is not None else spec.scheduler
             raise RunError(f"cannot start or reach the Dask cluster {where}: {e}") from None
-        log.info("dask: scheduler %s, dashboard %s", self.client.scheduler.address, self.client.dashboard_link)
+        bokeh = "" if importlib.util.find_spec("bokeh") else " (shows its pages once bokeh is installed)"
+        log.info("dask: scheduler %s, dashboard %s%s", self.client.scheduler.address, self.client.dashboard_link, bokeh)
         return self.client
 
     def close(self) -> None:
