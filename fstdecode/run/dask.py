@@ -31,12 +31,11 @@ import os
 import pickle
 import threading
 import uuid
-from collections import deque
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 import dask
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, as_completed
 from distributed.diagnostics.plugin import WorkerPlugin
 from distributed.security import Security
 
@@ -45,6 +44,7 @@ from fstdecode.run.base import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_RETRIES,
     WINDOW_PER_WORKER,
+    Chunk,
     RunError,
     check_retries,
     check_workers,
@@ -174,8 +174,12 @@ class DaskRunner:
         spec = self.spec
         try:
             if spec.local_workers is not None:
-                # A task is tried on retries + 1 workers before KilledWorker; read when the scheduler starts.
-                with dask.config.set({"distributed.scheduler.allowed-failures": self.retries}):
+                # Read when the scheduler starts: a task is tried on retries + 1 workers before
+                # KilledWorker; and tasks go to the workers as they are submitted (the window
+                # bounds them) rather than wait at the scheduler for a free thread, which cost a
+                # scheduler round trip of idle worker per chunk (docs/benchmarks.md, bench_scale).
+                settings = {"distributed.scheduler.allowed-failures": self.retries, "distributed.scheduler.worker-saturation": "inf"}
+                with dask.config.set(settings):
                     self.cluster = LocalCluster(
                         n_workers=spec.local_workers,
                         threads_per_worker=1,
@@ -218,29 +222,52 @@ class DaskRunner:
         client.register_plugin(DecoderPlugin(key, payload), name=name)
         run = uuid.uuid4().hex[:8]
         window = self.window or max(2, sum(client.nthreads().values()) * WINDOW_PER_WORKER)
-        pending: deque = deque()
-        try:
-            for chunk in chunked(lines, self.chunk_size):
+        chunks = chunked(lines, self.chunk_size)
+        # Results come back as they complete (fetched in batches by as_completed), wait in `done`
+        # until their turn, and go out in input order; in flight + waiting <= window chunks.
+        arrivals = as_completed(with_results=True, raise_errors=False)
+        inflight: dict[str, Chunk] = {}
+        done: dict[int, list[DecodeResult]] = {}
+        next_out = 0
+        exhausted = False
+
+        def fill() -> bool:
+            """Submit chunks up to the window; False once the input is exhausted."""
+            while len(inflight) + len(done) < window:
+                chunk = next(chunks, None)
+                if chunk is None:
+                    return False
                 future = client.submit(decode_task, key, chunk.lines, key=f"fstdecode-{run}-{chunk.index}", pure=False)
-                pending.append((chunk, future))
-                if len(pending) >= window:
-                    yield from _result(*pending.popleft())
-            while pending:
-                yield from _result(*pending.popleft())
+                inflight[future.key] = chunk
+                arrivals.add(future)
+            return True
+
+        try:
+            exhausted = not fill()
+            for future, result in arrivals:
+                chunk = inflight.pop(future.key)
+                if future.status == "error":
+                    _raise(chunk, future.exception())
+                done[chunk.index] = result
+                while next_out in done:
+                    yield from done.pop(next_out)
+                    next_out += 1
+                if not exhausted:
+                    exhausted = not fill()
         finally:
-            for _, future in pending:
-                future.cancel()
+            arrivals.clear()
+            if inflight:
+                client.cancel(list(inflight))
             try:
                 client.unregister_worker_plugin(name)
             except Exception:  # noqa: BLE001 (a closing cluster: the plugin goes with its workers)
                 pass
 
 
-def _result(chunk, future) -> list[DecodeResult]:  # noqa: ANN001
-    """The chunk's results; a chunk that killed too many workers is a RunError naming its lines."""
+def _raise(chunk: Chunk, error: BaseException) -> None:
+    """A chunk that killed too many workers is a RunError naming its lines; any other error is re-raised."""
     from distributed.scheduler import KilledWorker
 
-    try:
-        return future.result()
-    except KilledWorker as e:
-        raise RunError(f"{chunk.describe()}: the Dask workers decoding them died too often ({e}); out of memory?") from None
+    if isinstance(error, KilledWorker):
+        raise RunError(f"{chunk.describe()}: the Dask workers decoding them died too often ({error}); out of memory?") from None
+    raise error
