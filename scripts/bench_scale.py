@@ -6,8 +6,8 @@ Workload: the stack decoder (``--method stack``, default options) on the Hansard
 Hansards sentences cycled to enough lines for at least ``--min-seconds`` (default 65) on one
 worker, sized from an in-process run of 480 lines first, and never fewer than 20,000 lines.
 In one run, the same input through four runners, in this order: ProcessRunner(1),
-ProcessRunner(2), DaskRunner(local:1), DaskRunner(local:2), each with chunks of
-``--chunk-size`` lines (default 16). The driver consumes the results as the CLI does
+ProcessRunner(2), DaskRunner(local:1), DaskRunner(local:2), each with its default chunk size
+(16 lines for the pool, 64 on Dask; ``--chunk-size K`` sets both). The driver consumes the results as the CLI does
 (formatting each as text).
 
 Reported per runner:
@@ -21,8 +21,9 @@ Reported per runner:
 * the whole wall time;
 * the outputs of all four, compared with each other (they must be identical).
 
-Then the **overhead per chunk**, apart: 500 chunks of 16 empty lines (decoding an empty line
-costs ~20 µs) through each runner with one worker, wall time / chunks.
+Then the **overhead per chunk**, apart: 500 chunks of empty lines (decoding an empty line
+costs ~20 µs) through each runner with one worker, at each runner's chunk size and at 16
+lines, wall time / chunks.
 
 Last, a paper model of 100 nodes x 16 cores on 100,000 sentences, from the numbers measured
 here and stated assumptions (see :func:`paper_model`).
@@ -46,6 +47,7 @@ from fstdecode.cli.output import text
 from fstdecode.decoder import Decoder
 from fstdecode.model.model import load_model
 from fstdecode.run import ProcessRunner, decode_lines
+from fstdecode.run.base import DASK_CHUNK_SIZE, DEFAULT_CHUNK_SIZE
 
 #: Lines decoded in-process to size the workload (the 48 sentences ten times).
 SIZING_LINES = 480
@@ -106,13 +108,14 @@ def run(args) -> dict:
         n = max(MIN_LINES, math.ceil(args.min_seconds / per_line / 48) * 48)
     lines = workload(n)
     log(f"in-process: {per_line * 1e3:.2f} ms/line; {n} lines (~{n * per_line:.0f} s on one worker)")
+    sizes = {"pool": args.chunk_size or DEFAULT_CHUNK_SIZE, "dask": args.chunk_size or DASK_CHUNK_SIZE}
     rows = []
     for kind, workers in [("pool", 1), ("pool", 2), ("dask", 1), ("dask", 2)]:
         t = time.perf_counter()
         if kind == "pool":
-            runner, cluster_start = ProcessRunner(workers, chunk_size=args.chunk_size), 0.0
+            runner, cluster_start = ProcessRunner(workers, chunk_size=sizes[kind]), 0.0
         else:
-            runner = DaskRunner(ClusterSpec(local_workers=workers), chunk_size=args.chunk_size)
+            runner = DaskRunner(ClusterSpec(local_workers=workers), chunk_size=sizes[kind])
             runner.start()
             cluster_start = time.perf_counter() - t
         try:
@@ -126,16 +129,18 @@ def run(args) -> dict:
     same = all(r["output"] == rows[0]["output"] for r in rows)
     costs = {}
     for kind in ("pool", "dask"):
-        if kind == "pool":
-            runner = ProcessRunner(1, chunk_size=args.chunk_size)
-        else:
-            runner = DaskRunner(ClusterSpec(local_workers=1), chunk_size=args.chunk_size)
-        try:
-            costs[kind] = overhead(decoder, runner, args.chunk_size)
-        finally:
-            runner.close()
-        log(f"{kind}: {costs[kind] * 1e3:.2f} ms per chunk of {args.chunk_size} empty lines")
-    return {"rows": rows, "same": same, "overhead": costs, "per_line": per_line, "lines": n, "load_seconds": load_seconds}
+        for size in sorted({sizes[kind], DEFAULT_CHUNK_SIZE}):
+            if kind == "pool":
+                runner = ProcessRunner(1, chunk_size=size)
+            else:
+                runner = DaskRunner(ClusterSpec(local_workers=1), chunk_size=size)
+            try:
+                costs[kind, size] = overhead(decoder, runner, size)
+            finally:
+                runner.close()
+            log(f"{kind}: {costs[kind, size] * 1e3:.2f} ms per chunk of {size} empty lines")
+    return {"rows": rows, "same": same, "overhead": costs, "per_line": per_line, "lines": n, "load_seconds": load_seconds,
+            "sizes": sizes}
 
 
 def paper_model(per_line: float, chunk_cost: float, load_seconds: float, chunk_size: int) -> list[str]:
@@ -183,7 +188,7 @@ def paper_model(per_line: float, chunk_cost: float, load_seconds: float, chunk_s
     return out
 
 
-def render(result: dict, record, chunk_size: int) -> str:
+def render(result: dict, record) -> str:
     rows = {(r["kind"], r["workers"]): r for r in result["rows"]}
     pool1, pool2, dask1, dask2 = rows[("pool", 1)], rows[("pool", 2)], rows[("dask", 1)], rows[("dask", 2)]
     speed_pool = pool2["steady"] / pool1["steady"]
@@ -198,7 +203,8 @@ def render(result: dict, record, chunk_size: int) -> str:
         f"- code: {record.code}",
         f"- date: {record.date()}; whole run {record.elapsed():.0f} s",
         f"- workload: the 48 Hansards sentences cycled to {result['lines']:,} lines, `--method stack`, chunks of "
-        f"{chunk_size} lines; one worker in-process: {result['per_line'] * 1e3:.2f} ms a line "
+        f"{result['sizes']['pool']} lines (pool) and {result['sizes']['dask']} (Dask); one worker in-process: "
+        f"{result['per_line'] * 1e3:.2f} ms a line "
         f"(~{result['lines'] * result['per_line']:.0f} s)",
         f"- outputs of the four runs identical: {'yes' if result['same'] else 'NO'}",
         f"- 2 workers / 1 worker (steady state): pool {speed_pool:.2f}x, Dask {speed_dask:.2f}x (target >= 1.7x: "
@@ -215,30 +221,32 @@ def render(result: dict, record, chunk_size: int) -> str:
             f"{r['cluster_start']:.2f} | {r['load']} |"
         )
     oh = result["overhead"]
+    sizes = result["sizes"]
+    per_chunk = ", ".join(f"{kind} {cost * 1e3:.2f} ms per chunk of {size}" for (kind, size), cost in oh.items())
     out += [
         "",
-        f"Overhead per chunk ({OVERHEAD_CHUNKS} chunks of {chunk_size} empty lines, one worker, wall / chunks): "
-        f"pool {oh['pool'] * 1e3:.2f} ms, Dask {oh['dask'] * 1e3:.2f} ms; against a chunk of "
-        f"{chunk_size * result['per_line'] * 1e3:.0f} ms of decoding here.",
+        f"Overhead per chunk ({OVERHEAD_CHUNKS} chunks of empty lines, one worker, wall / chunks): {per_chunk}; against "
+        f"{sizes['pool'] * result['per_line'] * 1e3:.0f} ms (pool) and {sizes['dask'] * result['per_line'] * 1e3:.0f} ms "
+        "(Dask) of decoding per chunk here.",
         "",
         "Steady state: the lines yielded between the 5% and the 95% marks, over that interval. First result: from "
         "the start of `map` (workers forked, or the decoder shipped to and loaded on each Dask worker) to the first "
         "line out. Two workers share 2 cores with the driver and with whatever else runs on the machine; the load "
         "average shows how busy it was.",
     ]
-    out += paper_model(result["per_line"], oh["dask"], result["load_seconds"], chunk_size)
+    out += paper_model(result["per_line"], oh["dask", sizes["dask"]], result["load_seconds"], sizes["dask"])
     out.append("<!-- bench_scale:end -->")
     return "\n".join(out) + "\n"
 
 
 def add_args(ap) -> None:
     ap.add_argument("--min-seconds", type=float, default=65.0, help="least work for one worker, in seconds (default 65)")
-    ap.add_argument("--chunk-size", type=int, default=16, help="lines per chunk (default 16, the CLI's)")
+    ap.add_argument("--chunk-size", type=int, default=None, help="lines per chunk for both runners (default: each runner's own)")
 
 
 def run_bench(args, record) -> int:
     result = run(args)
-    write_section(args.out, "bench_scale", render(result, record, args.chunk_size))
+    write_section(args.out, "bench_scale", render(result, record))
     log(f"wrote {args.out}")
     return 0 if result["same"] else 1
 

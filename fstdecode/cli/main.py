@@ -28,7 +28,7 @@ from fstdecode.errors import FstdecodeError
 from fstdecode.io.phrase_table import SCORE_FORMATS
 from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, ENGINES, load_model
 from fstdecode.run import Line, Runner, decode_lines, input_lines, runner_for
-from fstdecode.run.base import DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES
+from fstdecode.run.base import DASK_CHUNK_SIZE, DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES
 from fstdecode.run.lines import count_lines, parse_shard, shard_span
 from fstdecode.search.base import METHODS
 
@@ -79,8 +79,8 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tls-cert", metavar="PEM", help="with --scheduler: this client's TLS certificate")
     g.add_argument("--tls-key", metavar="PEM", help="with --scheduler: this client's TLS private key")
     g.add_argument(
-        "--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, metavar="K",
-        help=f"lines per task sent to a worker (default: {DEFAULT_CHUNK_SIZE})",
+        "--chunk-size", type=int, metavar="K",
+        help=f"lines per task sent to a worker (default: {DEFAULT_CHUNK_SIZE} for --workers, {DASK_CHUNK_SIZE} on Dask)",
     )
     g.add_argument(
         "--retries", type=int, default=DEFAULT_RETRIES, metavar="R",

@@ -21,6 +21,10 @@ from fstdecode.run.lines import Line
 #: chunk takes 30-300 ms, far above the ~1 ms a round trip costs (docs/benchmarks.md), and a
 #: chunk lost with a killed worker costs little to redo.
 DEFAULT_CHUNK_SIZE = 16
+#: Lines per chunk on Dask when none is given: a Dask task costs ~5-20 ms of scheduler, client
+#: and worker time against ~1 ms for the local pool's pipes (docs/benchmarks.md, bench_scale),
+#: so its chunks are longer, to keep that under ~10% of the decoding.
+DASK_CHUNK_SIZE = 64
 #: Chunks in flight per worker: one running, the rest queued, so a worker never waits for work.
 WINDOW_PER_WORKER = 4
 #: Times a chunk is retried after its worker died (killed, or out of memory) before the run fails.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from fstdecode.decoder import DecodeResult, Decoder
-from fstdecode.run.base import DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES, Runner, RunError
+from fstdecode.run.base import DASK_CHUNK_SIZE, DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES, Runner, RunError
 from fstdecode.run.lines import Line
 from fstdecode.run.local import ProcessRunner, SerialRunner
 
@@ -18,7 +18,7 @@ def runner_for(
     *,
     cluster: str | None = None,
     scheduler: str | None = None,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    chunk_size: int | None = None,
     retries: int = DEFAULT_RETRIES,
     **dask_options: str | None,
 ) -> Runner:
@@ -26,13 +26,14 @@ def runner_for(
 
     ``cluster`` is ``local:N`` (a Dask LocalCluster of N worker processes); ``scheduler`` an
     existing Dask scheduler's address or scheduler file; neither: ``workers`` local processes
-    (1: this process). ``dask_options`` are :class:`fstdecode.run.dask.ClusterSpec`'s
+    (1: this process). ``chunk_size``: lines per task (default: :data:`DEFAULT_CHUNK_SIZE` for
+    the local pool, :data:`DASK_CHUNK_SIZE` on Dask). ``dask_options`` are :class:`fstdecode.run.dask.ClusterSpec`'s
     ``worker_memory`` and ``tls_*`` fields.
     """
     if cluster is None and scheduler is None:
         if any(v is not None for v in dask_options.values()):
             raise RunError("--worker-memory and the TLS flags need --cluster or --scheduler")
-        return SerialRunner() if workers == 1 else ProcessRunner(workers, chunk_size, retries)
+        return SerialRunner() if workers == 1 else ProcessRunner(workers, chunk_size or DEFAULT_CHUNK_SIZE, retries)
     local = None
     if cluster is not None:
         kind, _, n = cluster.partition(":")
@@ -43,7 +44,7 @@ def runner_for(
         from fstdecode.run.dask import ClusterSpec, DaskRunner
     except ImportError as e:
         raise RunError(f"--cluster and --scheduler need Dask ({e}): {CLUSTER_EXTRA}") from None
-    return DaskRunner(ClusterSpec(local, scheduler, **dask_options), chunk_size, retries)
+    return DaskRunner(ClusterSpec(local, scheduler, **dask_options), chunk_size or DASK_CHUNK_SIZE, retries)
 
 
 def decode_lines(decoder: Decoder, lines: Iterable[str | Line], runner: Runner | None = None) -> Iterator[DecodeResult]:

@@ -41,7 +41,7 @@ from distributed.security import Security
 
 from fstdecode.decoder import DecodeResult, Decoder
 from fstdecode.run.base import (
-    DEFAULT_CHUNK_SIZE,
+    DASK_CHUNK_SIZE,
     DEFAULT_RETRIES,
     WINDOW_PER_WORKER,
     Chunk,
@@ -149,7 +149,7 @@ class DaskRunner:
     def __init__(
         self,
         spec: ClusterSpec,
-        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        chunk_size: int = DASK_CHUNK_SIZE,
         retries: int = DEFAULT_RETRIES,
         window: int | None = None,
     ) -> None:
