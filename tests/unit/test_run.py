@@ -260,6 +260,16 @@ def test_cli_resume_after_a_cut_write_equals_the_whole_run(input_file, full_outp
         assert _no_seconds(out.read_text(encoding="utf-8"), fmt) == _no_seconds(full_outputs[fmt], fmt)
 
 
+def test_cli_resume_of_a_shard(input_file, full_outputs, tmp_path):
+    """--resume with --shard: OUT is the shard's output; resumed, it is the shard's part of the whole."""
+    whole = full_outputs["text"].splitlines(keepends=True)
+    out = tmp_path / "out.2"
+    out.write_text("".join(whole[40:47]) + whole[47][:3], encoding="utf-8")  # 7 lines done, the 8th cut
+    proc = cli(["--shard", "2/3", "--resume", str(out)], input_file)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text(encoding="utf-8") == "".join(whole[40:80])
+
+
 def test_cli_resume_refuses_a_longer_file(input_file, tmp_path):
     out = tmp_path / "out"
     out.write_text("x\n" * (len(LINES) + 1))
