@@ -10,8 +10,11 @@ unpickles the decoder once, not once per task. Skipped with a reason without the
 from __future__ import annotations
 
 import itertools
+import logging
 import os
+import shutil
 import signal
+import subprocess
 
 import pytest
 
@@ -115,3 +118,35 @@ def test_cli_unreachable_scheduler_is_a_clean_error():
     proc = run_cli(["decode", "--scheduler", "tcp://127.0.0.1:1"], "das\n", DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s")
     assert proc.returncode == 2, proc.stderr
     assert "cannot start or reach the Dask cluster tcp://127.0.0.1:1" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="makes its TLS certificate with the openssl command")
+def test_cli_joins_a_tls_scheduler_with_the_tls_flags(tmp_path):
+    """A LocalCluster that requires TLS (a self-signed certificate, its own CA): the CLI joins it
+    with --tls-ca-file/--tls-cert/--tls-key and decodes as serially; without them it is refused
+    with a clean error."""
+    from distributed import LocalCluster
+    from distributed.security import Security
+
+    cert, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+         "-subj", "/CN=127.0.0.1"],
+        check=True, capture_output=True,
+    )
+    files = dict(tls_scheduler_cert=cert, tls_scheduler_key=key, tls_worker_cert=cert, tls_worker_key=key,
+                 tls_client_cert=cert, tls_client_key=key)
+    security = Security(tls_ca_file=cert, require_encryption=True, **files)
+    source = "\n".join(EXAMPLE_LINES) + "\n"
+    serial = run_cli(["decode", "--method", "stack"], source).stdout
+    with LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", protocol="tls://", security=security,
+                      dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        assert cluster.scheduler_address.startswith("tls://127.0.0.1:")
+        joined = run_cli(["decode", "--method", "stack", "--scheduler", cluster.scheduler_address,
+                          "--tls-ca-file", cert, "--tls-cert", cert, "--tls-key", key], source)
+        assert joined.returncode == 0, joined.stderr
+        assert joined.stdout == serial
+        refused = run_cli(["decode", "--scheduler", cluster.scheduler_address], source,
+                          DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="3s")
+        assert refused.returncode == 2 and "cannot start or reach the Dask cluster tls://" in refused.stderr
+        assert "Traceback" not in refused.stderr
