@@ -187,7 +187,9 @@ class DaskRunner:
                         host="127.0.0.1",
                         dashboard_address="127.0.0.1:0",
                         memory_limit=spec.worker_memory if spec.worker_memory is not None else "auto",
-                        silence_logs=logging.ERROR,
+                        # Dask's own log (workers restarted, keys refetched) with -v only; a chunk
+                        # that fails for good is our RunError.
+                        silence_logs=logging.WARNING if log.isEnabledFor(logging.INFO) else logging.CRITICAL,
                     )
                 self.client = Client(self.cluster)
             elif os.path.isfile(spec.scheduler):

@@ -13,6 +13,7 @@ only the chunk it held, which goes to a fresh worker; a chunk whose worker died 
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import signal
 from collections import deque
@@ -34,6 +35,8 @@ from fstdecode.run.base import (
     decode_one,
 )
 from fstdecode.run.lines import Line
+
+log = logging.getLogger("fstdecode")
 
 
 class SerialRunner:
@@ -171,6 +174,10 @@ class ProcessRunner:
                         f"{chunk.describe()}: a worker died decoding them {deaths[chunk.index]} times "
                         f"({_exit(code)}; out of memory?); giving up after {self.retries} retries"
                     )
+                log.warning(
+                    "%s: a worker died (%s); decoding them again on a fresh worker (retry %d of %d)",
+                    chunk.describe(), _exit(code), deaths[chunk.index], self.retries,
+                )
                 todo.appendleft(chunk)
                 continue
             if error is not None:

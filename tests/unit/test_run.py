@@ -58,11 +58,12 @@ def test_pool_equals_serial(stack_decoder, expected, chunk_size):
     assert [text(r) for r in results] == expected
 
 
-def test_pool_redoes_the_chunk_of_a_worker_killed_mid_chunk(stack_decoder, expected, tmp_path):
+def test_pool_redoes_the_chunk_of_a_worker_killed_mid_chunk(stack_decoder, expected, tmp_path, caplog):
     marker = tmp_path / "killed"
     out = [text(r) for r in decode_lines(KillOnce(stack_decoder, 37, marker), LINES, ProcessRunner(2, chunk_size=4))]
-    assert marker.exists()  # a worker did die at line 37, in the middle of chunk 36-39
+    assert marker.exists()  # a worker did die at line id 37, in the middle of chunk 36-39
     assert out == expected
+    assert "input lines 37-40: a worker died (killed by SIGKILL); decoding them again on a fresh worker (retry 1 of 2)" in caplog.text
 
 
 def test_pool_survives_a_worker_killed_from_outside(stack_decoder, expected):
