@@ -77,3 +77,29 @@ class Counted:
 
     def decode(self, text: str, id: int = 0):
         return self.decoder.decode(text, id=id)
+
+
+class RssProbe:
+    """Decodes as ``decoder``; at the lines whose ids are in ``at``, appends ``id rss`` (bytes,
+    after a garbage collection and glibc's malloc_trim, as tests/integration/test_memory.py
+    reads it) to the file ``path``, from whichever worker process decodes them."""
+
+    def __init__(self, decoder, path: Path, at: tuple[int, ...]) -> None:
+        self.decoder, self.path, self.at = decoder, str(path), at
+
+    def decode(self, text: str, id: int = 0):
+        result = self.decoder.decode(text, id=id)
+        if id in self.at:
+            import ctypes
+            import gc
+
+            gc.collect()
+            try:
+                ctypes.CDLL(None).malloc_trim(0)
+            except AttributeError:
+                pass
+            with open("/proc/self/statm") as f:
+                rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            with open(self.path, "a") as f:
+                f.write(f"{id} {os.getpid()} {rss}\n")
+        return result

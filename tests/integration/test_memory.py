@@ -169,3 +169,26 @@ def test_rss_is_flat_over_2000_sentences_fst_with_unknown_words(tmp_path) -> Non
     growth = readings[FST_SENTENCES] - readings[FST_WARM_UP]
     mib = {k: round(v / 2**20, 2) for k, v in sorted(readings.items())}
     assert growth < MAX_GROWTH, f"RSS grew by {growth / 1024:.0f} KB after the warm-up; MiB by sentence: {mib}"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads the RSS from /proc/self/statm (Linux)")
+def test_pool_worker_rss_is_flat_over_2000_sentences(tmp_path) -> None:
+    """A local pool worker (one, so that it decodes every line) over 2,000 example sentences with
+    unknown words, in chunks of 16: the pipes and chunks leave nothing behind in the worker.
+    The same warm-up and bound as the fst case (the decoding there is the same)."""
+    from faulty import RssProbe
+
+    from fstdecode.decoder import Decoder
+    from fstdecode.model.model import load_model
+    from fstdecode.run import ProcessRunner, decode_lines
+
+    base = "das muss unsere sorge gleichermaßen sein".split()
+    lines = [" ".join(base[:3] + [f"unk{k % 97}w{j}" for j in range(8)] + base[3:]) for k in range(FST_SENTENCES)]
+    probe = RssProbe(Decoder(load_model(), "stack"), tmp_path / "rss", at=(FST_WARM_UP - 1, FST_SENTENCES - 1))
+    out = list(decode_lines(probe, lines, ProcessRunner(1, chunk_size=16)))
+    assert [r.id for r in out] == list(range(FST_SENTENCES))
+    readings = [line.split() for line in (tmp_path / "rss").read_text().splitlines()]
+    assert len(readings) == 2 and readings[0][1] == readings[1][1]  # one worker, never replaced
+    growth = int(readings[1][2]) - int(readings[0][2])
+    assert growth < MAX_GROWTH, f"the worker's RSS grew by {growth / 1024:.0f} KB after the warm-up"
