@@ -175,6 +175,7 @@ def _load(args: argparse.Namespace, table=None):
 
 def _cmd_decode(args: argparse.Namespace) -> int:
     runner = _runner(args)
+    lines, total, done = _input(args)  # before the model loads: a bad --shard or --resume fails at once
     table = None
     if getattr(args, "phrase_fst", None):
         from fstdecode.fst.searcher import compiled_table
@@ -184,7 +185,6 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     nbest = (model.nbest_size or 1) if args.format == "nbest" else 1
     decoder = Decoder(model, args.method, search_options(args.method, args, nbest=nbest), engine=args.engine)
     write = output.writer(args.format, model.weights)
-    lines, total, done = _input(args)
     out = _output(args)
     try:
         with _progress(args, total, done) as bar:
