@@ -19,8 +19,8 @@ costs, R's distortion costs, L's n-gram costs), which
 from __future__ import annotations
 
 import math
-from collections import ChainMap
 import time
+from collections import ChainMap
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Mapping
@@ -100,7 +100,7 @@ class Cascade:
         self.p = phrase_fst or build_phrase_fst(model.table, model.weights)
         self.isyms = self.p.fst.input_symbols()
         #: id(pair) -> P's output label for the model's pairs, fixed for the cascade's life (the
-        #: pairs live in P); a sentence's unknown-word pairs are labelled by :meth:`_labels`.
+        #: pairs live in P); a sentence's unknown-word pairs are labelled by :meth:`labels_for`.
         self.labels = {id(pair): k for k, pair in enumerate(self.p.pairs) if pair is not None}
         self.num_scores = self.p.num_scores or model.table.num_scores
 
