@@ -130,23 +130,26 @@ def resume_point(path: str, fmt: str) -> tuple[int, int]:
     last group may have been cut between its lines, so it is redone: ``offset`` is where it
     starts. A missing file is ``(0, 0)``.
     """
+    results, offset, group, group_start = 0, 0, None, 0
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        with open(path, "rb") as f:  # line by line: the output may be far larger than memory
+            for no, line in enumerate(f, 1):
+                if not line.endswith(b"\n"):  # a cut write
+                    break
+                if fmt == "nbest":
+                    key = line.split(b" ||| ", 1)[0]
+                    if not key.isdigit():
+                        raise OutputError(
+                            f"{path}:{no}: not an n-best line (expected 'id ||| ...'); is it the output of --format nbest?"
+                        )
+                    if key != group:
+                        results += group is not None
+                        group, group_start = key, offset
+                else:
+                    results += 1
+                offset += len(line)
     except FileNotFoundError:
         return 0, 0
     except OSError as e:
         raise OutputError(f"{path}: cannot read the output to resume: {e.strerror}") from None
-    end = data.rfind(b"\n") + 1  # complete lines only
-    if fmt != "nbest":
-        return data.count(b"\n", 0, end), end
-    results, group, last_start, offset = 0, None, 0, 0
-    for no, line in enumerate(data[:end].splitlines(keepends=True), 1):
-        key = line.split(b" ||| ", 1)[0]
-        if not key.isdigit():
-            raise OutputError(f"{path}:{no}: not an n-best line (expected 'id ||| ...'); is it the output of --format nbest?")
-        if key != group:
-            results += group is not None
-            group, last_start = key, offset
-        offset += len(line)
-    return results, last_start
+    return (results, group_start) if fmt == "nbest" else (results, offset)
