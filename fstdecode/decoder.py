@@ -199,6 +199,14 @@ class Decoder:
         if self.engine == "native":  # the table in the core, made with the decoder as Moses loads its own
             self._phrase_scores.native = NativeTable(model.table, self.lm, model.weights)
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        """Pickle the recipe (model, method, options, engine), not the searcher's native objects.
+
+        Unpickling builds the searcher again; the model pickles as its own ``__reduce__`` says
+        (a NativeLM by its file's path, read again on unpickling).
+        """
+        return (_rebuild_decoder, (self.model, self.method, self.options, self.engine))
+
     @property
     def nbest(self) -> int:
         return self.options.nbest
@@ -305,6 +313,11 @@ def _engine_for_lm(model: Model, engine: str) -> str:
             "binary with --engine python (or auto), or give the ARPA file it was built from"
         )
     return "python" if engine == "auto" else engine
+
+
+def _rebuild_decoder(model: Model, method: str, options: SearchOptions, engine: str) -> Decoder:
+    """Unpickle a :class:`Decoder` (see :meth:`Decoder.__reduce__`)."""
+    return Decoder(model, method, options, engine=engine)
 
 
 def tokens(line: str | Sequence[str]) -> tuple[str, ...]:

@@ -12,11 +12,13 @@ writing the lines already decoded.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import logging
 import os
 import signal
 import sys
-from typing import Sequence
+from typing import Iterator, Sequence, TextIO
 
 from fstdecode import __version__
 from fstdecode.cli import output
@@ -27,8 +29,10 @@ from fstdecode.errors import FstdecodeError
 from fstdecode.io.phrase_table import SCORE_FORMATS
 from fstdecode.io.table_filter import DEFAULT_CHUNK_LINES, FILTER_THRESHOLD_BYTES, SourceFilter
 from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, ENGINES, Model, load_model, refiltered, table_path
-from fstdecode.run import decode_filtered, decode_lines, input_lines, runner_for
+from fstdecode.run import Line, Runner, decode_filtered, decode_lines, input_lines, runner_for
 from fstdecode.model.distortion import SEMANTICS
+from fstdecode.run.base import DASK_CHUNK_SIZE, DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES
+from fstdecode.run.lines import count_lines, parse_shard, shard_span
 from fstdecode.search.base import METHODS
 
 DESCRIPTION = (
@@ -93,10 +97,6 @@ def _output_args(p: argparse.ArgumentParser) -> None:
         "given translations for the span), inclusive (added to the table's), ignore (markup removed), "
         "pass-through (default: no markup, the line is read as it is)",
     )
-    g.add_argument(
-        "--progress", action=argparse.BooleanOptionalAction, default=None,
-        help="a progress bar (tqdm) on stderr (default: on when stderr is a terminal, unless -q)",
-    )
 
 
 def _filter_args(p: argparse.ArgumentParser) -> None:
@@ -110,6 +110,44 @@ def _filter_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--filter-chunk", type=int, default=DEFAULT_CHUNK_LINES, metavar="N",
         help=f"input lines per filtered batch (default: {DEFAULT_CHUNK_LINES:,})",
+    )
+
+
+def _run_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("running (README.md, 'Running on many cores and machines')")
+    g.add_argument(
+        "--workers", "--threads", dest="workers", type=int, default=1, metavar="N",
+        help="decode in N local worker processes (default: 1, this process); --threads is an alias",
+    )
+    g.add_argument("--cluster", metavar="local:N", help="decode on a Dask LocalCluster of N worker processes on 127.0.0.1 (the cluster extra)")
+    g.add_argument(
+        "--scheduler", metavar="ADDRESS",
+        help="decode on an existing Dask cluster: its scheduler's address (tcp://host:8786, tls://...) or scheduler file",
+    )
+    g.add_argument("--worker-memory", metavar="SIZE", help="memory limit per --cluster worker, Dask's syntax (e.g. 2GB; default: Dask's)")
+    g.add_argument("--tls-ca-file", metavar="PEM", help="with --scheduler tls://...: the CA certificate (with --tls-cert and --tls-key)")
+    g.add_argument("--tls-cert", metavar="PEM", help="with --scheduler: this client's TLS certificate")
+    g.add_argument("--tls-key", metavar="PEM", help="with --scheduler: this client's TLS private key")
+    g.add_argument(
+        "--chunk-size", type=int, metavar="K",
+        help=f"lines per task sent to a worker (default: {DEFAULT_CHUNK_SIZE} for --workers, {DASK_CHUNK_SIZE} on Dask)",
+    )
+    g.add_argument(
+        "--retries", type=int, default=DEFAULT_RETRIES, metavar="R",
+        help=f"times a chunk is retried after its worker died (killed, out of memory) before the run fails (default: {DEFAULT_RETRIES})",
+    )
+    g.add_argument(
+        "--shard", metavar="I/N",
+        help="decode only the I-th of N contiguous blocks of the input (stdin must be a file); "
+        "the outputs of shards 1/N..N/N concatenated in order are the whole run's",
+    )
+    g.add_argument(
+        "--resume", metavar="OUT",
+        help="write to OUT instead of stdout, keeping the results already complete in OUT and decoding only the rest",
+    )
+    g.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None,
+        help="a progress bar on stderr (default: when stderr is a terminal)",
     )
 
 
@@ -143,10 +181,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     dec.add_argument("--format", choices=output.FORMATS, default="text", help="output format (default: text)")
     _output_args(dec)
-    dec.add_argument(
-        "--workers", "--threads", dest="workers", type=int, default=1, metavar="N",
-        help="decode in N worker processes (default: 1, this process); --threads is an alias",
-    )
+    _run_args(dec)
     add_search_flags(dec)
     comp = sub.add_parser("compile", help="compile the phrase-table transducer P to an OpenFst file")
     _model_args(comp)
@@ -249,14 +284,15 @@ class _FilteredDecoders:
 
 
 def _cmd_decode(args: argparse.Namespace) -> int:
-    runner = runner_for(args.workers)
+    runner = _runner(args)
+    lines, total, done = _input(args)  # before the model loads: a bad --shard or --resume fails at once
     if args.show_weights and _filtering(args):  # the names and weights need no table entries
         model = _load(args, source_vocabulary=lambda source: False)
         sys.stdout.write("".join(line + "\n" for line in model.show_weights()))
         return 0
     if _filtering(args):
         decoders = _FilteredDecoders(args)
-        results = decode_filtered(decoders, input_lines(sys.stdin), runner, args.filter_chunk)
+        results = decode_filtered(decoders, lines, runner, args.filter_chunk)
         current = lambda: decoders.model  # noqa: E731 (the model of the batch being written)
     else:
         table = None
@@ -268,23 +304,28 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         if args.show_weights:
             sys.stdout.write("".join(line + "\n" for line in model.show_weights()))
             return 0
-        results = decode_lines(_decoder(args, model), input_lines(sys.stdin), runner)
+        results = decode_lines(_decoder(args, model), lines, runner)
         current = lambda: model  # noqa: E731
     write = None
+    out = _output(args)
     alignments = _open_output(args.alignment_output_file)
     try:
-        with progress_bar(False if args.quiet and args.progress is None else args.progress) as bar:
+        flag = False if args.quiet and args.progress is None else args.progress
+        with progress_bar(flag, total=total, initial=done) as bar:
             for result in results:
                 if write is None:  # the weights and features are the same for every batch
                     model = current()
                     write = output.writer(args.format, model.features, args.print_alignment_info or model.print_alignment)
                 _report(result)
-                sys.stdout.write(write(result))
-                sys.stdout.flush()
+                out.write(write(result))
+                out.flush()
                 if alignments is not None:
                     alignments.write((result.best.alignment_text() if result.best else "") + "\n")
                 bar.update(result)
     finally:
+        runner.close()
+        if out is not sys.stdout:
+            out.close()
         if alignments is not None:
             alignments.close()
     return 0
@@ -298,6 +339,53 @@ def _open_output(path: str | None):
         return open(path, "w", encoding="utf-8")
     except OSError as e:
         raise FstdecodeError(f"{path}: cannot write the alignment output file: {e.strerror}") from None
+
+
+def _runner(args: argparse.Namespace) -> Runner:
+    """The runner of the --workers, --cluster and --scheduler flags (one kind at a time)."""
+    if args.workers != 1 and (args.cluster or args.scheduler):
+        raise FstdecodeError("--workers is the local pool; give the Dask workers with --cluster local:N instead")
+    if args.cluster and args.scheduler:
+        raise FstdecodeError("give --cluster or --scheduler, not both")
+    _check_min("--chunk-size", args.chunk_size, 1)
+    _check_min("--retries", args.retries, 0)
+    tls = dict(tls_ca_file=args.tls_ca_file, tls_cert=args.tls_cert, tls_key=args.tls_key)
+    return runner_for(
+        args.workers, cluster=args.cluster, scheduler=args.scheduler, chunk_size=args.chunk_size,
+        retries=args.retries, worker_memory=args.worker_memory, **tls,
+    )
+
+
+def _input(args: argparse.Namespace) -> tuple[Iterator[Line], int | None, int]:
+    """The input lines this run decodes (``--shard``'s block, less what ``--resume`` found done),
+    how many lines the run's output will hold when known, and how many of them are done."""
+    total = count_lines(sys.stdin)
+    start, stop = 0, total
+    if args.shard:
+        shard = parse_shard(args.shard)
+        if total is None:
+            raise FstdecodeError("--shard needs the input as a file (`< input.txt`), to count its lines")
+        start, stop = shard_span(total, shard)
+    done = 0
+    if args.resume:
+        done, cut = output.resume_point(args.resume, args.format)
+        if stop is not None and done > stop - start:
+            raise FstdecodeError(f"{args.resume}: holds {done} results, more than the {stop - start} input lines; is it this input's output?")
+        if os.path.exists(args.resume):
+            os.truncate(args.resume, cut)
+        logging.getLogger("fstdecode").info("%s: %d results done; decoding the rest", args.resume, done)
+    lines = itertools.islice(input_lines(sys.stdin), start + done, stop)
+    return lines, (None if stop is None else stop - start), done
+
+
+def _output(args: argparse.Namespace) -> TextIO:
+    if not args.resume:
+        return sys.stdout
+    try:
+        return open(args.resume, "a", encoding="utf-8")
+    except OSError as e:
+        raise FstdecodeError(f"{args.resume}: cannot write: {e.strerror}") from None
+
 
 
 def _report(result: DecodeResult) -> None:

@@ -14,9 +14,14 @@ import math
 from typing import Callable
 
 from fstdecode.decoder import DecodeResult, Derivation
+from fstdecode.errors import FstdecodeError
 from fstdecode.model.features import MosesFeature, Weights, moses_layout
 
 FORMATS = ("text", "json", "nbest")
+
+
+class OutputError(FstdecodeError):
+    """An output file that cannot be resumed (unreadable, or not in the format asked for)."""
 
 #: What the output holds for a line that failed (said on stderr beside the error).
 FAILED_LINE = "its source is passed through"
@@ -141,3 +146,37 @@ def writer(
         return lambda result: json_line(result, alignment) + "\n"
     layout = _layout(features)
     return lambda result: "".join(line + "\n" for line in nbest_lines(result, layout, alignment))
+
+
+def resume_point(path: str, fmt: str) -> tuple[int, int]:
+    """How far the output file ``path`` (format ``fmt``) got: ``(results, offset)``.
+
+    ``results`` whole results are in the file's first ``offset`` bytes; what follows is a cut
+    write, to be truncated before the run appends the rest. A text or JSON result is one
+    complete line (ending in a newline). An n-best result is a group of lines with one id; the
+    last group may have been cut between its lines, so it is redone: ``offset`` is where it
+    starts. A missing file is ``(0, 0)``.
+    """
+    results, offset, group, group_start = 0, 0, None, 0
+    try:
+        with open(path, "rb") as f:  # line by line: the output may be far larger than memory
+            for no, line in enumerate(f, 1):
+                if not line.endswith(b"\n"):  # a cut write
+                    break
+                if fmt == "nbest":
+                    key = line.split(b" ||| ", 1)[0]
+                    if not key.isdigit():
+                        raise OutputError(
+                            f"{path}:{no}: not an n-best line (expected 'id ||| ...'); is it the output of --format nbest?"
+                        )
+                    if key != group:
+                        results += group is not None
+                        group, group_start = key, offset
+                else:
+                    results += 1
+                offset += len(line)
+    except FileNotFoundError:
+        return 0, 0
+    except OSError as e:
+        raise OutputError(f"{path}: cannot read the output to resume: {e.strerror}") from None
+    return (results, group_start) if fmt == "nbest" else (results, offset)

@@ -1,9 +1,10 @@
 """The progress bar of batch runs: one small helper that any runner's loop can feed.
 
 ``--progress`` / ``--no-progress`` (default: on when stderr is a terminal). The bar is
-tqdm's, on stderr, never on stdout (which holds results only). tqdm is an optional extra,
-imported when a bar is wanted: ``pip install 'fstdecode[progress]'`` (or ``pip install tqdm``);
-without it an asked-for bar is a clear error, and an automatic one is skipped with an info line.
+tqdm's (a dependency, imported only when a bar is wanted), on stderr, never on stdout (which
+holds results only); while it shows, the log's warnings are written above it. Should tqdm be
+missing all the same, an asked-for bar is a clear error and an automatic one is skipped with an
+info line.
 
 It is fed one call per finished line::
 
@@ -49,8 +50,16 @@ class ProgressBar:
     Invariant: nothing is written anywhere when the bar is off; when on, only to ``stream``.
     """
 
-    def __init__(self, enabled: bool, total: int | None = None, stream: TextIO | None = None, explicit: bool = False) -> None:
+    def __init__(
+        self,
+        enabled: bool,
+        total: int | None = None,
+        stream: TextIO | None = None,
+        explicit: bool = False,
+        initial: int = 0,
+    ) -> None:
         self._bar: Any = None
+        self._redirect: Any = None
         self.flagged = 0
         if not enabled:
             return
@@ -59,11 +68,17 @@ class ProgressBar:
         except ImportError:
             if explicit:
                 raise ProgressError(
-                    "--progress needs tqdm: pip install 'fstdecode[progress]' (or pip install tqdm)"
+                    "--progress needs tqdm: pip install tqdm"
                 ) from None
             _LOG.info("no progress bar: tqdm is not installed (pip install tqdm)")
             return
-        self._bar = tqdm(total=total, unit="line", file=sys.stderr if stream is None else stream, dynamic_ncols=True)
+        from tqdm.contrib.logging import logging_redirect_tqdm
+
+        self._bar = tqdm(
+            total=total, initial=initial, unit="line", file=sys.stderr if stream is None else stream, dynamic_ncols=True
+        )
+        self._redirect = logging_redirect_tqdm([_LOG])  # warnings above the bar, not through it
+        self._redirect.__enter__()
 
     @property
     def active(self) -> bool:
@@ -80,6 +95,9 @@ class ProgressBar:
             self._bar.update(1)
 
     def close(self) -> None:
+        if self._redirect is not None:
+            self._redirect.__exit__(None, None, None)
+            self._redirect = None
         if self._bar is not None:
             self._bar.close()
             self._bar = None
@@ -91,6 +109,9 @@ class ProgressBar:
         self.close()
 
 
-def progress_bar(flag: bool | None, total: int | None = None, stream: TextIO | None = None) -> ProgressBar:
-    """The bar for ``--progress/--no-progress`` (``flag``; None: on when stderr is a terminal)."""
-    return ProgressBar(wanted(flag, stream), total, stream, explicit=flag is True)
+def progress_bar(
+    flag: bool | None, total: int | None = None, stream: TextIO | None = None, initial: int = 0
+) -> ProgressBar:
+    """The bar for ``--progress/--no-progress`` (``flag``; None: on when stderr is a terminal),
+    of ``total`` lines (None: unknown) of which ``initial`` are already done (``--resume``)."""
+    return ProgressBar(wanted(flag, stream), total, stream, explicit=flag is True, initial=initial)

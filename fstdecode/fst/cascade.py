@@ -21,8 +21,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections import ChainMap
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Mapping
 
 import pywrapfst as fst
 
@@ -102,6 +104,8 @@ class Cascade:
         self.lm = model.search_lm()
         self.p = phrase_fst or build_phrase_fst(model.table, model.weights)
         self.isyms = self.p.fst.input_symbols()
+        #: id(pair) -> P's output label for the model's pairs, fixed for the cascade's life (the
+        #: pairs live in P); a sentence's unknown-word pairs are labelled by :meth:`labels_for`.
         self.labels = {id(pair): k for k, pair in enumerate(self.p.pairs) if pair is not None}
         self.num_scores = self.p.num_scores or model.table.num_scores
 
@@ -141,11 +145,19 @@ class Cascade:
         unknown = frozenset(p.start for p in found.values() if p.pair.unknown)
         return Sentence(words, tuple(tuple(o) for o in options), unknown)
 
+    def labels_for(self, sentence: Sentence) -> Mapping[int, int]:
+        """id(pair) -> label for ``sentence``'s options: the model's, and its own unknown-word pairs'.
+
+        The unknown pairs are made per sentence, so their labels live only as long as the
+        sentence's search (kept in :attr:`labels`, they grew with every sentence decoded, and a
+        dead pair's id could be reused by a later object).
+        """
+        unknown = {id(p.pair): UNK_LABEL for options in sentence.options for p in options if p.pair.unknown}
+        return ChainMap(unknown, self.labels)
+
     def _add_option(self, found: dict, words: tuple[str, ...], end: int, label: int) -> None:
         if label == UNK_LABEL:
-            pair = unknown_pair(words[end], self.num_scores)
-            self.labels[id(pair)] = UNK_LABEL
-            found[(end, label)] = Phrase(end, end, pair)
+            found[(end, label)] = Phrase(end, end, unknown_pair(words[end], self.num_scores))
         else:
             pair = self.p.pairs[label]
             start = end - len(pair.source) + 1
@@ -165,12 +177,14 @@ class Cascade:
         ip = fst.compose(self.input_fst(words), self.p.fst)
         if ip.start() == fst.NO_STATE_ID:
             raise CascadeError("I ∘ P is empty: the input has no segmentation into phrases")
-        problem = SearchProblem(self.sentence(words, ip), self.lm, self.model.weights, self.model.distortion_limit)
+        sentence = self.sentence(words, ip)
+        labels = self.labels_for(sentence)
+        problem = SearchProblem(sentence, self.lm, self.model.weights, self.model.distortion_limit)
         t0 = time.perf_counter()
         if self.pruned:
-            r = self._pruned(problem, nbest, unique, max_states, prune)
+            r = self._pruned(problem, labels, nbest, unique, max_states, prune)
         else:
-            r = self.build_reordering(problem, self.labels, max_states)
+            r = self.build_reordering(problem, labels, max_states)
         t1 = time.perf_counter()
         rf = r.fst if r.ilabel_sorted else r.fst.arcsort("ilabel")
         lattice = fst.compose(fst.compose(ip.arcsort("olabel"), rf), r.lm)
@@ -193,7 +207,13 @@ class Cascade:
         return CascadeResult(result, lattice, self.isyms, problem, r, Timings(t1 - t0, t2 - t1, t3 - t2))
 
     def _pruned(
-        self, problem: SearchProblem, nbest: int, unique: bool, max_states: int | None, prune: float | None
+        self,
+        problem: SearchProblem,
+        labels: Mapping[int, int],
+        nbest: int,
+        unique: bool,
+        max_states: int | None,
+        prune: float | None,
     ) -> Reordering:
         """R pruned to the derivations that can reach the stack decoder's k-th score (of its k-th
         distinct translation, if ``unique``), minus ``prune``, so that the lattice keeps every
@@ -220,14 +240,14 @@ class Cascade:
             threshold = exact.kth_score(lower, nbest)
         threshold -= prune or 0.0
         if threshold == -math.inf:  # no known derivation (or fewer than k): nothing to prune by
-            return self.build_reordering(problem, self.labels, max_states)
+            return self.build_reordering(problem, labels, max_states)
         winners, found, status = self.support(problem, threshold, max_states)
         # Over budget (either step): the stack's derivations, with the A*'s certified bound.
         best = None if lower is None else dataclasses.replace(lower, optimal=False, upper_bound=found.upper_bound)
         if winners is None:
             raise SearchLimitError(status.partition(": ")[2], best)
         try:
-            r = self.build_reordering(restricted(problem, winners), self.labels, max_states, threshold=threshold)
+            r = self.build_reordering(restricted(problem, winners), labels, max_states, threshold=threshold)
         except SearchLimitError as e:
             raise SearchLimitError(str(e), best) from None
         return dataclasses.replace(r, states=r.states + found.states, transitions=r.transitions)

@@ -133,7 +133,7 @@ def event_text(event: Event, vocab: list[str]) -> str:
 class _Builder:
     """Interns operation symbols: one label per distinct (phrase, ψ1, ψ2) as far as the LM can tell."""
 
-    def __init__(self, problem: SearchProblem, labels: dict[int, int], minimize: bool) -> None:
+    def __init__(self, problem: SearchProblem, labels: Mapping[int, int], minimize: bool) -> None:
         self.problem = problem
         self.labels = labels  # id(phrase pair) -> P's output label
         self.minimize = minimize
@@ -260,7 +260,7 @@ class Completion:
 
 def build_reordering(
     problem: SearchProblem,
-    labels: dict[int, int],
+    labels: Mapping[int, int],
     max_states: int | None = None,
     minimize: bool = True,
     threshold: float | None = None,
@@ -364,7 +364,7 @@ def _keep_completing(layers, alpha, deltas, floor, goal, arrays):
 
 def build_reordering_native(
     problem: SearchProblem,
-    labels: dict[int, int],
+    labels: Mapping[int, int],
     max_states: int | None = None,
     minimize: bool = True,
     threshold: float | None = None,

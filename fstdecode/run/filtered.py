@@ -20,7 +20,8 @@ from itertools import islice
 from fstdecode.decoder import DecodeResult, Decoder, tokens
 from fstdecode.io.table_filter import DEFAULT_CHUNK_LINES, SourceFilter
 from fstdecode.run.lines import Line
-from fstdecode.run.local import Runner, RunError, SerialRunner
+from fstdecode.run.base import Runner, RunError
+from fstdecode.run.local import SerialRunner
 
 __all__ = ["batches", "decode_filtered"]
 

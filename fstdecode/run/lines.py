@@ -1,9 +1,14 @@
-"""Input lines: numbered, decoded as UTF-8 one by one, so one bad line never stops a batch."""
+"""Input lines: numbered, decoded as UTF-8 one by one, so one bad line never stops a batch;
+and the split of an input file into shards (``--shard I/N``)."""
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from typing import BinaryIO, Iterable, Iterator, TextIO
+
+from fstdecode.errors import FstdecodeError
 
 
 @dataclass(frozen=True)
@@ -40,3 +45,43 @@ def input_lines(stream: TextIO | BinaryIO | Iterable, name: str = "<stdin>") -> 
             yield Line(no, _strip_eol(line.decode("utf-8")))
         except UnicodeDecodeError as e:
             yield Line(no, "", f"{name}:{no + 1}: invalid UTF-8 at byte {e.start + 1} of the line; the input must be UTF-8")
+
+
+class ShardError(FstdecodeError):
+    """A --shard that is malformed, or an input that cannot be split into shards."""
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``I/N`` (1 <= I <= N) as ``(I, N)``."""
+    i, _, n = text.partition("/")
+    if not (i.isdigit() and n.isdigit()) or not 1 <= int(i) <= int(n):
+        raise ShardError(f"--shard takes I/N with 1 <= I <= N (e.g. 3/8), got {text!r}")
+    return int(i), int(n)
+
+
+def shard_span(total: int, shard: tuple[int, int]) -> tuple[int, int]:
+    """Shard ``I/N``'s input lines, ``[start, stop)`` (0-based): the I-th of N contiguous blocks,
+    their sizes differing by at most one. The blocks of 1/N, ..., N/N tile ``[0, total)`` in order,
+    so the shards' outputs concatenated in that order are the whole input's."""
+    i, n = shard
+    return (i - 1) * total // n, i * total // n
+
+
+def count_lines(stream: TextIO | BinaryIO) -> int | None:
+    """The number of lines in ``stream`` if it is a regular file (read once, then rewound); else None.
+
+    A last line without an end of line counts, as :func:`input_lines` reads it.
+    """
+    raw = getattr(stream, "buffer", stream)
+    try:
+        if not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
+            return None
+        start = raw.tell()
+    except (AttributeError, OSError, ValueError):
+        return None
+    count, last = 0, b"\n"
+    while block := raw.read(1 << 20):
+        count += block.count(b"\n")
+        last = block[-1:]
+    raw.seek(start)
+    return count + (last != b"\n")

@@ -1,41 +1,42 @@
-"""Runners on this machine: in this process, or in a pool of worker processes.
+"""Runners on this machine: in this process, or in a pool of forked worker processes.
 
-Every runner keeps the contract of :func:`decode_lines`: N lines in, N
-results out, in input order, streamed (the pool holds at most a bounded
-window of lines in flight, so a million-line input is never gathered in
-memory).
+Every runner keeps the contract of :class:`~fstdecode.run.base.Runner`: N lines in, N
+results out, in input order, streamed.
+
+The pool is built on its own processes and pipes rather than ``multiprocessing.Pool``: a
+Pool whose worker is killed (SIGKILL, the kernel's out-of-memory killer) replaces the
+process but never completes the task it held, so the caller waited for good. Here the
+parent watches each worker's pipe *and* its process sentinel: a worker that dies loses
+only the chunk it held, which goes to a fresh worker; a chunk whose worker died more than
+``retries`` times fails the run with a :class:`RunError` naming its input lines.
 """
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import signal
 from collections import deque
-from typing import Iterable, Iterator, Protocol
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Iterable, Iterator
 
 from fstdecode.decoder import DecodeResult, Decoder
-from fstdecode.errors import FstdecodeError
+from fstdecode.run.base import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_RETRIES,
+    WINDOW_PER_WORKER,
+    Chunk,
+    RunError,
+    check_retries,
+    check_workers,
+    chunked,
+    decode_chunk,
+    decode_one,
+)
 from fstdecode.run.lines import Line
 
-#: Lines in flight per worker: enough to keep the workers busy, few enough to bound memory.
-WINDOW_PER_WORKER = 4
-
-
-class RunError(FstdecodeError):
-    """A runner that cannot be set up (e.g. a worker count below 1)."""
-
-
-class Runner(Protocol):
-    """Maps a decoder over lines; yields one result per line, in input order."""
-
-    def map(self, decoder: Decoder, lines: Iterable[Line]) -> Iterator[DecodeResult]: ...
-
-
-def decode_one(decoder: Decoder, line: Line) -> DecodeResult:
-    """The result of one line: an unreadable line gives an error result, never an exception."""
-    if line.error is not None:
-        return DecodeResult(line.id, (), error=line.error)
-    return decoder.decode(line.text, id=line.id)
+log = logging.getLogger("fstdecode")
 
 
 class SerialRunner:
@@ -45,57 +46,167 @@ class SerialRunner:
         for line in lines:
             yield decode_one(decoder, line)
 
+    def close(self) -> None:
+        """Nothing to release."""
 
-_WORKER: Decoder | None = None
 
-
-def _init_worker(decoder: Decoder) -> None:
-    global _WORKER
-    _WORKER = decoder
+def _serve(decoder: Decoder, conn: Connection, inherited: list[Connection]) -> None:
+    """A worker's life: receive ``(index, lines)``, send ``(index, results, exception)``; stop on None or EOF."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C, quietly
+    for other in inherited:  # the other workers' pipe ends, copied by fork: only the parent keeps them
+        other.close()
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        if message is None:
+            return
+        index, lines = message
+        try:
+            conn.send((index, decode_chunk(decoder, lines), None))
+        except Exception as e:  # a bug in a search: the parent raises it, as a serial run would
+            conn.send((index, None, RunError(f"{type(e).__name__}: {e}")))
 
 
-def _decode_in_worker(line: Line) -> DecodeResult:
-    if _WORKER is None:  # set by _init_worker; an internal invariant, not user input
-        raise RunError("worker used before its decoder was set")
-    return decode_one(_WORKER, line)
+@dataclass
+class _Worker:
+    """One worker process, its end of the pipe, and the chunk it holds (None: idle)."""
+
+    process: multiprocessing.process.BaseProcess
+    conn: Connection
+    chunk: Chunk | None = None
 
 
 class ProcessRunner:
-    """Decodes in ``workers`` forked processes; each gets the decoder (and its model) once, at fork."""
+    """Decodes in ``workers`` forked processes, ``chunk_size`` lines per task.
 
-    def __init__(self, workers: int) -> None:
-        if workers < 1:
-            raise RunError(f"--workers (--threads) must be >= 1, got {workers}")
+    Each worker gets the decoder (and its model) once, at fork, and holds one chunk at a
+    time. At most ``workers * WINDOW_PER_WORKER`` chunks are read ahead of the first one not
+    yet yielded. A worker that dies mid-chunk is replaced and its chunk sent again, up to
+    ``retries`` times per chunk.
+    """
+
+    def __init__(self, workers: int, chunk_size: int = DEFAULT_CHUNK_SIZE, retries: int = DEFAULT_RETRIES) -> None:
+        check_workers(workers)
+        check_retries(retries)
         self.workers = workers
+        self.chunk_size = chunk_size
+        self.retries = retries
+        self._pool: list[_Worker] = []
+
+    @property
+    def pids(self) -> list[int]:
+        """The process ids of the live workers (while :meth:`map` runs)."""
+        return [w.process.pid for w in self._pool if w.process.pid is not None]
 
     def map(self, decoder: Decoder, lines: Iterable[Line]) -> Iterator[DecodeResult]:
-        ctx = multiprocessing.get_context("fork")
-        pool = ctx.Pool(self.workers, initializer=_init_worker, initargs=(decoder,))
+        chunks = chunked(lines, self.chunk_size)
+        window = self.workers * WINDOW_PER_WORKER
+        done: dict[int, list[DecodeResult]] = {}
+        todo: deque[Chunk] = deque()  # read, not yet (re)sent; retried chunks go first
+        deaths: dict[int, int] = {}
+        read = next_out = 0  # chunks read from the input; the next chunk to yield
+        exhausted = False
         try:
-            pending: deque = deque()
-            window = self.workers * WINDOW_PER_WORKER
-            for line in lines:
-                pending.append(pool.apply_async(_decode_in_worker, (line,)))
-                if len(pending) >= window:
-                    yield pending.popleft().get()
-            while pending:
-                yield pending.popleft().get()
-            pool.close()
+            self._pool = []
+            for _ in range(self.workers):
+                self._pool.append(self._spawn(decoder))
+            while True:
+                while next_out in done:
+                    yield from done.pop(next_out)
+                    next_out += 1
+                for k, w in enumerate(self._pool):
+                    if w.chunk is None and not todo and not exhausted and read - next_out < window:
+                        chunk = next(chunks, None)
+                        exhausted = chunk is None
+                        if chunk is not None:
+                            todo.append(chunk)
+                            read += 1
+                    if w.chunk is None and todo:
+                        self._send(k, todo.popleft(), decoder)
+                if exhausted and next_out == read:
+                    return
+                self._collect(decoder, done, todo, deaths)
         finally:
-            pool.terminate()
-            pool.join()
+            self._stop()
+
+    def close(self) -> None:
+        """Stop the workers (:meth:`map` does so when it ends, or when its caller drops it)."""
+        self._stop()
+
+    def _spawn(self, decoder: Decoder) -> _Worker:
+        parent, child = multiprocessing.Pipe()
+        inherited = [w.conn for w in self._pool]
+        process = multiprocessing.get_context("fork").Process(
+            target=_serve, args=(decoder, child, inherited), daemon=True, name="fstdecode-worker"
+        )
+        process.start()
+        child.close()
+        return _Worker(process, parent)
+
+    def _send(self, k: int, chunk: Chunk, decoder: Decoder) -> None:
+        """Give ``chunk`` to worker ``k``; one found dead while idle is replaced first (no retry spent)."""
+        try:
+            self._pool[k].conn.send((chunk.index, chunk.lines))
+        except (BrokenPipeError, ConnectionResetError, EOFError):
+            self._replace(k, decoder)
+            self._pool[k].conn.send((chunk.index, chunk.lines))
+        self._pool[k].chunk = chunk
+
+    def _collect(self, decoder: Decoder, done: dict, todo: deque, deaths: dict) -> None:
+        """Wait for a busy worker to answer or die; file its results, or requeue its chunk."""
+        busy = [k for k, w in enumerate(self._pool) if w.chunk is not None]
+        watched = {self._pool[k].conn: k for k in busy} | {self._pool[k].process.sentinel: k for k in busy}
+        for k in sorted({watched[obj] for obj in wait(list(watched))}):
+            w = self._pool[k]
+            chunk = w.chunk
+            assert chunk is not None  # only busy workers are watched: an internal invariant
+            try:
+                index, results, error = w.conn.recv() if w.conn.poll() else (None, None, None)
+            except (EOFError, OSError):
+                index = None
+            if index is None:  # the process ended without an answer: killed, or out of memory
+                code = self._replace(k, decoder)
+                deaths[chunk.index] = deaths.get(chunk.index, 0) + 1
+                if deaths[chunk.index] > self.retries:
+                    raise RunError(
+                        f"{chunk.describe()}: a worker died decoding them {deaths[chunk.index]} times "
+                        f"({_exit(code)}; out of memory?); giving up after {self.retries} retries"
+                    )
+                log.warning(
+                    "%s: a worker died (%s); decoding them again on a fresh worker (retry %d of %d)",
+                    chunk.describe(), _exit(code), deaths[chunk.index], self.retries,
+                )
+                todo.appendleft(chunk)
+                continue
+            if error is not None:
+                raise error
+            w.chunk = None
+            deaths.pop(chunk.index, None)
+            done[index] = results
+
+    def _replace(self, k: int, decoder: Decoder) -> int | None:
+        """Reap worker ``k`` and start a fresh one in its place; the dead one's exit code."""
+        old = self._pool[k]
+        old.process.join(5)
+        old.conn.close()
+        self._pool[k] = self._spawn(decoder)
+        return old.process.exitcode
+
+    def _stop(self) -> None:
+        for w in self._pool:
+            w.process.terminate()
+        for w in self._pool:
+            w.process.join(5)
+            w.conn.close()
+        self._pool = []
 
 
-def runner_for(workers: int) -> Runner:
-    """The local runner for ``workers`` processes (1: this process)."""
-    return SerialRunner() if workers == 1 else ProcessRunner(workers)
-
-
-def decode_lines(decoder: Decoder, lines: Iterable[str | Line], runner: Runner | None = None) -> Iterator[DecodeResult]:
-    """Decode ``lines`` (strings or :class:`Line` s), one result per line, in order.
-
-    Strings are numbered from 0 and lose their end of line.
-    """
-    numbered = (ln if isinstance(ln, Line) else Line(i, ln.rstrip("\r\n")) for i, ln in enumerate(lines))
-    yield from (runner or SerialRunner()).map(decoder, numbered)
+def _exit(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"

@@ -109,6 +109,21 @@ def test_unknown_word_reads_as_unk(example_model, cascade):
     assert labels[0] == [cascade.isyms.find("das")]
 
 
+def test_unknown_words_leave_no_labels_behind(example_model):
+    """A sentence's unknown-word pairs are labelled for its own search only: the Cascade's label
+    map is the model's pairs' and stays so (it once gained an entry per unknown word decoded,
+    and a freed pair's id() could come back as another object's)."""
+    c = Cascade(example_model)
+    model_labels = dict(c.labels)
+    base = EXAMPLES[0].split()
+    for k in range(30):
+        words = base[:2] + [f"unk{k}a", f"unk{k}b"] + base[2:]
+        out = c.search(words)
+        translation = [w for _, phrases in out.result.hypotheses[:1] for p in phrases for w in p.pair.target]
+        assert f"unk{k}a" in translation and f"unk{k}b" in translation  # copied through, as in Moses
+    assert c.labels == model_labels
+
+
 def test_reordering_and_lattice_properties(cascade):
     out = cascade.search(EXAMPLES[1].split())
     r = out.reordering.fst
@@ -139,8 +154,8 @@ def assert_same_reordering(words, model, minimize=True, threshold=None) -> None:
     c = Cascade(model)
     ip = fst.compose(c.input_fst(words), c.p.fst)
     problems = [SearchProblem(c.sentence(words, ip), c.lm, model.weights, model.distortion_limit) for _ in range(2)]
-    py = build_reordering(problems[0], c.labels, minimize=minimize, threshold=threshold)
-    nat = build_reordering_native(problems[1], c.labels, minimize=minimize, threshold=threshold)
+    py = build_reordering(problems[0], c.labels_for(problems[0].sentence), minimize=minimize, threshold=threshold)
+    nat = build_reordering_native(problems[1], c.labels_for(problems[1].sentence), minimize=minimize, threshold=threshold)
     if threshold is not None:
         assert nat.best == pytest.approx(py.best, abs=1e-9)
     assert (nat.states, nat.transitions) == (py.states, py.transitions)
@@ -181,7 +196,7 @@ def test_native_reordering_budget(example_model):
     for build in (build_reordering, build_reordering_native):
         problem = SearchProblem(c.sentence(words, ip), c.lm, example_model.weights, example_model.distortion_limit)
         with pytest.raises(SearchLimitError) as err:
-            build(problem, c.labels, max_states=50)
+            build(problem, c.labels_for(problem.sentence), max_states=50)
         messages.append(str(err.value))
     assert messages[0] == messages[1]
 

@@ -170,7 +170,7 @@ def test_progress_without_tqdm_is_a_clear_error(monkeypatch):
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_tqdm)
-    with pytest.raises(ProgressError, match=r"pip install 'fstdecode\[progress\]'"):
+    with pytest.raises(ProgressError, match=r"pip install tqdm"):
         progress_bar(True, stream=io.StringIO())
     assert not progress_bar(None, stream=_Tty()).active  # automatic: skipped, not an error
 

@@ -1,0 +1,58 @@
+"""The batch API: :func:`decode_lines` over a runner, and :func:`runner_for` to pick one."""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from fstdecode.decoder import DecodeResult, Decoder
+from fstdecode.run.base import DASK_CHUNK_SIZE, DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES, Runner, RunError
+from fstdecode.run.lines import Line
+from fstdecode.run.local import ProcessRunner, SerialRunner
+
+#: What to install for --cluster and --scheduler.
+CLUSTER_EXTRA = "pip install 'fstdecode[cluster]'"
+
+
+def runner_for(
+    workers: int = 1,
+    *,
+    cluster: str | None = None,
+    scheduler: str | None = None,
+    chunk_size: int | None = None,
+    retries: int = DEFAULT_RETRIES,
+    **dask_options: str | None,
+) -> Runner:
+    """The runner the CLI's flags name.
+
+    ``cluster`` is ``local:N`` (a Dask LocalCluster of N worker processes); ``scheduler`` an
+    existing Dask scheduler's address or scheduler file; neither: ``workers`` local processes
+    (1: this process). ``chunk_size``: lines per task (default: :data:`DEFAULT_CHUNK_SIZE` for
+    the local pool, :data:`DASK_CHUNK_SIZE` on Dask). ``dask_options`` are :class:`fstdecode.run.dask.ClusterSpec`'s
+    ``worker_memory`` and ``tls_*`` fields.
+    """
+    if cluster is None and scheduler is None:
+        if any(v is not None for v in dask_options.values()):
+            raise RunError("--worker-memory and the TLS flags need --cluster or --scheduler")
+        return SerialRunner() if workers == 1 else ProcessRunner(workers, chunk_size or DEFAULT_CHUNK_SIZE, retries)
+    local = None
+    if cluster is not None:
+        kind, _, n = cluster.partition(":")
+        if kind != "local" or not n.isdigit():
+            raise RunError(f"--cluster takes local:N (N worker processes), got {cluster!r}")
+        local = int(n)
+    try:
+        from fstdecode.run.dask import ClusterSpec, DaskRunner
+    except ImportError as e:
+        raise RunError(f"--cluster and --scheduler need Dask ({e}): {CLUSTER_EXTRA}") from None
+    return DaskRunner(ClusterSpec(local, scheduler, **dask_options), chunk_size or DASK_CHUNK_SIZE, retries)
+
+
+def decode_lines(decoder: Decoder, lines: Iterable[str | Line], runner: Runner | None = None) -> Iterator[DecodeResult]:
+    """Decode ``lines`` (strings or :class:`Line` s), one result per line, in order, streamed.
+
+    Strings are numbered from 0 and lose their end of line. ``runner``: :class:`SerialRunner`
+    (the default), :class:`ProcessRunner`, :class:`~fstdecode.run.dask.DaskRunner`, or any
+    object with the :class:`Runner` protocol's ``map``.
+    """
+    numbered = (ln if isinstance(ln, Line) else Line(i, ln.rstrip("\r\n")) for i, ln in enumerate(lines))
+    yield from (runner or SerialRunner()).map(decoder, numbered)

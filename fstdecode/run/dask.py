@@ -1,0 +1,275 @@
+"""The Dask runner: chunks of lines as futures on a ``dask.distributed`` cluster.
+
+Needs the ``cluster`` extra (``pip install 'fstdecode[cluster]'``); import this module only
+when a Dask run is asked for (:func:`fstdecode.run.batch.runner_for` does so lazily).
+
+* **The model, once per worker.** The decoder is pickled once, on the client (a Decoder pickles
+  as its recipe: the model, whose NativeLM pickles as its file's path, and the method and
+  options). A worker plugin carries those bytes to every worker, including workers that join
+  or restart later; each worker unpickles them on its first chunk and keeps the decoder in a
+  per-process cache keyed by the bytes' hash. A task carries only that key and its lines.
+  The model's files must therefore be readable at the same absolute paths on every worker
+  (a shared file system, as on a SLURM cluster).
+* **Order and memory.** At most ``window`` chunks are submitted ahead of the first one not yet
+  yielded; results are yielded in input order as they arrive.
+* **Faults.** A chunk whose worker dies (SIGKILL, out of memory, a lost node) is rescheduled by
+  the Dask scheduler on another worker; a chunk that killed ``allowed-failures`` workers fails
+  with ``KilledWorker``, reported as a :class:`RunError` naming its lines. For a LocalCluster,
+  ``retries`` sets that number; an existing scheduler keeps its own
+  ``distributed.scheduler.allowed-failures`` (default 3).
+* **Security.** A LocalCluster listens on 127.0.0.1 only (scheduler, workers and dashboard).
+  Joining a scheduler uses Dask's own configuration (``distributed.comm.tls.*``), or the TLS
+  files given in :class:`ClusterSpec`, with encryption then required.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import pickle
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+import dask
+from distributed import Client, LocalCluster, as_completed
+from distributed.diagnostics.plugin import WorkerPlugin
+from distributed.security import Security
+
+from fstdecode.decoder import DecodeResult, Decoder
+from fstdecode.run.base import (
+    DASK_CHUNK_SIZE,
+    DEFAULT_RETRIES,
+    WINDOW_PER_WORKER,
+    Chunk,
+    RunError,
+    check_retries,
+    check_workers,
+    chunked,
+    decode_chunk,
+)
+from fstdecode.run.lines import Line
+
+log = logging.getLogger("fstdecode")
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """Where to run: a LocalCluster of ``local_workers`` processes, or the ``scheduler`` at an
+    address (``tcp://host:8786``, ``tls://...``) or named by a scheduler file (a path to the JSON
+    that ``dask scheduler --scheduler-file`` writes)."""
+
+    local_workers: int | None = None
+    scheduler: str | None = None
+    #: Memory limit per LocalCluster worker (Dask's syntax: "2GB", "500MiB"; None: Dask's default).
+    worker_memory: str | None = None
+    tls_ca_file: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.local_workers is None) == (self.scheduler is None):
+            raise RunError("give exactly one of --cluster local:N and --scheduler ADDRESS")
+        if self.local_workers is not None:
+            check_workers(self.local_workers)
+        tls = (self.tls_ca_file, self.tls_cert, self.tls_key)
+        if any(tls) and not all(tls):
+            raise RunError("--tls-ca-file, --tls-cert and --tls-key go together")
+        if any(tls) and self.scheduler is None:
+            raise RunError("the TLS flags are for --scheduler; a LocalCluster listens on 127.0.0.1 only")
+        if self.worker_memory is not None and self.scheduler is not None:
+            raise RunError("--worker-memory sets a LocalCluster's workers; give `dask worker --memory-limit` to an existing cluster's")
+
+    def security(self) -> Security | None:
+        """The TLS settings of the flags; None: Dask's configuration decides."""
+        if self.tls_ca_file is None:
+            return None
+        return Security(
+            tls_ca_file=self.tls_ca_file,
+            tls_client_cert=self.tls_cert,
+            tls_client_key=self.tls_key,
+            require_encryption=True,
+        )
+
+
+# --- on the workers -------------------------------------------------------------------------
+
+#: Per worker process: pickled decoders by key (set by the plugin) and the decoders built from them.
+_PAYLOADS: dict[str, bytes] = {}
+_DECODERS: dict[str, Decoder] = {}
+_LOCK = threading.Lock()
+
+
+class DecoderPlugin(WorkerPlugin):
+    """Carries one pickled decoder to every worker (those that join or restart later too)."""
+
+    def __init__(self, key: str, payload: bytes) -> None:
+        self.key = key
+        self.payload = payload
+
+    def setup(self, worker) -> None:  # noqa: ANN001 (a distributed.Worker)
+        _PAYLOADS[self.key] = self.payload
+
+    def teardown(self, worker) -> None:  # noqa: ANN001
+        with _LOCK:
+            _PAYLOADS.pop(self.key, None)
+            _DECODERS.pop(self.key, None)
+
+
+def worker_decoder(key: str) -> Decoder:
+    """This worker's decoder for ``key``, unpickled (the model loaded) on first use only."""
+    with _LOCK:
+        decoder = _DECODERS.get(key)
+        if decoder is None:
+            payload = _PAYLOADS.get(key)
+            if payload is None:
+                raise RunError(f"worker {os.getpid()} has no decoder {key[:12]}: its plugin was not set up")
+            decoder = _DECODERS[key] = pickle.loads(payload)
+        return decoder
+
+
+def decode_task(key: str, lines: tuple[Line, ...]) -> list[DecodeResult]:
+    """One chunk on a worker: its results, in order."""
+    return decode_chunk(worker_decoder(key), lines)
+
+
+# --- on the client --------------------------------------------------------------------------
+
+
+class DaskRunner:
+    """Decodes on a Dask cluster, ``chunk_size`` lines per task (see the module's docstring).
+
+    :meth:`start` connects (or starts the LocalCluster); :meth:`map` does so on first use,
+    :meth:`close` (or the ``with`` block) stops what this runner started.
+    """
+
+    def __init__(
+        self,
+        spec: ClusterSpec,
+        chunk_size: int = DASK_CHUNK_SIZE,
+        retries: int = DEFAULT_RETRIES,
+        window: int | None = None,
+    ) -> None:
+        check_retries(retries)
+        self.spec = spec
+        self.chunk_size = chunk_size
+        self.retries = retries
+        self.window = window
+        self.client: Client | None = None
+        self.cluster: LocalCluster | None = None
+
+    def __enter__(self) -> DaskRunner:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> Client:
+        if self.client is not None:
+            return self.client
+        spec = self.spec
+        try:
+            if spec.local_workers is not None:
+                # Read when the scheduler starts: a task is tried on retries + 1 workers before
+                # KilledWorker; and tasks go to the workers as they are submitted (the window
+                # bounds them) rather than wait at the scheduler for a free thread, which cost a
+                # scheduler round trip of idle worker per chunk (docs/benchmarks.md, bench_scale).
+                settings = {"distributed.scheduler.allowed-failures": self.retries, "distributed.scheduler.worker-saturation": "inf"}
+                with dask.config.set(settings):
+                    self.cluster = LocalCluster(
+                        n_workers=spec.local_workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        host="127.0.0.1",
+                        dashboard_address="127.0.0.1:0",
+                        memory_limit=spec.worker_memory if spec.worker_memory is not None else "auto",
+                        # Dask's own log (workers restarted, keys refetched) with -v only; a chunk
+                        # that fails for good is our RunError.
+                        silence_logs=logging.WARNING if log.isEnabledFor(logging.INFO) else logging.CRITICAL,
+                    )
+                self.client = Client(self.cluster)
+            elif os.path.isfile(spec.scheduler):
+                self.client = Client(scheduler_file=spec.scheduler, security=spec.security())
+            else:
+                self.client = Client(spec.scheduler, security=spec.security())
+        except (OSError, ValueError, TypeError) as e:
+            self.close()
+            where = f"local:{spec.local_workers}" if spec.local_workers is not None else spec.scheduler
+            raise RunError(f"cannot start or reach the Dask cluster {where}: {e}") from None
+        bokeh = "" if importlib.util.find_spec("bokeh") else " (shows its pages once bokeh is installed)"
+        log.info("dask: scheduler %s, dashboard %s%s", self.client.scheduler.address, self.client.dashboard_link, bokeh)
+        return self.client
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        if self.cluster is not None:
+            self.cluster.close()
+            self.cluster = None
+
+    def worker_pids(self) -> dict[str, int]:
+        """Worker address -> process id, for monitoring (and the fault tests)."""
+        return self.start().run(os.getpid)
+
+    def map(self, decoder: Decoder, lines: Iterable[Line]) -> Iterator[DecodeResult]:
+        client = self.start()
+        payload = pickle.dumps(decoder, protocol=pickle.HIGHEST_PROTOCOL)
+        key = hashlib.sha256(payload).hexdigest()
+        name = f"fstdecode-decoder-{key[:16]}"
+        client.register_plugin(DecoderPlugin(key, payload), name=name)
+        run = uuid.uuid4().hex[:8]
+        window = self.window or max(2, sum(client.nthreads().values()) * WINDOW_PER_WORKER)
+        chunks = chunked(lines, self.chunk_size)
+        # Results come back as they complete (fetched in batches by as_completed), wait in `done`
+        # until their turn, and go out in input order; in flight + waiting <= window chunks.
+        arrivals = as_completed(with_results=True, raise_errors=False)
+        inflight: dict[str, Chunk] = {}
+        done: dict[int, list[DecodeResult]] = {}
+        next_out = 0
+        exhausted = False
+
+        def fill() -> bool:
+            """Submit chunks up to the window; False once the input is exhausted."""
+            while len(inflight) + len(done) < window:
+                chunk = next(chunks, None)
+                if chunk is None:
+                    return False
+                future = client.submit(decode_task, key, chunk.lines, key=f"fstdecode-{run}-{chunk.index}", pure=False)
+                inflight[future.key] = chunk
+                arrivals.add(future)
+            return True
+
+        try:
+            exhausted = not fill()
+            for future, result in arrivals:
+                chunk = inflight.pop(future.key)
+                if future.status == "error":
+                    _raise(chunk, future.exception())
+                done[chunk.index] = result
+                while next_out in done:
+                    yield from done.pop(next_out)
+                    next_out += 1
+                if not exhausted:
+                    exhausted = not fill()
+        finally:
+            arrivals.clear()
+            if inflight:
+                client.cancel(list(inflight))
+            try:
+                client.unregister_worker_plugin(name)
+            except Exception:  # noqa: BLE001 (a closing cluster: the plugin goes with its workers)
+                pass
+
+
+def _raise(chunk: Chunk, error: BaseException) -> None:
+    """A chunk that killed too many workers is a RunError naming its lines; any other error is re-raised."""
+    from distributed.scheduler import KilledWorker
+
+    if isinstance(error, KilledWorker):
+        raise RunError(f"{chunk.describe()}: the Dask workers decoding them died too often ({error}); out of memory?") from None
+    raise error

@@ -1,0 +1,152 @@
+"""The Dask runner (fstdecode.run.dask) on a LocalCluster of two worker processes.
+
+The same checks as the local pool's in tests/unit/test_run.py, against the serial run: every
+line once, in order, also when a worker is SIGKILLed mid-run (from inside at a chosen line, and
+from outside by its pid); a chunk that always kills its worker fails clearly; each worker
+unpickles the decoder once, not once per task. Skipped with a reason without the cluster extra
+(CI installs it: the test extra includes it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import shutil
+import signal
+import subprocess
+
+import pytest
+
+pytest.importorskip("distributed", reason="the Dask runner needs the cluster extra: pip install 'fstdecode[cluster]'")
+
+import faulty  # noqa: E402
+from faulty import Counted, KillAlways, KillOnce, Slow  # noqa: E402
+from shared import EXAMPLE_DATA, run_cli  # noqa: E402
+
+from fstdecode.cli.output import text  # noqa: E402
+from fstdecode.run import RunError, decode_lines  # noqa: E402
+from fstdecode.run.dask import ClusterSpec, DaskRunner  # noqa: E402
+
+EXAMPLE_LINES = (EXAMPLE_DATA / "input.txt").read_text(encoding="utf-8").splitlines()
+LINES = list(itertools.islice(itertools.cycle(EXAMPLE_LINES + ["", "xyzzy plugh", "das <s>"]), 120))
+
+pytestmark = pytest.mark.slow  # a LocalCluster takes ~2 s to start, each kill ~1 s to recover
+
+
+@pytest.fixture(scope="module")
+def decoder(example_model):
+    from fstdecode.decoder import Decoder
+
+    return Decoder(example_model, "stack")
+
+
+@pytest.fixture(scope="module")
+def expected(decoder) -> list[str]:
+    return [text(r) for r in decode_lines(decoder, LINES)]
+
+
+@pytest.fixture(scope="module")
+def runner():
+    with DaskRunner(ClusterSpec(local_workers=2), chunk_size=4) as r:
+        yield r
+
+
+def test_cluster_listens_on_loopback_only(runner):
+    assert runner.client.scheduler.address.startswith("tcp://127.0.0.1:")
+    assert all(address.startswith("tcp://127.0.0.1:") for address in runner.worker_pids())
+    assert runner.client.dashboard_link.startswith("http://127.0.0.1:")
+
+
+def test_dask_equals_serial_and_loads_the_decoder_once_per_worker(runner, expected, decoder):
+    results = list(decode_lines(Counted(decoder), LINES, runner))
+    assert [r.id for r in results] == list(range(len(LINES)))
+    assert [text(r) for r in results] == expected
+    per_worker = runner.client.run(faulty.loads)
+    assert len(per_worker) == 2 and max(per_worker.values()) == 1, per_worker  # 30 tasks, one load each at most
+
+
+def test_dask_redoes_the_chunk_of_a_worker_killed_mid_chunk(runner, expected, decoder, tmp_path):
+    marker = tmp_path / "killed"
+    out = [text(r) for r in decode_lines(KillOnce(decoder, 37, marker), LINES, runner)]
+    assert marker.exists()  # a worker process did SIGKILL itself at line 37
+    assert out == expected
+
+
+def test_dask_survives_a_worker_killed_from_outside(runner, expected, decoder):
+    out, killed = [], None
+    for result in decode_lines(Slow(decoder, 0.01), LINES, runner):
+        out.append(text(result))
+        if len(out) == 12:
+            killed = sorted(runner.worker_pids().values())[0]
+            os.kill(killed, signal.SIGKILL)
+    assert killed is not None and killed not in runner.worker_pids().values()
+    assert out == expected
+
+
+def test_dask_fails_clearly_on_a_chunk_that_always_kills_its_worker(decoder):
+    with DaskRunner(ClusterSpec(local_workers=2), chunk_size=4, retries=1) as r:
+        with pytest.raises(RunError, match=r"input lines 37-40: the Dask workers decoding them died too often"):
+            list(decode_lines(KillAlways(decoder, 37), LINES, r))
+
+
+def test_cluster_spec_refuses_bad_combinations():
+    for kwargs, message in [
+        ({}, "exactly one of"),
+        ({"local_workers": 2, "scheduler": "tcp://x:1"}, "exactly one of"),
+        ({"local_workers": 0}, "--workers"),
+        ({"scheduler": "tls://x:1", "tls_ca_file": "ca.pem"}, "go together"),
+        ({"local_workers": 2, "tls_ca_file": "a", "tls_cert": "b", "tls_key": "c"}, "loopback|127.0.0.1"),
+        ({"scheduler": "tcp://x:1", "worker_memory": "1GB"}, "--memory-limit"),
+    ]:
+        with pytest.raises(RunError, match=message):
+            ClusterSpec(**kwargs)
+    tls = ClusterSpec(scheduler="tls://x:1", tls_ca_file="ca.pem", tls_cert="c.pem", tls_key="k.pem").security()
+    assert tls.require_encryption and tls.tls_ca_file == "ca.pem" and tls.tls_client_cert == "c.pem"
+
+
+def test_cli_cluster_equals_one_worker_and_logs_the_dashboard():
+    source = "\n".join(LINES) + "\n"
+    one = run_cli(["decode", "--method", "stack", "--format", "nbest"], source)
+    dask = run_cli(["-v", "decode", "--method", "stack", "--format", "nbest", "--cluster", "local:2", "--worker-memory", "1GB"], source)
+    assert dask.returncode == 0, dask.stderr
+    assert dask.stdout == one.stdout
+    assert "dask: scheduler tcp://127.0.0.1:" in dask.stderr and "dashboard http://127.0.0.1:" in dask.stderr
+
+
+def test_cli_unreachable_scheduler_is_a_clean_error():
+    proc = run_cli(["decode", "--scheduler", "tcp://127.0.0.1:1"], "das\n", DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s")
+    assert proc.returncode == 2, proc.stderr
+    assert "cannot start or reach the Dask cluster tcp://127.0.0.1:1" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="makes its TLS certificate with the openssl command")
+def test_cli_joins_a_tls_scheduler_with_the_tls_flags(tmp_path):
+    """A LocalCluster that requires TLS (a self-signed certificate, its own CA): the CLI joins it
+    with --tls-ca-file/--tls-cert/--tls-key and decodes as serially; without them it is refused
+    with a clean error."""
+    from distributed import LocalCluster
+    from distributed.security import Security
+
+    cert, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+         "-subj", "/CN=127.0.0.1"],
+        check=True, capture_output=True,
+    )
+    files = dict(tls_scheduler_cert=cert, tls_scheduler_key=key, tls_worker_cert=cert, tls_worker_key=key,
+                 tls_client_cert=cert, tls_client_key=key)
+    security = Security(tls_ca_file=cert, require_encryption=True, **files)
+    source = "\n".join(EXAMPLE_LINES) + "\n"
+    serial = run_cli(["decode", "--method", "stack"], source).stdout
+    with LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", protocol="tls://", security=security,
+                      dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        assert cluster.scheduler_address.startswith("tls://127.0.0.1:")
+        joined = run_cli(["decode", "--method", "stack", "--scheduler", cluster.scheduler_address,
+                          "--tls-ca-file", cert, "--tls-cert", cert, "--tls-key", key], source)
+        assert joined.returncode == 0, joined.stderr
+        assert joined.stdout == serial
+        refused = run_cli(["decode", "--scheduler", cluster.scheduler_address], source,
+                          DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="3s")
+        assert refused.returncode == 2 and "cannot start or reach the Dask cluster tls://" in refused.stderr
+        assert "Traceback" not in refused.stderr

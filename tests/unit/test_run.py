@@ -1,0 +1,317 @@
+"""The batch runners (fstdecode.run): order, faults, shards, resume, and the CLI flags over them.
+
+Every runner is checked against the serial run of the same decoder: the same results, once
+each, in input order. The fault tests SIGKILL a worker process mid-chunk (from inside, at a
+chosen line, so the test is deterministic; and from outside, by pid, mid-run) and expect the
+lost chunk to be redone. Dask's own runner has the same checks in tests/integration/test_dask.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from faulty import KillAlways, KillOnce, Slow
+from shared import EXAMPLE_DATA, ROOT, run_cli
+
+from fstdecode.cli.output import json_line, resume_point, text
+from fstdecode.run import Line, ProcessRunner, RunError, SerialRunner, decode_lines, runner_for
+from fstdecode.run.base import chunked
+from fstdecode.run.lines import ShardError, count_lines, parse_shard, shard_span
+
+EXAMPLE_LINES = (EXAMPLE_DATA / "input.txt").read_text(encoding="utf-8").splitlines()
+#: 120 lines: the example's sentences, an empty line, an unknown word, a reserved token (a
+#: per-line error that must not stop the batch), so every kind of result crosses the pipes.
+LINES = list(itertools.islice(itertools.cycle(EXAMPLE_LINES + ["", "xyzzy plugh", "das <s>"]), 120))
+
+
+def serial(decoder, lines=LINES) -> list[str]:
+    return [text(r) for r in decode_lines(decoder, lines)]
+
+
+@pytest.fixture(scope="module")
+def stack_decoder(example_model):
+    from fstdecode.decoder import Decoder
+
+    return Decoder(example_model, "stack")
+
+
+@pytest.fixture(scope="module")
+def expected(stack_decoder) -> list[str]:
+    out = serial(stack_decoder)
+    assert len(out) == len(LINES) and out[LINES.index("das <s>")] == "das <s>"  # the failed line passes through
+    return out
+
+
+# chunk sizes: 1 (a task per line), 7 (does not divide 120: a short last chunk), 200 (one chunk).
+@pytest.mark.parametrize("chunk_size", [1, 7, 200])
+def test_pool_equals_serial(stack_decoder, expected, chunk_size):
+    results = list(decode_lines(stack_decoder, LINES, ProcessRunner(2, chunk_size=chunk_size)))
+    assert [r.id for r in results] == list(range(len(LINES)))
+    assert [text(r) for r in results] == expected
+
+
+def test_pool_redoes_the_chunk_of_a_worker_killed_mid_chunk(stack_decoder, expected, tmp_path, caplog):
+    marker = tmp_path / "killed"
+    out = [text(r) for r in decode_lines(KillOnce(stack_decoder, 37, marker), LINES, ProcessRunner(2, chunk_size=4))]
+    assert marker.exists()  # a worker did die at line id 37, in the middle of chunk 36-39
+    assert out == expected
+    assert "input lines 37-40: a worker died (killed by SIGKILL); decoding them again on a fresh worker (retry 1 of 2)" in caplog.text
+
+
+def test_pool_survives_a_worker_killed_from_outside(stack_decoder, expected):
+    runner = ProcessRunner(2, chunk_size=3)
+    out, killed = [], []
+    for result in decode_lines(Slow(stack_decoder, 0.01), LINES, runner):
+        out.append(text(result))
+        if len(out) == 10:  # both workers are busy on later chunks by now
+            killed = runner.pids[:1]
+            os.kill(killed[0], signal.SIGKILL)
+    assert killed and killed[0] not in runner.pids  # cleared at the end; replaced during the run
+    assert out == expected
+
+
+def test_pool_fails_clearly_on_a_chunk_that_always_kills_its_worker(stack_decoder):
+    # Line id 37 (0-based) falls in chunk 9 of 4 lines, ids 36-39: input lines 37-40 as a user counts them.
+    with pytest.raises(RunError, match=r"input lines 37-40: a worker died decoding them 3 times \(killed by SIGKILL"):
+        list(decode_lines(KillAlways(stack_decoder, 37), LINES, ProcessRunner(2, chunk_size=4, retries=2)))
+
+
+class _Jumbled:
+    """Decodes as the example decoder, but slower on some lines, so chunks finish out of order."""
+
+    def __init__(self, decoder, delays) -> None:
+        self.decoder, self.delays = decoder, delays
+
+    def decode(self, text: str, id: int = 0):
+        import time
+
+        time.sleep(self.delays[id % len(self.delays)])
+        return self.decoder.decode(text, id=id)
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    n=st.integers(0, 40),
+    workers=st.integers(1, 3),
+    chunk_size=st.integers(1, 6),
+    delays=st.lists(st.sampled_from([0.0, 0.0, 0.003, 0.01]), min_size=1, max_size=7),
+)
+def test_pool_order_and_count_whatever_finishes_first(stack_decoder, expected, n, workers, chunk_size, delays):
+    out = [text(r) for r in decode_lines(_Jumbled(stack_decoder, delays), LINES[:n], ProcessRunner(workers, chunk_size))]
+    assert out == expected[:n]
+
+
+def test_pool_reads_the_input_lazily(stack_decoder):
+    """A window of chunks in flight, not the whole input: the pool has read a bounded number of
+    lines when the first result comes out, even of an endless input."""
+    read = itertools.count()
+
+    def endless():
+        for k in itertools.count():
+            next(read)
+            yield Line(k, EXAMPLE_LINES[k % len(EXAMPLE_LINES)])
+
+    results = decode_lines(stack_decoder, endless(), ProcessRunner(2, chunk_size=5))
+    first = list(itertools.islice(results, 3))
+    results.close()
+    assert [r.id for r in first] == [0, 1, 2]
+    assert next(read) <= 2 * 4 * 5 + 5 + 1  # workers * WINDOW_PER_WORKER chunks of 5, and the one being read
+
+
+def test_serial_and_bad_settings(stack_decoder, expected):
+    assert [text(r) for r in SerialRunner().map(stack_decoder, [Line(k, s) for k, s in enumerate(LINES)])] == expected
+    for make, flag in [(lambda: ProcessRunner(0), "--workers"), (lambda: ProcessRunner(2, retries=-1), "--retries"),
+                       (lambda: list(chunked([], 0)), "--chunk-size")]:
+        with pytest.raises(RunError, match=flag):
+            make()
+    assert isinstance(runner_for(1), SerialRunner) and isinstance(runner_for(3), ProcessRunner)
+    with pytest.raises(RunError, match="--cluster takes local:N"):
+        runner_for(cluster="slurm:4")
+    with pytest.raises(RunError, match="need --cluster or --scheduler"):
+        runner_for(2, worker_memory="1GB")
+
+
+# --- shards ------------------------------------------------------------------------------------
+
+
+@given(total=st.integers(0, 500), n=st.integers(1, 40))
+def test_shards_tile_the_input_in_order(total, n):
+    spans = [shard_span(total, (i, n)) for i in range(1, n + 1)]
+    assert [k for a, b in spans for k in range(a, b)] == list(range(total))
+    sizes = [b - a for a, b in spans]
+    assert max(sizes) - min(sizes) <= 1
+
+
+@pytest.mark.parametrize("bad", ["0/4", "5/4", "2", "a/b", "1/0", "-1/3"])
+def test_shard_syntax(bad):
+    with pytest.raises(ShardError, match="--shard takes I/N"):
+        parse_shard(bad)
+
+
+# an empty file, a last line with and without an end of line, CRLF.
+@pytest.mark.parametrize("data, lines", [(b"", 0), (b"a\n", 1), (b"a\nb", 2), (b"a\r\nb\r\n", 2), (b"\n\n", 2)])
+def test_count_lines(tmp_path, data, lines):
+    path = tmp_path / "in.txt"
+    path.write_bytes(data)
+    with open(path, "rb") as f:
+        f.read(1)
+        f.seek(0)
+        assert count_lines(f) == lines
+        assert f.read() == data  # rewound
+
+
+def test_count_lines_of_a_pipe_is_unknown():
+    r, w = os.pipe()
+    with os.fdopen(r, "rb") as f, os.fdopen(w, "wb"):
+        assert count_lines(f) is None
+
+
+# --- resume ------------------------------------------------------------------------------------
+
+
+def test_resume_point_text_and_json(tmp_path):
+    out = tmp_path / "out"
+    assert resume_point(str(out), "text") == (0, 0)  # no file yet
+    out.write_bytes(b"one\ntwo\nthr")
+    assert resume_point(str(out), "text") == (2, 8)  # the cut third line goes
+    out.write_bytes(b'{"id": 0}\n{"id": 1}\n')
+    assert resume_point(str(out), "json") == (2, 20)
+
+
+def test_resume_point_nbest_redoes_the_last_group(tmp_path):
+    out = tmp_path / "out"
+    out.write_bytes(b"0 ||| a |||\n0 ||| b |||\n1 ||| c |||\n1 ||| d")
+    assert resume_point(str(out), "nbest") == (1, 24)  # id 1 may have been cut between its lines
+    out.write_bytes(b"garbage\n")
+    with pytest.raises(Exception, match=r":1: not an n-best line"):
+        resume_point(str(out), "nbest")
+
+
+# --- the CLI -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def input_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("in") / "input.txt"
+    path.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    return path
+
+
+def cli(args, input_file):
+    """``fstdecode decode --method stack ARGS < input_file`` (stdin a file, as --shard needs); str output."""
+    with open(input_file, "rb") as f:
+        proc = subprocess.run(
+            [sys.executable, "-m", "fstdecode", "decode", "--method", "stack", *args],
+            stdin=f, capture_output=True, cwd=ROOT, env={**os.environ, "PYTHONUTF8": "1"}, timeout=300,
+        )
+    proc.stdout, proc.stderr = proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def full_outputs(input_file):
+    outs = {fmt: cli(["--format", fmt], input_file).stdout for fmt in ("text", "json", "nbest")}
+    assert len(outs["text"].splitlines()) == len(LINES)
+    return outs
+
+
+def _no_seconds(out: str, fmt: str) -> str:
+    if fmt != "json":
+        return out
+    rows = [json.loads(x) for x in out.splitlines()]
+    for row in rows:
+        row.get("stats", {}).pop("seconds", None)
+    return "\n".join(json.dumps(row) for row in rows)
+
+
+def test_cli_shards_concatenate_to_the_whole_run(input_file, full_outputs):
+    parts = []
+    for i in range(1, 4):
+        proc = cli(["--format", "nbest", "--shard", f"{i}/3"], input_file)
+        assert proc.returncode == 0, proc.stderr
+        parts.append(proc.stdout)
+    assert [len({ln.split(" ||| ")[0] for ln in p.splitlines()}) for p in parts] == [40, 40, 40]
+    assert "".join(parts) == full_outputs["nbest"]
+
+
+def test_cli_shard_needs_a_file():
+    proc = run_cli(["decode", "--shard", "1/2"], "das\n")  # stdin is a pipe here
+    assert proc.returncode == 2 and "--shard needs the input as a file" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+# text and json: one line per result; nbest: a group of lines per result.
+@pytest.mark.parametrize("fmt", ["text", "json", "nbest"])
+def test_cli_resume_after_a_cut_write_equals_the_whole_run(input_file, full_outputs, tmp_path, fmt):
+    whole = full_outputs[fmt].encode()
+    for cut in (0, len(whole) // 3, len(whole) // 2 + 5, len(whole)):  # nothing, mid-line cuts, everything
+        out = tmp_path / f"out.{fmt}"
+        out.write_bytes(whole[:cut])
+        proc = cli(["--format", fmt, "--workers", "2", "--resume", str(out)], input_file)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == ""
+        assert _no_seconds(out.read_text(encoding="utf-8"), fmt) == _no_seconds(full_outputs[fmt], fmt)
+
+
+def test_cli_resume_of_a_shard(input_file, full_outputs, tmp_path):
+    """--resume with --shard: OUT is the shard's output; resumed, it is the shard's part of the whole."""
+    whole = full_outputs["text"].splitlines(keepends=True)
+    out = tmp_path / "out.2"
+    out.write_text("".join(whole[40:47]) + whole[47][:3], encoding="utf-8")  # 7 lines done, the 8th cut
+    proc = cli(["--shard", "2/3", "--resume", str(out)], input_file)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text(encoding="utf-8") == "".join(whole[40:80])
+
+
+def test_cli_resume_refuses_a_longer_file(input_file, tmp_path):
+    out = tmp_path / "out"
+    out.write_text("x\n" * (len(LINES) + 1))
+    proc = cli(["--resume", str(out)], input_file)
+    assert proc.returncode == 2 and "more than the 120 input lines" in proc.stderr
+
+
+def test_cli_workers_and_threads_alias(input_file, full_outputs):
+    for flag in ("--workers", "--threads"):
+        proc = cli([flag, "2", "--chunk-size", "3"], input_file)
+        assert proc.returncode == 0 and proc.stdout == full_outputs["text"]
+
+
+def test_cli_progress_bar(input_file, full_outputs):
+    shown = cli(["--progress"], input_file)
+    assert shown.stdout == full_outputs["text"]
+    assert f"{len(LINES)}/{len(LINES)}" in shown.stderr  # tqdm's count of lines written, of the known total
+    hidden = cli(["--no-progress"], input_file)
+    assert hidden.stderr == cli([], input_file).stderr and f"/{len(LINES)}" not in hidden.stderr
+
+
+def test_cli_without_dask_says_what_to_install(tmp_path):
+    """A ``distributed`` that fails to import, as when the cluster extra is not installed."""
+    (tmp_path / "distributed").mkdir()
+    (tmp_path / "distributed" / "__init__.py").write_text("raise ImportError(\"No module named 'distributed'\")\n")
+    for flag in (["--cluster", "local:2"], ["--scheduler", "tcp://127.0.0.1:8786"]):
+        proc = run_cli(["decode", *flag], "das\n", PYTHONPATH=str(tmp_path))
+        assert proc.returncode == 2, proc.stderr
+        assert "pip install 'fstdecode[cluster]'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# each a flag combination that makes no sense, refused before anything runs.
+@pytest.mark.parametrize("args, message", [
+    (["--cluster", "local:2", "--workers", "2"], "--workers is the local pool"),
+    (["--cluster", "local:2", "--scheduler", "tcp://x:1"], "not both"),
+    (["--cluster", "remote"], "--cluster takes local:N"),
+    (["--worker-memory", "1GB"], "need --cluster or --scheduler"),
+    (["--chunk-size", "0"], "--chunk-size must be >= 1"),
+    (["--retries", "-1"], "--retries must be >= 0"),
+    (["--shard", "3/2"], "--shard takes I/N"),
+])
+def test_cli_bad_run_flags(args, message):
+    proc = run_cli(["decode", *args], "das\n")
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
