@@ -12,27 +12,23 @@ writing the lines already decoded.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import itertools
 import logging
 import os
 import signal
 import sys
-from typing import Iterator, Sequence, TextIO
+from typing import Sequence
 
 from fstdecode import __version__
-from fstdecode.cli import output
-from fstdecode.cli.options import add_search_flags, search_options
+from fstdecode.cli import output, running
+from fstdecode.cli.options import add_search_flags, check_min, search_options
 from fstdecode.cli.progress import progress_bar
 from fstdecode.decoder import DEFAULT_METHOD, XML_INPUT_MODES, DecodeResult, Decoder
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.phrase_table import SCORE_FORMATS
 from fstdecode.io.table_filter import DEFAULT_CHUNK_LINES, FILTER_THRESHOLD_BYTES, SourceFilter
 from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, ENGINES, Model, load_model, refiltered, table_path
-from fstdecode.run import Line, Runner, decode_filtered, decode_lines, input_lines, runner_for
+from fstdecode.run import decode_filtered, decode_lines
 from fstdecode.model.distortion import SEMANTICS
-from fstdecode.run.base import DASK_CHUNK_SIZE, DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES
-from fstdecode.run.lines import count_lines, parse_shard, shard_span
 from fstdecode.search.base import METHODS
 
 DESCRIPTION = (
@@ -113,44 +109,6 @@ def _filter_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _run_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("running (README.md, 'Running on many cores and machines')")
-    g.add_argument(
-        "--workers", "--threads", dest="workers", type=int, default=1, metavar="N",
-        help="decode in N local worker processes (default: 1, this process); --threads is an alias",
-    )
-    g.add_argument("--cluster", metavar="local:N", help="decode on a Dask LocalCluster of N worker processes on 127.0.0.1 (the cluster extra)")
-    g.add_argument(
-        "--scheduler", metavar="ADDRESS",
-        help="decode on an existing Dask cluster: its scheduler's address (tcp://host:8786, tls://...) or scheduler file",
-    )
-    g.add_argument("--worker-memory", metavar="SIZE", help="memory limit per --cluster worker, Dask's syntax (e.g. 2GB; default: Dask's)")
-    g.add_argument("--tls-ca-file", metavar="PEM", help="with --scheduler tls://...: the CA certificate (with --tls-cert and --tls-key)")
-    g.add_argument("--tls-cert", metavar="PEM", help="with --scheduler: this client's TLS certificate")
-    g.add_argument("--tls-key", metavar="PEM", help="with --scheduler: this client's TLS private key")
-    g.add_argument(
-        "--chunk-size", type=int, metavar="K",
-        help=f"lines per task sent to a worker (default: {DEFAULT_CHUNK_SIZE} for --workers, {DASK_CHUNK_SIZE} on Dask)",
-    )
-    g.add_argument(
-        "--retries", type=int, default=DEFAULT_RETRIES, metavar="R",
-        help=f"times a chunk is retried after its worker died (killed, out of memory) before the run fails (default: {DEFAULT_RETRIES})",
-    )
-    g.add_argument(
-        "--shard", metavar="I/N",
-        help="decode only the I-th of N contiguous blocks of the input (stdin must be a file); "
-        "the outputs of shards 1/N..N/N concatenated in order are the whole run's",
-    )
-    g.add_argument(
-        "--resume", metavar="OUT",
-        help="write to OUT instead of stdout, keeping the results already complete in OUT and decoding only the rest",
-    )
-    g.add_argument(
-        "--progress", action=argparse.BooleanOptionalAction, default=None,
-        help="a progress bar on stderr (default: when stderr is a terminal)",
-    )
-
-
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fstdecode", description=DESCRIPTION)
     p.add_argument("--version", action="version", version=f"fstdecode {__version__}")
@@ -181,7 +139,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     dec.add_argument("--format", choices=output.FORMATS, default="text", help="output format (default: text)")
     _output_args(dec)
-    _run_args(dec)
+    running.add_run_flags(dec)
     add_search_flags(dec)
     comp = sub.add_parser("compile", help="compile the phrase-table transducer P to an OpenFst file")
     _model_args(comp)
@@ -214,16 +172,10 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _check_min(flag: str, value: int | None, minimum: int) -> None:
-    """Refuse an out-of-range numeric flag up front (rather than ignore or misread it)."""
-    if value is not None and value < minimum:
-        raise FstdecodeError(f"{flag} must be >= {minimum}, got {value}")
-
-
 def _load(args: argparse.Namespace, table=None, source_vocabulary=None):
     """The model the flags name; ``--engine python`` reads its LM with the Python reference reader."""
-    _check_min("--lm-order", args.lm_order, 1)
-    _check_min("--table-limit", args.table_limit, 0)
+    check_min("--lm-order", args.lm_order, 1)
+    check_min("--table-limit", args.table_limit, 0)
     return load_model(
         args.config,
         table=table,
@@ -254,7 +206,7 @@ def _decoder(args: argparse.Namespace, model: Model) -> Decoder:
 
 def _filtering(args: argparse.Namespace) -> bool:
     """Whether to filter the table to the input: the flag, else whether the table file is big."""
-    _check_min("--filter-chunk", args.filter_chunk, 1)
+    check_min("--filter-chunk", args.filter_chunk, 1)
     if getattr(args, "phrase_fst", None):
         if args.filter:
             raise FstdecodeError("--filter reads a text phrase table; --phrase-fst gives a compiled one")
@@ -284,8 +236,8 @@ class _FilteredDecoders:
 
 
 def _cmd_decode(args: argparse.Namespace) -> int:
-    runner = _runner(args)
-    lines, total, done = _input(args)  # before the model loads: a bad --shard or --resume fails at once
+    runner = running.runner(args)
+    lines, total, done = running.input_range(args)  # before the model loads: a bad --shard or --resume fails at once
     if args.show_weights and _filtering(args):  # the names and weights need no table entries
         model = _load(args, source_vocabulary=lambda source: False)
         sys.stdout.write("".join(line + "\n" for line in model.show_weights()))
@@ -307,7 +259,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         results = decode_lines(_decoder(args, model), lines, runner)
         current = lambda: model  # noqa: E731
     write = None
-    out = _output(args)
+    out = running.output_stream(args)
     alignments = _open_output(args.alignment_output_file)
     try:
         flag = False if args.quiet and args.progress is None else args.progress
@@ -339,52 +291,6 @@ def _open_output(path: str | None):
         return open(path, "w", encoding="utf-8")
     except OSError as e:
         raise FstdecodeError(f"{path}: cannot write the alignment output file: {e.strerror}") from None
-
-
-def _runner(args: argparse.Namespace) -> Runner:
-    """The runner of the --workers, --cluster and --scheduler flags (one kind at a time)."""
-    if args.workers != 1 and (args.cluster or args.scheduler):
-        raise FstdecodeError("--workers is the local pool; give the Dask workers with --cluster local:N instead")
-    if args.cluster and args.scheduler:
-        raise FstdecodeError("give --cluster or --scheduler, not both")
-    _check_min("--chunk-size", args.chunk_size, 1)
-    _check_min("--retries", args.retries, 0)
-    tls = dict(tls_ca_file=args.tls_ca_file, tls_cert=args.tls_cert, tls_key=args.tls_key)
-    return runner_for(
-        args.workers, cluster=args.cluster, scheduler=args.scheduler, chunk_size=args.chunk_size,
-        retries=args.retries, worker_memory=args.worker_memory, **tls,
-    )
-
-
-def _input(args: argparse.Namespace) -> tuple[Iterator[Line], int | None, int]:
-    """The input lines this run decodes (``--shard``'s block, less what ``--resume`` found done),
-    how many lines the run's output will hold when known, and how many of them are done."""
-    total = count_lines(sys.stdin)
-    start, stop = 0, total
-    if args.shard:
-        shard = parse_shard(args.shard)
-        if total is None:
-            raise FstdecodeError("--shard needs the input as a file (`< input.txt`), to count its lines")
-        start, stop = shard_span(total, shard)
-    done = 0
-    if args.resume:
-        done, cut = output.resume_point(args.resume, args.format)
-        if stop is not None and done > stop - start:
-            raise FstdecodeError(f"{args.resume}: holds {done} results, more than the {stop - start} input lines; is it this input's output?")
-        if os.path.exists(args.resume):
-            os.truncate(args.resume, cut)
-        logging.getLogger("fstdecode").info("%s: %d results done; decoding the rest", args.resume, done)
-    lines = itertools.islice(input_lines(sys.stdin), start + done, stop)
-    return lines, (None if stop is None else stop - start), done
-
-
-def _output(args: argparse.Namespace) -> TextIO:
-    if not args.resume:
-        return sys.stdout
-    try:
-        return open(args.resume, "a", encoding="utf-8")
-    except OSError as e:
-        raise FstdecodeError(f"{args.resume}: cannot write: {e.strerror}") from None
 
 
 
@@ -436,9 +342,9 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 def _cmd_tsp(args: argparse.Namespace) -> int:
     from fstdecode.research.tsp import read_graph, solve_tsp
 
-    _check_min("--bandwidth", args.bandwidth, 0)
-    _check_min("--vertices", args.vertices, 1)
-    _check_min("--max-states", args.max_states, 1)
+    check_min("--bandwidth", args.bandwidth, 0)
+    check_min("--vertices", args.vertices, 1)
+    check_min("--max-states", args.max_states, 1)
     graph = read_graph(args.file, vertices=args.vertices, bandwidth=args.bandwidth)
     k = graph.bandwidth if args.bandwidth is None else args.bandwidth
     best = solve_tsp(graph, k, max_states=args.max_states)

@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 from typing import Any
 
+from fstdecode.errors import FstdecodeError
 from fstdecode.search.base import METHODS, OptionsError, SearchOptions, flag_of
 
 _TYPES = {"int": int, "float": float, "str": str}
@@ -82,3 +83,9 @@ def search_options(method: str, args: argparse.Namespace, **defaults: Any) -> Se
             raise OptionsError(f"{flag_of(f)} needs --method {' or '.join(methods)}, not {method}")
         values[name] = value
     return cls(**values)
+
+
+def check_min(flag: str, value: int | None, minimum: int) -> None:
+    """Refuse an out-of-range numeric flag up front (rather than ignore or misread it)."""
+    if value is not None and value < minimum:
+        raise FstdecodeError(f"{flag} must be >= {minimum}, got {value}")

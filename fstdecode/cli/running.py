@@ -1,0 +1,104 @@
+"""The flags and helpers of ``fstdecode decode`` that choose what runs where: the runner
+(``--workers``, ``--cluster``, ``--scheduler``), the share of the input (``--shard``,
+``--resume``) and where the output goes; the CLI's thin layer over :mod:`fstdecode.run`."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+import os
+import sys
+from typing import Iterator, TextIO
+
+from fstdecode.cli import output
+from fstdecode.cli.options import check_min
+from fstdecode.errors import FstdecodeError
+from fstdecode.run import Line, Runner, input_lines, runner_for
+from fstdecode.run.base import DASK_CHUNK_SIZE, DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES
+from fstdecode.run.lines import count_lines, parse_shard, shard_span
+
+
+def add_run_flags(p: argparse.ArgumentParser) -> None:
+    """The flags that choose where and how much of the input runs (README, 'Running on many cores and machines')."""
+    g = p.add_argument_group("running (README.md, 'Running on many cores and machines')")
+    g.add_argument(
+        "--workers", "--threads", dest="workers", type=int, default=1, metavar="N",
+        help="decode in N local worker processes (default: 1, this process); --threads is an alias",
+    )
+    g.add_argument("--cluster", metavar="local:N", help="decode on a Dask LocalCluster of N worker processes on 127.0.0.1 (the cluster extra)")
+    g.add_argument(
+        "--scheduler", metavar="ADDRESS",
+        help="decode on an existing Dask cluster: its scheduler's address (tcp://host:8786, tls://...) or scheduler file",
+    )
+    g.add_argument("--worker-memory", metavar="SIZE", help="memory limit per --cluster worker, Dask's syntax (e.g. 2GB; default: Dask's)")
+    g.add_argument("--tls-ca-file", metavar="PEM", help="with --scheduler tls://...: the CA certificate (with --tls-cert and --tls-key)")
+    g.add_argument("--tls-cert", metavar="PEM", help="with --scheduler: this client's TLS certificate")
+    g.add_argument("--tls-key", metavar="PEM", help="with --scheduler: this client's TLS private key")
+    g.add_argument(
+        "--chunk-size", type=int, metavar="K",
+        help=f"lines per task sent to a worker (default: {DEFAULT_CHUNK_SIZE} for --workers, {DASK_CHUNK_SIZE} on Dask)",
+    )
+    g.add_argument(
+        "--retries", type=int, default=DEFAULT_RETRIES, metavar="R",
+        help=f"times a chunk is retried after its worker died (killed, out of memory) before the run fails (default: {DEFAULT_RETRIES})",
+    )
+    g.add_argument(
+        "--shard", metavar="I/N",
+        help="decode only the I-th of N contiguous blocks of the input (stdin must be a file); "
+        "the outputs of shards 1/N..N/N concatenated in order are the whole run's",
+    )
+    g.add_argument(
+        "--resume", metavar="OUT",
+        help="write to OUT instead of stdout, keeping the results already complete in OUT and decoding only the rest",
+    )
+    g.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None,
+        help="a progress bar on stderr (default: when stderr is a terminal)",
+    )
+
+
+def runner(args: argparse.Namespace) -> Runner:
+    """The runner of the --workers, --cluster and --scheduler flags (one kind at a time)."""
+    if args.workers != 1 and (args.cluster or args.scheduler):
+        raise FstdecodeError("--workers is the local pool; give the Dask workers with --cluster local:N instead")
+    if args.cluster and args.scheduler:
+        raise FstdecodeError("give --cluster or --scheduler, not both")
+    check_min("--chunk-size", args.chunk_size, 1)
+    check_min("--retries", args.retries, 0)
+    tls = dict(tls_ca_file=args.tls_ca_file, tls_cert=args.tls_cert, tls_key=args.tls_key)
+    return runner_for(
+        args.workers, cluster=args.cluster, scheduler=args.scheduler, chunk_size=args.chunk_size,
+        retries=args.retries, worker_memory=args.worker_memory, **tls,
+    )
+
+
+def input_range(args: argparse.Namespace) -> tuple[Iterator[Line], int | None, int]:
+    """The input lines this run decodes (``--shard``'s block, less what ``--resume`` found done),
+    how many lines the run's output will hold when known, and how many of them are done."""
+    total = count_lines(sys.stdin)
+    start, stop = 0, total
+    if args.shard:
+        shard = parse_shard(args.shard)
+        if total is None:
+            raise FstdecodeError("--shard needs the input as a file (`< input.txt`), to count its lines")
+        start, stop = shard_span(total, shard)
+    done = 0
+    if args.resume:
+        done, cut = output.resume_point(args.resume, args.format)
+        if stop is not None and done > stop - start:
+            raise FstdecodeError(f"{args.resume}: holds {done} results, more than the {stop - start} input lines; is it this input's output?")
+        if os.path.exists(args.resume):
+            os.truncate(args.resume, cut)
+        logging.getLogger("fstdecode").info("%s: %d results done; decoding the rest", args.resume, done)
+    lines = itertools.islice(input_lines(sys.stdin), start + done, stop)
+    return lines, (None if stop is None else stop - start), done
+
+
+def output_stream(args: argparse.Namespace) -> TextIO:
+    if not args.resume:
+        return sys.stdout
+    try:
+        return open(args.resume, "a", encoding="utf-8")
+    except OSError as e:
+        raise FstdecodeError(f"{args.resume}: cannot write: {e.strerror}") from None
