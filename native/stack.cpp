@@ -8,7 +8,8 @@
 //
 // Layout: a coverage is a Cov<W> (coverage_set.h). LM contexts are interned per search
 // (space::Contexts) and the <s>-tape joins cached per (context, option) (space::BosJoins); a
-// recombination key is (coverage, last_t, context id). Hypotheses live in one arena per search
+// recombination key is (coverage, last_t, context id, last phrase's start, next-row id), the last
+// two set only with lexicalized reordering (Problem::set_reordering; stack.py's Key). Hypotheses live in one arena per search
 // (score, back-pointer, option); a stack holds its keys in creation order with an
 // open-addressing index, and is freed once expanded (as Python's `stacks[c] = {}`).
 #include "stack.h"

@@ -2,7 +2,8 @@
 
 :func:`native_problem` turns a :class:`~fstdecode.problem.problem.SearchProblem` into the
 core's ``Problem`` (the same options, in the same order, over the same per-sentence word ids,
-so the core's states are the Python engine's), :func:`to_result` turns the core's result back
+so the core's states are the Python engine's; with a lexicalized reordering model, each
+option's weighted ``lr_back``/``lr_next`` rows, and the distortion semantics), :func:`to_result` turns the core's result back
 into a :class:`~fstdecode.problem.problem.SearchResult` over the problem's Phrase objects, and
 :func:`stack_search` is the native twin of :func:`fstdecode.search.stack.search`.
 
