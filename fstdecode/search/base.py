@@ -279,7 +279,7 @@ def resolve_model_support(method: Method, engine: str, model: Model) -> tuple[st
     if not supported and model.reordering is not None:
         raise OptionsError(
             f"lexicalized reordering is not supported by {where} yet; "
-            f"use {_moses_methods()} (the Python engine), or remove the LexicalReordering feature"
+            f"use {_moses_methods()}, or remove the LexicalReordering feature"
         )
     if not supported and explicit:
         raise OptionsError(
@@ -290,8 +290,12 @@ def resolve_model_support(method: Method, engine: str, model: Model) -> tuple[st
 
 
 def _moses_methods() -> str:
-    """The methods whose Python engine implements Moses' reordering features, as a phrase."""
-    return " or ".join(f"--method {m.name}" for m in METHODS.values() if m.moses_model)
+    """The methods that implement Moses' reordering features, as a phrase (with the engines that do)."""
+    return " or ".join(
+        f"--method {m.name}" + ("" if m.moses_native or not m.has_native else " (the Python engine)")
+        for m in METHODS.values()
+        if m.moses_model
+    )
 
 
 def attach_native(name: str, native: Callable[[SearchProblem, Any], SearchResult], moses: bool = False) -> Method:
