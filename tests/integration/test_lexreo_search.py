@@ -95,7 +95,7 @@ def test_stack_reaches_moses_one_best_on_the_gold_model():
     folder = data_path("moses-lexreo-europarl-fr-en")
     model = load_model(folder / "moses.ini")
     gold = [float(v) for v in re.findall(r"^SCORE_\d+ = (\S+)$", (folder / "truth" / "results.txt").read_text(), re.M)]
-    decoder = Decoder(model, "stack")
+    decoder = Decoder(model, "stack", engine="python")
     assert (decoder.engine, decoder.semantics) == ("python", "moses")
     lines = (folder / "to-translate.txt").read_text(encoding="utf-8").splitlines()
     assert len(lines) == len(gold) == 5
