@@ -214,6 +214,29 @@ def test_exact_and_coverage_dp_equal_the_oracle(semantics, order, data):
     assert status == "" and _scores(alone) == pytest.approx(want, abs=1e-9)
 
 
+@pytest.mark.parametrize("semantics", ["moses", "paper"])
+@settings(max_examples=30, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_exact_heuristic_is_consistent_with_reordering(semantics, data):
+    # Lemmas 5-8 of fstdecode.search.exact directly: on every transition the A* scores (support
+    # mode records them all, nothing pruned), h(from) >= its score + h(to), and h is exact at the
+    # goal's edge. Weights of any sign: the distortion bound's both cases.
+    order = data.draw(st.sampled_from([1, 2, 3]))
+    model, sentence = data.draw(moses_case(max_n=5, max_d=5, order=order, semantics=semantics))
+    problem = Decoder(model, "exhaustive").problem(sentence)
+    bounds = exact.bounds(problem)
+    edges: list = []
+    exact.astar(problem, 1, None, None, -math.inf, edges)
+    assert edges
+
+    def h(key):
+        return exact.heuristic(problem, bounds, key[0], key[1], key[2])
+
+    for key, to, _, w, _ in edges:
+        rest = 0.0 if to is None else h(to)
+        assert h(key) >= w + rest - 1e-9 * max(1.0, abs(h(key))), (key, to, w)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("semantics", ["moses", "paper"])
 @settings(max_examples=25, **SEARCH_SETTINGS)
