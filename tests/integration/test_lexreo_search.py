@@ -237,6 +237,24 @@ def test_exact_heuristic_is_consistent_with_reordering(semantics, data):
         assert h(key) >= w + rest - 1e-9 * max(1.0, abs(h(key))), (key, to, w)
 
 
+@pytest.mark.parametrize("semantics", ["moses", "paper"])
+@settings(max_examples=30, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_exact_bounds_with_reordering_agree_between_engines(semantics, data):
+    # Lemma 7's reordering bound is computed by each engine on its own (exact.py's
+    # reordering_bounds, exact.cpp's add_reordering_bounds): the same β for every option.
+    from fstdecode._native import core
+    from fstdecode.search.native import native_form
+
+    model, sentence = data.draw(moses_case(max_n=6, max_d=5, order=data.draw(st.sampled_from([1, 2, 3])), semantics=semantics))
+    problem = Decoder(model, "exhaustive").problem(sentence)
+    python = exact.bounds(problem)
+    native = core.exact_bounds(native_form(problem).core)
+    options = [o for s in range(1, problem.n + 1) for o in problem.by_start[s]]
+    assert [native.beta[i] for i in range(len(options))] == pytest.approx([python.beta[id(o)] for o in options], abs=1e-12)
+    assert native.eos == pytest.approx(python.eos, abs=1e-12)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("semantics", ["moses", "paper"])
 @settings(max_examples=25, **SEARCH_SETTINGS)
