@@ -1,6 +1,8 @@
 // Exact search with a certificate: A* over coverage states (fstdecode/search/exact.py is the
 // Python reference and states the proof). A state is (coverage, last end position, LM context
-// minimised as the coverage DP's); its heuristic is an admissible and consistent upper bound on
+// minimised as the coverage DP's, and with lexicalized reordering the last phrase's start and
+// next-row id, as far as the next orientation reads them; lemmas 7-8 cover reordering and Moses'
+// distortion semantics); its heuristic is an admissible and consistent upper bound on
 // every completion, so the first complete derivation popped is optimal and its score is the
 // certificate (an upper bound on every derivation's score).
 #pragma once
