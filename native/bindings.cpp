@@ -304,6 +304,17 @@ PYBIND11_MODULE(_core, m) {
           py::arg("s"), py::arg("t"), py::arg("score"), py::arg("words"), py::arg("lengths"),
           py::arg("index"))
       .def("finish", &Problem::finish)
+      .def("set_reordering", &Problem::set_reordering,
+           "after finish(): the lexicalized reordering rows by option id (kind 0 none, 1 msd, 2 mslr, "
+           "3 monotonicity, 4 leftright; Option.lr_back and lr_next, weighted, flattened; width 0: no "
+           "such direction)",
+           py::arg("kind"), py::arg("back_width"), py::arg("next_width"), py::arg("back"), py::arg("next"))
+      .def("set_semantics", &Problem::set_semantics,
+           "Moses' distortion semantics (moses) or the paper's; charge_final: the jump into </s> is charged",
+           py::arg("moses"), py::arg("charge_final"))
+      .def_property_readonly("moses", &Problem::moses)
+      .def_property_readonly("charge_final", &Problem::charge_final)
+      .def_property_readonly("reordering_kind", &Problem::reordering_kind)
       .def_property_readonly("n", &Problem::n)
       .def_property_readonly("d", &Problem::d)
       .def_property_readonly("eta", &Problem::eta)

@@ -48,6 +48,8 @@ struct State {
   Cov<W> coverage;
   int last_t;
   int context;
+  int last_s;  // the reordering state (coverage_dp.py; exact.cpp's State): 0 and -1 without one
+  int row;
   int count;  // hypotheses held (at most nbest)
   int list;   // nbest == 1: unused; else an index into Layer::lists
   Hyp best;   // nbest == 1: the hypothesis
@@ -95,7 +97,7 @@ class Search {
       const WordId bos = p_.bos();
       const int context = contexts_.intern(&bos, 1);
       const Cov<W> zero;
-      const int start = add_state(layers_[0], zero, 0, context, key_hash(zero, 0, context));
+      const int start = add_state(layers_[0], zero, 0, context, 0, -1, hash_of(zero, 0, context, 0, -1));
       insert(layers_[0], start, {0.0, -1, -1, -1});
       for (int c = 0; c <= n_; ++c) expand(c);
     } catch (const BudgetExceeded&) {
@@ -116,9 +118,9 @@ class Search {
     const Layer<W>& last = layers_[static_cast<std::size_t>(n_)];
     for (std::size_t e = 0; e < last.states.size(); ++e) {
       const State<W>& st = last.states[e];
-      if (end_ - st.last_t - 1 > d_) continue;
+      if (!p_.moses() && end_ - st.last_t - 1 > d_) continue;
       const Joined closed = joins_.get(st.context, p_.eos_option());
-      const double close = closed.score - eta_ * (end_ - st.last_t - 1);
+      const double close = p_.charge_final() ? closed.score - eta_ * (end_ - st.last_t - 1) : closed.score;
       const Hyp* hyps = list_of(last, st);
       for (int r = 0; r < st.count; ++r) {
         // insert_best(finals, (score, (key, rank)), nbest, first)
@@ -161,12 +163,19 @@ class Search {
     return nbest_ == 1 ? &st.best : layer.lists[static_cast<std::size_t>(st.list)].data();
   }
 
-  int add_state(Layer<W>& layer, const Cov<W>& cov, int last_t, int context, std::uint64_t h) {
+  static std::uint64_t hash_of(const Cov<W>& cov, int t, int ctx, int last_s, int row) {
+    return key_hash(cov, t, ctx) ^
+           mix((static_cast<std::uint64_t>(static_cast<std::uint32_t>(row)) << 20) ^ static_cast<std::uint32_t>(last_s));
+  }
+
+  int add_state(Layer<W>& layer, const Cov<W>& cov, int last_t, int context, int last_s, int row, std::uint64_t h) {
     const int e = static_cast<int>(layer.states.size());
     State<W> st;
     st.coverage = cov;
     st.last_t = last_t;
     st.context = context;
+    st.last_s = last_s;
+    st.row = row;
     st.count = 0;
     st.list = -1;
     st.best = {0.0, -1, -1, -1};
@@ -180,16 +189,16 @@ class Search {
   }
 
   // The state (cov, last_t, context) of `layer`, created (and counted) if new.
-  int state_of(Layer<W>& layer, const Cov<W>& cov, int last_t, int context) {
-    const std::uint64_t h = key_hash(cov, last_t, context);
+  int state_of(Layer<W>& layer, const Cov<W>& cov, int last_t, int context, int last_s, int row) {
+    const std::uint64_t h = hash_of(cov, last_t, context, last_s, row);
     const int e = layer.index.find(h, [&](int i) {
       const State<W>& x = layer.states[static_cast<std::size_t>(i)];
-      return x.last_t == last_t && x.context == context && x.coverage == cov;
+      return x.last_t == last_t && x.context == context && x.last_s == last_s && x.row == row && x.coverage == cov;
     });
     if (e >= 0) return e;
     ++states_;
     if (o_.max_states >= 0 && states_ > o_.max_states) throw BudgetExceeded{};
-    return add_state(layer, cov, last_t, context, h);
+    return add_state(layer, cov, last_t, context, last_s, row, h);
   }
 
   void insert(Layer<W>& layer, int e, const Hyp& item) {
@@ -209,21 +218,30 @@ class Search {
       scores_.assign(static_cast<std::size_t>(st.count), 0.0);
       for (int r = 0; r < st.count; ++r) scores_[static_cast<std::size_t>(r)] = list[r].score;
       const int lo = std::max(1, st.last_t + 1 - d_), hi = std::min(n_, st.last_t + 1 + d_);
+      const bool moses = p_.moses(), lr = p_.has_reordering();
+      const int g = lowest_uncovered(st.coverage);
       for (int s = lo; s <= hi; ++s) {
         if (st.coverage.get(s - 1)) continue;
         const int jump = std::abs(st.last_t + 1 - s);
         for (const Option& opt : by_start[static_cast<std::size_t>(s)]) {
           if (st.coverage.any_in_range(s - 1, opt.t - 1)) continue;
+          if (moses && s != g && opt.t + 1 - g > d_) continue;  // Moses' gap rule
           Cov<W> cov = st.coverage;
           cov.set_range(s - 1, opt.t - 1);
-          // The final jump into </s> must be possible from a full coverage.
+          // The final jump into </s> must be possible from a full coverage (paper's semantics).
           const bool full = cov == full_;
-          if (full && end_ - opt.t - 1 > d_) continue;
+          if (full && !moses && end_ - opt.t - 1 > d_) continue;
           ++transitions_;
           const Joined joined = joins_.get(st.context, opt);
-          const double delta = opt.score + joined.score - eta_ * jump;
+          double delta = opt.score + joined.score - eta_ * jump;
+          int last_s = 0, row = -1;
+          if (lr) {
+            delta += p_.reordering_score(st.last_s, st.last_t, st.row, opt);
+            last_s = p_.reordering_reads_start() ? opt.s : 0;
+            row = p_.lr_row(opt.id);
+          }
           Layer<W>& target = layers_[static_cast<std::size_t>(c + opt.t - opt.s + 1)];
-          const int to = state_of(target, cov, opt.t, joined.last);
+          const int to = state_of(target, cov, opt.t, joined.last, last_s, row);
           for (int r = 0; r < st.count; ++r)
             insert(target, to, {scores_[static_cast<std::size_t>(r)] + delta, static_cast<int>(e), r, opt.id});
         }

@@ -1,5 +1,6 @@
 // The exact coverage-vector DP (Koehn et al. 2003 without pruning): a port of
-// fstdecode/search/coverage_dp.py. States are (coverage, last end position, LM context), the
+// fstdecode/search/coverage_dp.py. States are (coverage, last end position, LM context, and with
+// lexicalized reordering the last phrase's reordering state: Problem::set_reordering), the
 // context minimised as fstdecode.statespace.ngram.join does for the one <s> tape; each state
 // keeps its k best hypotheses (search/kbest.py's insert_best). The same states are built in the
 // same order, so `states`, `transitions`, scores and tie order equal the Python engine's.

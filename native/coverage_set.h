@@ -107,27 +107,35 @@ inline bool any_block(const Cov<W>& c, int g, int n, F&& f) {
 
 // M&Q's remaining distortion (stack.py remaining_distortion): the least total jump of any
 // completion, ignoring d: |last_t + 1 - g| plus every covered position right of g.
+// Without a final jump (final false: Moses' semantics without early distortion cost; exact.py,
+// remaining_distortion_to_last, proves it consistent) a completion may end anywhere: the covered
+// positions between g and the last uncovered position r, plus the distance from last_t + 1 to
+// the nearer of g and r + 1 (0 at full coverage).
 template <int W>
-int remaining_distortion(const Cov<W>& c, int last_t, int n) {
+int remaining_distortion(const Cov<W>& c, int last_t, int n, bool final = true) {
   const int g = lowest_uncovered(c);
-  if (g > n) return std::abs(last_t + 1 - g);
-  int covered_right = 0;
+  if (g > n) return final ? std::abs(last_t + 1 - g) : 0;
+  int covered_right = 0, r = n;
   any_block(c, g, n, [&](int a, int b) {
-    covered_right += b - a + 1;
+    if (final || b < n) covered_right += b - a + 1;
+    else r = a - 1;
     return false;
   });
-  return std::abs(last_t + 1 - g) + covered_right;
+  if (final) return std::abs(last_t + 1 - g) + covered_right;
+  return std::min(std::abs(last_t + 1 - g), std::abs(last_t - r)) + covered_right;
 }
 
-// is_dead (stack.py): the state provably cannot complete within the distortion limit d.
+// is_dead (stack.py): the state provably cannot complete within the distortion limit d; under
+// Moses' semantics (moses) only the test of the first gap applies (no final jump).
 template <int W>
-bool is_dead(const Cov<W>& cov, int last_t, int n, int d) {
+bool is_dead(const Cov<W>& cov, int last_t, int n, int d, bool moses = false) {
   const int g = lowest_uncovered(cov);
-  if (g > n) return n - last_t > d;
+  if (g > n) return !moses && n - last_t > d;
   if (std::abs(last_t + 1 - g) > d) {
     const int hi = std::min(g + d - 1, n);
     if (hi <= g || !cov.any_zero_in_range(g, hi - 1)) return true;  // positions g+1..hi
   }
+  if (moses) return false;
   return any_block(cov, g, n, [&](int a, int b) {
     const int length = b - a + 1;
     return length > d || (last_t >= b && length + (last_t == b ? 1 : 2) > d);

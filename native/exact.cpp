@@ -154,6 +154,53 @@ void add_tape_bounds(const Problem& p, Contexts& contexts, BosJoins& joins,
   }
 }
 
+// Lemma 7 (exact.py, reordering_bounds): adds to beta[id] the best reordering score a transition
+// appending option id can pay: over the spans (a, b) that may precede it (and <s>, whose
+// orientation charges no forward score), the backward score of the orientation plus the best
+// forward score of that orientation among the options of span (a, b).
+void add_reordering_bounds(const Problem& p, std::vector<double>& beta) {
+  const int n = p.n(), k = p.orientations();
+  const int d = std::min(p.d(), n + 2);
+  const std::size_t width = static_cast<std::size_t>(n) + 2;
+  // best_next[(a * width + b) * k + o], and which spans have options.
+  std::vector<double> best_next(width * width * static_cast<std::size_t>(k), -kInf);
+  std::vector<char> has(width * width, 0);
+  const auto& by_start = p.by_start();
+  for (int a = 1; a <= n; ++a)
+    for (const Option& q : by_start[static_cast<std::size_t>(a)]) {
+      const std::size_t at = static_cast<std::size_t>(q.s) * width + static_cast<std::size_t>(q.t);
+      has[at] = 1;
+      for (int o = 0; o < k; ++o) {
+        double& x = best_next[at * static_cast<std::size_t>(k) + static_cast<std::size_t>(o)];
+        x = std::max(x, p.lr_next(p.lr_row(q.id), o));
+      }
+    }
+  std::vector<double> best(static_cast<std::size_t>(k));
+  for (int s = 1; s <= n; ++s)
+    for (int t = s; t <= n; ++t) {
+      if (!has[static_cast<std::size_t>(s) * width + static_cast<std::size_t>(t)]) continue;
+      std::fill(best.begin(), best.end(), -kInf);
+      if (s - 1 <= d) {
+        const int o = p.orientation(0, 0, true, s, t);
+        best[static_cast<std::size_t>(o)] = std::max(best[static_cast<std::size_t>(o)], 0.0);
+      }
+      for (int a = 1; a <= n; ++a)
+        for (int b = a; b <= n; ++b) {
+          if (!has[static_cast<std::size_t>(a) * width + static_cast<std::size_t>(b)]) continue;
+          if (!(std::abs(b + 1 - s) <= d && (b < s || a > s))) continue;  // may_precede
+          const int o = p.orientation(a, b, false, s, t);
+          const double x = best_next[(static_cast<std::size_t>(a) * width + static_cast<std::size_t>(b)) * static_cast<std::size_t>(k) + static_cast<std::size_t>(o)];
+          best[static_cast<std::size_t>(o)] = std::max(best[static_cast<std::size_t>(o)], x);
+        }
+      for (const Option& opt : by_start[static_cast<std::size_t>(s)]) {
+        if (opt.t != t) continue;
+        double top = -kInf;
+        for (int o = 0; o < k; ++o) top = std::max(top, p.lr_back(opt.id, o) + best[static_cast<std::size_t>(o)]);
+        beta[static_cast<std::size_t>(opt.id)] += top;
+      }
+    }
+}
+
 // The heuristic's pieces over a search's contexts and joins (exact.py, bounds); with `tapes`,
 // the tape bounds' too.
 ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, bool tapes = false) {
@@ -212,11 +259,13 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
       b.beta[static_cast<std::size_t>(o.id)] = o.score + lm;
     }
   }
-  // Lemma 5: </s> after the contexts of every phrase that can end a derivation.
+  if (p.has_reordering()) add_reordering_bounds(p, b.beta);
+  // Lemma 5: </s> after the contexts of every phrase that can end a derivation (any, under
+  // Moses' semantics).
   b.eos = n == 0 ? joins.get(bos, p.eos_option()).score : -kInf;
   for (int a = 1; a <= n; ++a)
     for (const Option& q : by_start[static_cast<std::size_t>(a)])
-      if (p.end() - q.t - 1 <= d)
+      if (p.moses() || p.end() - q.t - 1 <= d)
         for (int m : after[static_cast<std::size_t>(q.id)]) b.eos = std::max(b.eos, joins.get(m, p.eos_option()).score);
   if (tapes) add_tape_bounds(p, contexts, joins, preceders, before, b);
   // Lemma 4: cover[a][e], the best segmentation of a..e; cover[e + 1][e] = 0.
@@ -289,6 +338,11 @@ struct State {
   Cov<W> coverage;
   int last_t;
   int context;
+  // The last phrase's reordering state (exact.py, SearchProblem.reordering_state): its start
+  // when the orientation reads it (else 0) and its next-row id (0 without a forward direction;
+  // -1 at the start and without reordering).
+  int last_s;
+  int row;
   int pops;
   int kept;  // g values kept in best_ (at most nbest)
   double h;
@@ -358,7 +412,7 @@ class AStar {
       const WordId bos = p_.bos();
       const Cov<W> zero;
       const int ctx = contexts_.intern(&bos, 1);
-      const int start = new_state(zero, 0, ctx, heuristic(zero, 0, ctx));
+      const int start = new_state(zero, 0, ctx, 0, -1, heuristic(zero, 0, ctx));
       if (start >= 0) push(start, 0.0, -1, -1);
       search(result);
     } catch (const Stop& stop) {
@@ -380,20 +434,26 @@ class AStar {
   // (ctx is read only at full coverage.)
   double heuristic(const Cov<W>& cov, int t, int ctx) {
     if (cov == full_) {
-      if (end_ - t - 1 > d_) return -kInf;
-      return joins_.get(ctx, p_.eos_option()).score - eta_ * (end_ - t - 1);
+      if (!p_.moses() && end_ - t - 1 > d_) return -kInf;
+      const double close = joins_.get(ctx, p_.eos_option()).score;
+      return p_.charge_final() ? close - eta_ * (end_ - t - 1) : close;
     }
-    return open_bound(bounds_, cov, t, n_, eta_, d_);
+    return open_bound(bounds_, cov, t, n_, eta_, d_, p_.charge_final());
   }
 
-  int new_state(const Cov<W>& cov, int t, int ctx, double h) {
+  static std::uint64_t hash_of(const Cov<W>& cov, int t, int ctx, int last_s, int row) {
+    return key_hash(cov, t, ctx) ^
+           mix((static_cast<std::uint64_t>(static_cast<std::uint32_t>(row)) << 20) ^ static_cast<std::uint32_t>(last_s));
+  }
+
+  int new_state(const Cov<W>& cov, int t, int ctx, int last_s, int row, double h) {
     ++states_;
     if (o_.max_states >= 0 && states_ > o_.max_states)
       throw Stop{"more than " + std::to_string(o_.max_states) + " states (--max-states)"};
     const int id = static_cast<int>(states_list_.size());
-    states_list_.push_back({cov, t, ctx, 0, 0, h});
+    states_list_.push_back({cov, t, ctx, last_s, row, 0, 0, h});
     best_.resize(best_.size() + static_cast<std::size_t>(nbest_), -kInf);
-    index_.insert(key_hash(cov, t, ctx), id);
+    index_.insert(hash_of(cov, t, ctx, last_s, row), id);
     return id;
   }
 
@@ -480,36 +540,48 @@ class AStar {
       return;
     }
     const int lo = std::max(1, st.last_t + 1 - d_), hi = std::min(n_, st.last_t + 1 + d_);
+    const bool moses = p_.moses(), lr = p_.has_reordering();
+    const int g0 = lowest_uncovered(st.coverage);
     for (int s = lo; s <= hi; ++s) {
       if (st.coverage.get(s - 1)) continue;
       const int jump = std::abs(st.last_t + 1 - s);
       for (const Span& span : spans_[static_cast<std::size_t>(s)]) {
         if (st.coverage.any_in_range(s - 1, span.t - 1)) break;  // so are the longer spans
+        if (moses && s != g0 && span.t + 1 - g0 > d_) break;     // Moses' gap rule; so are the longer spans
         Cov<W> cov = st.coverage;
         cov.set_range(s - 1, span.t - 1);
-        if (is_dead(cov, span.t, n_, d_)) continue;  // no completion within the limit (full: the final jump)
+        if (is_dead(cov, span.t, n_, d_, moses)) continue;  // no completion within the limit (full: the final jump)
         const bool full = cov == full_;
-        // f <= g + beta(p) - eta jump + bound: beta bounds the option's LM part after any context,
-        // eos the closing LM score; the options come best beta first.
-        const double h_span = full ? bounds_.eos - eta_ * (end_ - span.t - 1) : heuristic(cov, span.t, 0);
+        // f <= g + beta(p) - eta jump + bound: beta bounds the option's LM (and reordering) part
+        // after any context, eos the closing LM score; the options come best beta first.
+        const double h_span = full ? (p_.charge_final() ? bounds_.eos - eta_ * (end_ - span.t - 1) : bounds_.eos)
+                                   : heuristic(cov, span.t, 0);
         const double base = node.g - eta_ * jump + h_span;
         for (const Option* opt : span.options) {
           if (!(base + bounds_.beta[static_cast<std::size_t>(opt->id)] >= floor_)) break;
           ++transitions_;
           const space::Joined joined = joins_.get(st.context, *opt);
           const int context = joined.last;
-          const double g = node.g + (opt->score + joined.score - eta_ * jump);
-          const std::uint64_t hash = key_hash(cov, span.t, context);
+          double w = opt->score + joined.score - eta_ * jump;
+          int last_s = 0, row = -1;
+          if (lr) {
+            w += p_.reordering_score(st.last_s, st.last_t, st.row, *opt);
+            last_s = p_.reordering_reads_start() ? opt->s : 0;
+            row = p_.lr_row(opt->id);
+          }
+          const double g = node.g + w;
+          const std::uint64_t hash = hash_of(cov, span.t, context, last_s, row);
           int to = index_.find(hash, [&](int i) {
             const State<W>& x = states_list_[static_cast<std::size_t>(i)];
-            return x.last_t == span.t && x.context == context && x.coverage == cov;
+            return x.last_t == span.t && x.context == context && x.last_s == last_s && x.row == row &&
+                   x.coverage == cov;
           });
           const double h = to >= 0 ? states_list_[static_cast<std::size_t>(to)].h
                                    : (full ? heuristic(cov, span.t, context) : h_span);
           const double f = g + h;
           if (!(f > -kInf) || f < floor_) continue;  // a dead end, or cannot beat the known derivation
-          if (to < 0) to = new_state(cov, span.t, context, h);
-          if (o_.support) edges_.push_back({node.state, to, opt->id, opt->score + joined.score - eta_ * jump, node.g});
+          if (to < 0) to = new_state(cov, span.t, context, last_s, row, h);
+          if (o_.support) edges_.push_back({node.state, to, opt->id, w, node.g});
           if (admit(to, g)) push(to, g, at, opt->id);
         }
       }

@@ -1,6 +1,8 @@
 // Exact search with a certificate: A* over coverage states (fstdecode/search/exact.py is the
 // Python reference and states the proof). A state is (coverage, last end position, LM context
-// minimised as the coverage DP's); its heuristic is an admissible and consistent upper bound on
+// minimised as the coverage DP's, and with lexicalized reordering the last phrase's start and
+// next-row id, as far as the next orientation reads them; lemmas 7-8 cover reordering and Moses'
+// distortion semantics); its heuristic is an admissible and consistent upper bound on
 // every completion, so the first complete derivation popped is optimal and its score is the
 // certificate (an upper bound on every derivation's score).
 #pragma once
@@ -35,7 +37,8 @@ struct ExactSupport {
 };
 
 // The pieces of the heuristic, for tests: beta[i] bounds ŵ(p) plus the join score of option id i
-// after any context that may precede it; eos bounds the LM score of </s> after any last phrase; cover[a][b] (1 <= a <= b <= n) is the best segmentation of
+// after any context that may precede it, plus (with lexicalized reordering) the best reordering
+// score any transition appending it can pay (exact.py, lemma 7); eos bounds the LM score of </s> after any last phrase; cover[a][b] (1 <= a <= b <= n) is the best segmentation of
 // positions a..b by beta.
 struct ExactBounds {
   std::vector<double> beta;
@@ -64,8 +67,9 @@ double tape_bound(const Problem& problem, const ExactBounds& bounds, int s, cons
 
 // The heuristic of a state that does not cover every position (exact.py, heuristic): the covers
 // of its gaps, the </s> bound and the distortion bound. d is the limit clamped to n + 2.
+// final: the jump into </s> is charged (else Moses' Φ without it, exact.py lemma 8).
 template <int W>
-double open_bound(const ExactBounds& b, const Cov<W>& cov, int t, int n, double eta, int d) {
+double open_bound(const ExactBounds& b, const Cov<W>& cov, int t, int n, double eta, int d, bool final = true) {
   double sum = b.eos;
   int uncovered = 0;
   for (int a = cov.next(0, n, false); a < n;) {
@@ -74,7 +78,7 @@ double open_bound(const ExactBounds& b, const Cov<W>& cov, int t, int n, double 
     uncovered += e - a;
     a = cov.next(e, n, false);
   }
-  if (eta >= 0.0) return sum - eta * remaining_distortion(cov, t, n);
+  if (eta >= 0.0) return sum - eta * remaining_distortion(cov, t, n, final);
   return sum - eta * d * (uncovered + 1);
 }
 

@@ -3,6 +3,7 @@
 #include "problem.h"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -55,6 +56,66 @@ void Problem::finish() {
   by_id_.assign(static_cast<std::size_t>(option_count_) + 1, nullptr);
   for (const auto& opts : by_start_)
     for (const Option& o : opts) by_id_[static_cast<std::size_t>(o.id)] = &o;
+}
+
+void Problem::set_reordering(int kind, int back_width, int next_width, std::vector<double> back,
+                             std::vector<double> next) {
+  if (!finished_) throw std::logic_error("Problem.set_reordering before finish()");
+  static const int kOrientations[] = {0, 3, 4, 2, 2};
+  if (kind < LR_NONE || kind > LR_LEFTRIGHT) throw std::invalid_argument("unknown reordering kind " + std::to_string(kind));
+  const int k = kOrientations[kind];
+  if ((back_width != 0 && back_width != k) || (next_width != 0 && next_width != k))
+    throw std::invalid_argument("set_reordering: a row has " + std::to_string(k) + " orientations or none");
+  const std::size_t count = static_cast<std::size_t>(option_count_);
+  if (back.size() != count * static_cast<std::size_t>(back_width) ||
+      next.size() != count * static_cast<std::size_t>(next_width))
+    throw std::invalid_argument("set_reordering: the rows do not match the " + std::to_string(option_count_) + " options");
+  lr_kind_ = kind;
+  lr_orientations_ = k;
+  lr_back_width_ = back_width;
+  lr_next_width_ = next_width;
+  lr_back_ = std::move(back);
+  lr_next_rows_.clear();
+  lr_row_.assign(count, 0);
+  lr_row_count_ = 0;
+  if (next_width == 0) return;
+  // Rows compared with == (std::map's < on doubles: -0.0 and 0.0 are one row, as in Python).
+  std::map<std::vector<double>, int> ids;
+  const std::size_t w = static_cast<std::size_t>(next_width);
+  for (std::size_t i = 0; i < count; ++i) {
+    std::vector<double> row(next.begin() + static_cast<std::ptrdiff_t>(i * w), next.begin() + static_cast<std::ptrdiff_t>((i + 1) * w));
+    const auto [it, fresh] = ids.emplace(row, lr_row_count_);
+    if (fresh) {
+      ++lr_row_count_;
+      lr_next_rows_.insert(lr_next_rows_.end(), row.begin(), row.end());
+    }
+    lr_row_[i] = it->second;
+  }
+}
+
+// lexical_reordering.py's first_orientation and orientation, on search positions (the tests
+// compare spans only by differences, so the shift by one changes nothing; s == 1 is word 0).
+int Problem::orientation(int prev_s, int prev_t, bool first, int s, int t) const {
+  enum { M = 0, S = 1, NM = 1, D = 2, DL = 2, DR = 3, R = 0, L = 1 };
+  if (lr_kind_ == LR_LEFTRIGHT) return first || prev_t <= s ? R : L;
+  if (first) {
+    if (s == 1) return M;
+    return lr_kind_ == LR_MSD ? D : lr_kind_ == LR_MSLR ? DR : NM;
+  }
+  if (s == prev_t + 1) return M;
+  if (lr_kind_ == LR_MONOTONICITY) return NM;
+  if (prev_s == t + 1) return S;
+  if (lr_kind_ == LR_MSD) return D;
+  return s > prev_t ? DR : DL;
+}
+
+double Problem::reordering_score(int prev_s, int prev_t, int prev_row, const Option& opt) const {
+  if (lr_kind_ == LR_NONE) return 0.0;
+  const bool first = prev_row < 0;
+  const int o = orientation(prev_s, prev_t, first, opt.s, opt.t);
+  const double back = lr_back_width_ > 0 ? lr_back_[static_cast<std::size_t>(opt.id) * lr_back_width_ + o] : 0.0;
+  if (first) return back;
+  return back + (lr_next_width_ > 0 ? lr_next_rows_[static_cast<std::size_t>(prev_row) * lr_next_width_ + o] : 0.0);
 }
 
 void Problem::grow_cache() const {

@@ -65,6 +65,47 @@ class Problem {
   // The number of problem ids.
   std::size_t vocab_size() const { return lm_id_.size(); }
 
+  // ---- Moses' models (fstdecode/model/lexical_reordering.py, distortion.py)
+  //
+  // Lexicalized reordering, as SearchProblem.reordering_score: `kind` is the orientation class
+  // (LR_MSD, LR_MSLR, LR_MONOTONICITY, LR_LEFTRIGHT; LR_NONE: no model); back[id * back_width + o]
+  // is the weighted score option `id` pays when its own orientation is o, next[id * next_width
+  // + o] the one it pays when the phrase after it has orientation o (Option.lr_back, lr_next;
+  // a width is 0 without that direction). Options with equal next rows (compared with ==, as
+  // Python's tuples) share a row id (lr_row), so that a state keyed on it recombines them as
+  // Python's keys on the row do. Call after finish().
+  void set_reordering(int kind, int back_width, int next_width, std::vector<double> back, std::vector<double> next);
+  // The distortion semantics: Moses' (the gap rule t + 1 - g <= d unless s == g, no limit on
+  // the jump into </s>) or the paper's; charge_final: the distortion includes the jump into </s>.
+  void set_semantics(bool moses, bool charge_final) { moses_ = moses; charge_final_ = charge_final; }
+  bool moses() const { return moses_; }
+  bool charge_final() const { return charge_final_; }
+  bool has_reordering() const { return lr_kind_ != LR_NONE; }
+  int reordering_kind() const { return lr_kind_; }
+  // Does the next orientation read the last phrase's start (msd and mslr: the swap test)?
+  bool reordering_reads_start() const { return lr_kind_ == LR_MSD || lr_kind_ == LR_MSLR; }
+  bool reordering_has_next() const { return lr_next_width_ > 0; }
+  // The row id of option id's next row (0 for every option without a forward direction).
+  int lr_row(int id) const { return lr_next_width_ > 0 ? lr_row_[static_cast<std::size_t>(id)] : 0; }
+  int lr_rows() const { return lr_next_width_ > 0 ? lr_row_count_ : 1; }
+  // The orientation of [s, t] after [prev_s, prev_t] (prev_row < 0: [s, t] is the first phrase).
+  int orientation(int prev_s, int prev_t, bool first, int s, int t) const;
+  // SearchProblem.reordering_score of appending `opt` after the phrase [prev_s, prev_t] whose
+  // next row is prev_row (prev_row < 0: opt is the first phrase), with Python's operations:
+  // back[o] (first), else back[o] + next[o], a missing direction reading 0.0.
+  double reordering_score(int prev_s, int prev_t, int prev_row, const Option& opt) const;
+  // The weighted backward score of option id at orientation o, and of next row `row` (0 without
+  // the direction).
+  double lr_back(int id, int o) const {
+    return lr_back_width_ > 0 ? lr_back_[static_cast<std::size_t>(id) * lr_back_width_ + o] : 0.0;
+  }
+  double lr_next(int row, int o) const {
+    return lr_next_width_ > 0 ? lr_next_rows_[static_cast<std::size_t>(row) * lr_next_width_ + o] : 0.0;
+  }
+  int orientations() const { return lr_orientations_; }
+
+  static constexpr int LR_NONE = 0, LR_MSD = 1, LR_MSLR = 2, LR_MONOTONICITY = 3, LR_LEFTRIGHT = 4;
+
   // Weighted LM scores over problem ids (as SearchProblem.ngram/backoff/extends: weight x
   // lm.logprob, the same floating-point operations). ngram is cached per problem on the exact
   // (context, word) ids. Only the last order - 1 context words are used. Not thread-safe: a
@@ -93,6 +134,11 @@ class Problem {
   std::vector<const Option*> by_id_;  // by Option::id, set by finish()
   int option_count_ = 0;
   bool finished_ = false;
+  bool moses_ = false, charge_final_ = true;
+  int lr_kind_ = LR_NONE, lr_back_width_ = 0, lr_next_width_ = 0, lr_orientations_ = 0, lr_row_count_ = 0;
+  std::vector<double> lr_back_;       // by option id
+  std::vector<double> lr_next_rows_;  // by row id
+  std::vector<int> lr_row_;           // option id -> row id
   // ngram's cache: open addressing keyed on the exact ids (the last order - 1 context words
   // and the word; a hash of them alone could collide), keys stored inline.
   struct NgramCache {

@@ -8,7 +8,8 @@
 //
 // Layout: a coverage is a Cov<W> (coverage_set.h). LM contexts are interned per search
 // (space::Contexts) and the <s>-tape joins cached per (context, option) (space::BosJoins); a
-// recombination key is (coverage, last_t, context id). Hypotheses live in one arena per search
+// recombination key is (coverage, last_t, context id, last phrase's start, next-row id), the last
+// two set only with lexicalized reordering (Problem::set_reordering; stack.py's Key). Hypotheses live in one arena per search
 // (score, back-pointer, option); a stack holds its keys in creation order with an
 // open-addressing index, and is freed once expanded (as Python's `stacks[c] = {}`).
 #include "stack.h"
@@ -50,12 +51,13 @@ int mq_delta(const Cov<W>& cov, int last_t, int s, int t) {
 
 inline int plain_delta(int last_t, int s) { return std::abs(last_t + 1 - s); }
 
+// Under Moses' semantics (moses) a covered block reaching word n is never jumped over.
 template <int W>
-bool minimal_completion_fits(const Cov<W>& cov, int last_t, int n, int d) {
+bool minimal_completion_fits(const Cov<W>& cov, int last_t, int n, int d, bool moses) {
   const int g = lowest_uncovered(cov);
-  if (g > n) return n - last_t <= d;
+  if (g > n) return moses || n - last_t <= d;
   if (std::abs(last_t + 1 - g) > d) return false;
-  return !any_block(cov, g, n, [&](int a, int b) { return b - a + 1 > d; });
+  return !any_block(cov, g, n, [&](int a, int b) { return b - a + 1 > d && !(moses && b == n); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -158,6 +160,10 @@ struct Entry {  // one recombination key of a stack and its k-best hypotheses
   Cov<W> coverage;
   int last_t;
   int context;
+  // With lexicalized reordering, the last phrase's start and next-row id (Problem::lr_row;
+  // stack.py's (opt.s, opt.lr_next)); else, and at the start and when closed, 0 and -1.
+  int last_s;
+  int row;
   double future;  // the same for every hypothesis of the key
   int best;       // nbest == 1: the hypothesis; else an index into Stack::lists
 };
@@ -221,7 +227,7 @@ class Search {
         last_t = p_.end();
         context = close.last;
       }
-      push(0, zero, last_t, context, future, score, -1, -1);
+      push(0, zero, last_t, context, 0, -1, future, score, -1, -1);
       for (int c = 0; c < n_; ++c) expand_stack(c);
     } catch (const BudgetExceeded&) {
       result.status = "budget";
@@ -281,19 +287,21 @@ class Search {
   }
 
   // push(c, key, hyp) with insert_best into the key's list.
-  void push(int c, const Cov<W>& cov, int last_t, int context, double future, double score,
-            int prev, int option) {
+  void push(int c, const Cov<W>& cov, int last_t, int context, int last_s, int row, double future,
+            double score, int prev, int option) {
     Stack<W>& stack = stacks_[static_cast<std::size_t>(c)];
-    const std::uint64_t h = key_hash(cov, last_t, context);
+    const std::uint64_t h =
+        key_hash(cov, last_t, context) ^ mix((static_cast<std::uint64_t>(static_cast<std::uint32_t>(row)) << 20) ^
+                                             static_cast<std::uint32_t>(last_s));
     int e = stack.index.find(h, [&](int i) {
       const Entry<W>& x = stack.entries[static_cast<std::size_t>(i)];
-      return x.last_t == last_t && x.context == context && x.coverage == cov;
+      return x.last_t == last_t && x.context == context && x.last_s == last_s && x.row == row && x.coverage == cov;
     });
     if (e < 0) {
       ++created_;
       if (o_.max_states > 0 && created_ > o_.max_states) throw BudgetExceeded{};
       e = static_cast<int>(stack.entries.size());
-      stack.entries.push_back({cov, last_t, context, future, -1});
+      stack.entries.push_back({cov, last_t, context, last_s, row, future, -1});
       stack.index.insert(h, e);
       if (nbest_ > 1) {
         stack.entries.back().best = static_cast<int>(stack.lists.size());
@@ -325,7 +333,7 @@ class Search {
     // not full & ~coverage & ~singles: every uncovered position has a one-word option
     for (int p = entry.coverage.next(0, n_, false); p < n_; p = entry.coverage.next(p + 1, n_, false))
       if (!tabs_.single[static_cast<std::size_t>(p) + 1]) return false;
-    return minimal_completion_fits(entry.coverage, entry.last_t, n_, d_);
+    return minimal_completion_fits(entry.coverage, entry.last_t, n_, d_, moses_);
   }
 
   // kept: entry indices in rank order; returns the anchor's index into kept, or -1.
@@ -367,6 +375,7 @@ class Search {
     const bool bound_by_distortion = early && eta_ >= 0;
     const double estimate = score + entry.future;
     const int lo = std::max(1, last_t + 1 - d_), hi = std::min(n_, last_t + 1 + d_);
+    const int g = lowest_uncovered(cov);
     for (int s = lo; s <= hi; ++s) {
       if (cov.get(s - 1)) continue;
       if (bound_by_distortion) {
@@ -378,11 +387,12 @@ class Search {
       }
       for (int t : tabs_.ends[static_cast<std::size_t>(s)]) {
         if (cov.any_in_range(s - 1, t - 1)) break;  // ends ascend: longer phrases overlap too
+        if (moses_ && s != g && t + 1 - g > d_) break;  // Moses' gap rule; ends ascend
         const int delta_d = mq ? mq_delta(cov, last_t, s, t) : plain_delta(last_t, s);
         if (bound_by_distortion && estimate - eta_ * delta_d < min_ok) break;
         Cov<W> new_cov = cov;
         new_cov.set_range(s - 1, t - 1);
-        if (is_dead(new_cov, t, n_, d_)) continue;
+        if (is_dead(new_cov, t, n_, d_, moses_)) continue;
         const double future = tabs_.future_of(new_cov);
         if (future == NEG_INF) continue;
         const double base = score + future - eta_ * delta_d;
@@ -440,19 +450,28 @@ class Search {
         const int new_context = joined.last;
         double delta = opt.score + joined.score - eta_ * cand.delta_d;
         Cov<W> key_cov = cand.coverage;
-        int key_t = opt.t, key_context = new_context;
+        int key_t = opt.t, key_context = new_context, key_s = 0, key_row = -1;
+        if (lr_) {
+          delta += p_.reordering_score(entry.last_s, entry.last_t, entry.row, opt);
+          key_s = opt.s;
+          key_row = p_.lr_row(opt.id);
+        }
         double future = cand.future;
         if (cand.coverage == full_) {
           const double close = joins_.get(new_context, p_.eos_option()).score;
-          const int final_delta = mq ? 0 : p_.end() - 1 - opt.t;
+          // stack.py's final_delta: uncharged, the modified Δd charged the jump in advance.
+          const int jump = p_.end() - 1 - opt.t;
+          const int final_delta = p_.charge_final() ? (mq ? 0 : jump) : (mq ? -jump : 0);
           delta += close - eta_ * final_delta;
           key_t = p_.end();
           key_context = eos_context;
+          key_s = 0;
+          key_row = -1;
           future = 0.0;
         }
         const int target = c + opt.t - opt.s + 1;
         for (std::size_t h = 0; h < scores_.size(); ++h)
-          push(target, key_cov, key_t, key_context, future, scores_[h] + delta, prevs_[h], opt.id);
+          push(target, key_cov, key_t, key_context, key_s, key_row, future, scores_[h] + delta, prevs_[h], opt.id);
       }
     }
     stack.release();  // expanded stacks are reached only through back-pointers
@@ -462,6 +481,7 @@ class Search {
   const StackOptions& o_;
   const int n_, d_;
   const double eta_;
+  const bool moses_ = p_.moses(), lr_ = p_.has_reordering();
   int nbest_ = 1;
   double threshold_ = 0.0;
   Cov<W> full_;

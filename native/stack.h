@@ -1,6 +1,8 @@
 // The stack decoder of Pharaoh/Moses with Moore & Quirk's improvements: a line-by-line port of
 // fstdecode/search/stack.py (same states, recombination keys, pruning, anchors, early pruning and
-// tie order), so that both engines return the same derivations and the same state counts.
+// tie order), so that both engines return the same derivations and the same state counts; with
+// the problem's lexicalized reordering and distortion semantics (Problem::set_reordering,
+// set_semantics) as stack.py has them.
 #pragma once
 
 #include "problem.h"

@@ -347,6 +347,34 @@ class SearchProblem:
         o = orientation(cfg, (prev.s, prev.t), (opt.s, opt.t))
         return (opt.lr_back[o] if opt.lr_back else 0.0) + (prev.lr_next[o] if prev.lr_next else 0.0)
 
+    def reordering_state(self, opt: Option) -> tuple:
+        """What the next phrase's reordering score reads of ``opt`` when ``opt`` is the last phrase
+        of a state (its part of the key of :mod:`~fstdecode.search.coverage_dp` and
+        :mod:`~fstdecode.search.exact` states, with the state's last end ``opt.t``): ``()``
+        without a reordering model; else ``(start, forward row)``, the start 0 when the
+        orientation classes never read it (``monotonicity`` and ``leftright`` compare only the
+        last end with the next start), the row ``()`` without a forward direction. So states
+        that differ only in what no continuation reads are one state.
+        """
+        if self.reordering is None:
+            return ()
+        reads_start = self.reordering.config.classes in ("msd", "mslr")
+        return (opt.s if reads_start else 0, opt.lr_next)
+
+    def reordering_after(self, last_t: int, state: tuple, opt: Option) -> float:
+        """:meth:`reordering_score` of ``opt`` after a state whose last end is ``last_t`` and
+        whose :meth:`reordering_state` is ``state`` (``()`` at the start: ``opt`` is the first
+        phrase); the same operations, so the same value. 0 without a reordering model."""
+        if self.reordering is None:
+            return 0.0
+        cfg = self.reordering.config
+        if not state:
+            o = first_orientation(cfg, opt.s - 1)
+            return opt.lr_back[o] if opt.lr_back else 0.0
+        prev_s, prev_next = state
+        o = orientation(cfg, (prev_s, last_t), (opt.s, opt.t))
+        return (opt.lr_back[o] if opt.lr_back else 0.0) + (prev_next[o] if prev_next else 0.0)
+
     def _option(self, phrase: Phrase) -> Option:
         words = tuple(map(self.word_id, phrase.pair.target))
         back: tuple[float, ...] = ()

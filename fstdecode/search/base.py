@@ -157,8 +157,8 @@ class Method:
     ``native``, if not None, is the same search in the native core
     (``function(problem, options)``), or ``native_factory`` makes a native searcher from the
     model; the Python ``factory`` stays the reference. ``moses_model`` is True when the
-    Python engine implements lexicalized reordering and Moses' distortion semantics
-    (:func:`resolve_model_support`).
+    Python engine implements lexicalized reordering and Moses' distortion semantics, and
+    ``moses_native`` when the native engine does too (:func:`resolve_model_support`).
     """
 
     name: str
@@ -172,6 +172,7 @@ class Method:
     #: :class:`fstdecode.search.kbest.DistinctSearcher`).
     distinct: bool = False
     moses_model: bool = False
+    moses_native: bool = False
 
     @property
     def has_native(self) -> bool:
@@ -253,14 +254,15 @@ def resolve_model_support(method: Method, engine: str, model: Model) -> tuple[st
     """The engine and distortion semantics a decoder of ``model`` with ``method`` uses: the one
     place that decides which searches serve Moses' reordering features.
 
-    Only the Python engine of a method registered with ``moses_model`` (stack,
-    exhaustive) implements lexicalized reordering and Moses' distortion semantics
-    so far (issue 13; the others follow). Rules:
+    The Python engine of a method registered with ``moses_model`` (stack, coverage,
+    exact, exhaustive) implements lexicalized reordering and Moses' distortion semantics,
+    and so does the native engine of those with ``moses_native`` too (stack, coverage,
+    exact) (issue 13; the others follow). Rules:
 
     * a model that needs them (a reordering model, or ``moses`` semantics asked
-      for explicitly) gets the Python engine of such a method under ``engine="auto"``;
-      with any other method or engine it raises OptionsError ("lexicalized reordering
-      is not supported by --method X yet");
+      for explicitly) gets, under ``engine="auto"``, the native engine of such a method
+      if it has one, else its Python engine; with any other method or engine it raises
+      OptionsError ("lexicalized reordering is not supported by --method X yet");
     * ``moses`` semantics by default (a moses.ini without ``--distortion-semantics``)
       is searched as ``moses`` with a reordering model and as ``paper`` otherwise, so
       that every method and engine still searches the same space on such a model
@@ -268,13 +270,16 @@ def resolve_model_support(method: Method, engine: str, model: Model) -> tuple[st
     """
     explicit = model.distortion_semantics == "moses" and model.semantics_given
     wants = model.reordering is not None or explicit
-    resolved = "python" if wants and engine == "auto" and method.moses_model else method.engine(engine)
-    supported = method.moses_model and resolved == "python"
+    if wants and engine == "auto" and method.moses_model:
+        resolved = "native" if method.moses_native and method.has_native else "python"
+    else:
+        resolved = method.engine(engine)
+    supported = method.moses_model and (resolved == "python" or method.moses_native)
     where = f"--method {method.name}" + (" --engine native" if resolved == "native" else "")
     if not supported and model.reordering is not None:
         raise OptionsError(
             f"lexicalized reordering is not supported by {where} yet; "
-            f"use {_moses_methods()} (the Python engine), or remove the LexicalReordering feature"
+            f"use {_moses_methods()}, or remove the LexicalReordering feature"
         )
     if not supported and explicit:
         raise OptionsError(
@@ -285,11 +290,16 @@ def resolve_model_support(method: Method, engine: str, model: Model) -> tuple[st
 
 
 def _moses_methods() -> str:
-    """The methods whose Python engine implements Moses' reordering features, as a phrase."""
-    return " or ".join(f"--method {m.name}" for m in METHODS.values() if m.moses_model)
+    """The methods that implement Moses' reordering features, as a phrase (with the engines that do)."""
+    return " or ".join(
+        f"--method {m.name}" + ("" if m.moses_native or not m.has_native else " (the Python engine)")
+        for m in METHODS.values()
+        if m.moses_model
+    )
 
 
-def attach_native(name: str, native: Callable[[SearchProblem, Any], SearchResult]) -> Method:
-    """Give the registered method ``name`` its native-core twin (:mod:`fstdecode.search.native`)."""
-    method = METHODS[name] = dataclasses.replace(METHODS[name], native=native)
+def attach_native(name: str, native: Callable[[SearchProblem, Any], SearchResult], moses: bool = False) -> Method:
+    """Give the registered method ``name`` its native-core twin (:mod:`fstdecode.search.native`);
+    ``moses``: the twin implements Moses' reordering features too."""
+    method = METHODS[name] = dataclasses.replace(METHODS[name], native=native, moses_native=moses)
     return method

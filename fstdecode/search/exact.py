@@ -38,6 +38,36 @@ every completion of S from above. The lemmas:
    not kept.
 6. **Full coverage.** A state covering every position has one completion, ``</s>``; h is its
    exact score (−inf if the final jump exceeds d).
+7. **Lexicalized reordering.** With a reordering model the state also holds what the next
+   orientation reads of the last phrase (:meth:`SearchProblem.reordering_state`: its start for
+   ``msd``/``mslr``, its weighted forward row with a forward direction), and the transition that
+   appends p is charged p's reordering score: ``lr_back[o]`` of p plus ``lr_next[o]`` of the
+   phrase q before it (o the orientation of p after q; ``lr_back[o]`` alone when p is first);
+   nothing is charged at ``</s>``. So every reordering score is paid by the transition of the
+   phrase it orients, and β(p) adds the best one p can get (:func:`reordering_bounds`): the
+   max, over the spans (a, b) of the phrases that may precede p (lemma 1) and ``<s>`` (when
+   s − 1 <= d), of ``lr_back[o] + max lr_next[o]`` over the options of span (a, b), o the
+   orientation of p after (a, b) (after ``<s>``: ``lr_back[o]`` alone). The orientation depends
+   on the spans only, so this is at least the score of any transition that appends p, and the
+   covers of lemma 3 stay admissible and consistent.
+8. **Moses' distortion semantics** (:mod:`fstdecode.model.distortion`). A phrase that does not
+   start at the first gap g must end within ``t + 1 − g <= d`` (a transition rule: lemma 1's
+   predecessor sets, a superset, stay valid). No limit applies to the jump into ``</s>``, so a
+   full coverage is never dead (lemma 6's −inf is gone) and :func:`.stack.is_dead` keeps only its
+   first-gap test. Without ``[early-distortion-cost]`` the jump into ``</s>`` is not charged:
+   lemma 6's exact end score drops it, and lemma 5's Φ becomes
+   :func:`remaining_distortion_to_last`, Φ' = C + min(|c − g|, |c − (r + 1)|), with c = t + 1
+   the cursor, r the last uncovered position and C the covered positions between g and r.
+   Why: the cursor moves by the jumps plus the phrases' lengths (U, the uncovered count), and
+   must reach both g and r + 1, so it moves at least (r + 1 − g) + min(...), and the jumps
+   are that minus U. It is consistent (Φ'(S) <= jump + Φ'(S') for a phrase [s, t'] of length
+   ℓ): with L = r + 1 − g, Φ' = L − U + dist(c, {g, r + 1}); a phrase inside the hull keeps L
+   and the distance is 1-Lipschitz, so dist(c) <= |c − s| + ℓ + dist(t' + 1); a phrase at g
+   shrinks L by ℓ plus the covered run c' after it, and its new distance is exactly c'; a
+   phrase ending at r shrinks L by ℓ plus the run c' before it, and its new distance is ℓ + c',
+   while dist(c) <= |c − (t' + 1)| <= |c − s| + ℓ; a last phrase (s = g, t' = r) costs at least
+   dist(c) = Φ'. Φ' of a full coverage is 0. The −η d (uncovered + 1) bound for η < 0 still
+   holds (the final jump is not charged, and the others are at most d).
 
 So ``h(S) = Σ_gaps cover + eos + distortion bound`` is admissible, and consistent: appending
 p inside gap G splits G into two gaps whose covers plus β(p) are at most cover(G) (3), the
@@ -62,6 +92,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from fstdecode.model.lexical_reordering import first_orientation, orientation
 from fstdecode.problem.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult
 from fstdecode.search import stack
 from fstdecode.search.base import SearchOptions, option, register
@@ -180,12 +211,15 @@ def bounds(problem: SearchProblem) -> Bounds:
                     memo[key] = max(join(problem, m, o)[1] for m in before[s])
             lm = memo[key] + end_charge(problem, o.words, k) if long_phrase else memo[key]
             beta[id(o)] = o.score + lm
+    if problem.reordering is not None:
+        for key, best in reordering_bounds(problem).items():
+            beta[key] += best
     if n == 0:
         eos = join(problem, (problem.bos,), problem.eos_option)[1]
     else:
         eos = max(
             (join(problem, m, problem.eos_option)[1]
-             for a in range(1, n + 1) for q in problem.by_start[a] if problem.end - q.t - 1 <= d
+             for a in range(1, n + 1) for q in problem.by_start[a] if ends_ok(problem, q.t, d)
              for m in after[id(q)]),
             default=-math.inf,
         )
@@ -198,6 +232,57 @@ def bounds(problem: SearchProblem) -> Bounds:
                 default=-math.inf,
             )
     return Bounds(beta, eos, cover)
+
+
+def ends_ok(problem: SearchProblem, t: int, d: int) -> bool:
+    """May a derivation whose last phrase ends at t close with ``</s>``? (Moses' semantics: always.)"""
+    return problem.semantics == "moses" or problem.end - t - 1 <= d
+
+
+def reordering_bounds(problem: SearchProblem) -> dict[int, float]:
+    """Lemma 7: for each option p, the best reordering score any transition appending p can pay
+    (``id(p)`` -> bound; empty without a reordering model)."""
+    if problem.reordering is None:
+        return {}
+    cfg = problem.reordering.config
+    n = problem.n
+    d = min(problem.d, n + 2)
+    k = cfg.num_orientations
+    # best_next[(a, b)][o]: the best forward score of orientation o over the options of span (a, b).
+    best_next: dict[tuple[int, int], list[float]] = {}
+    for a in range(1, n + 1):
+        for q in problem.by_start[a]:
+            row = best_next.setdefault((q.s, q.t), [-math.inf] * k)
+            for o in range(k):
+                row[o] = max(row[o], q.lr_next[o] if q.lr_next else 0.0)
+    out: dict[int, float] = {}
+    for (s, t), _ in sorted(best_next.items()):
+        # best[o]: the best forward score that a possible predecessor charges for orientation o
+        # (0 after <s>, which charges none).
+        best = [-math.inf] * k
+        if s - 1 <= d:
+            o = first_orientation(cfg, s - 1)
+            best[o] = max(best[o], 0.0)
+        for (a, b), row in best_next.items():
+            if abs(b + 1 - s) <= d and (b < s or a > s):  # may_precede
+                o = orientation(cfg, (a, b), (s, t))
+                best[o] = max(best[o], row[o])
+        for p in problem.by_start[s]:
+            if p.t == t:
+                out[id(p)] = max(((p.lr_back[o] if p.lr_back else 0.0) + best[o] for o in range(k)), default=-math.inf)
+    return out
+
+
+def remaining_distortion_to_last(coverage: int, last_t: int, n: int) -> int:
+    """Lemma 8's Φ without a final jump: the covered positions strictly between the first
+    uncovered position g and the last one r, plus the distance from ``last_t + 1`` to the nearer
+    of g and r + 1 (0 at full coverage)."""
+    g = stack.lowest_uncovered(coverage)
+    if g > n:
+        return 0
+    r = (~coverage & ((1 << n) - 1)).bit_length()  # the last uncovered position
+    between = bin((coverage >> g) & ((1 << (r - g)) - 1)).count("1")  # positions g+1..r
+    return between + min(abs(last_t + 1 - g), abs(last_t - r))
 
 
 @dataclass(frozen=True)
@@ -270,9 +355,10 @@ def heuristic(problem: SearchProblem, b: Bounds, cov: int, t: int, context: tupl
     d = min(problem.d, n + 2)
     full = (1 << n) - 1
     if cov == full:
-        if end - t - 1 > d:
+        if not ends_ok(problem, t, d):
             return -math.inf
-        return join(problem, context, problem.eos_option)[1] - eta * (end - t - 1)
+        close = join(problem, context, problem.eos_option)[1]
+        return close - eta * (end - t - 1) if problem.charge_final else close
     total, uncovered = b.eos, 0
     p = 1
     while p <= n:
@@ -285,6 +371,8 @@ def heuristic(problem: SearchProblem, b: Bounds, cov: int, t: int, context: tupl
         total += b.cover[a][p - 1]
         uncovered += p - a
     if eta >= 0:
+        if not problem.charge_final:
+            return total - eta * remaining_distortion_to_last(cov, t, n)
         return total - eta * stack.remaining_distortion(cov, t)
     return total - eta * d * (uncovered + 1)
 
@@ -355,8 +443,10 @@ def astar(
             node = parent
         return tuple(reversed(out))
 
+    moses = problem.semantics == "moses"
+    lr = problem.reordering is not None
     try:
-        start = (0, 0, (problem.bos,))
+        start = (0, 0, (problem.bos,), ())
         new_state(start, heuristic(problem, b, 0, 0, start[2]))
         push(start, 0.0, -1, None)
         pops = 0
@@ -378,13 +468,14 @@ def astar(
             if entry[1] >= nbest:
                 continue
             entry[1] += 1
-            cov, last_t, context = key
+            cov, last_t, context, rstate = key
             if cov == full:
                 transitions += 1
                 push(None, g + entry[0], at, None)
                 if edges is not None:
                     edges.append((key, None, None, entry[0], g))
                 continue
+            g0 = stack.lowest_uncovered(cov)
             for s in range(max(1, last_t + 1 - d), min(n, last_t + 1 + d) + 1):
                 if cov >> (s - 1) & 1:
                     continue
@@ -393,20 +484,29 @@ def astar(
                     span = ((1 << (t - s + 1)) - 1) << (s - 1)
                     if cov & span:
                         break  # so do the longer spans
+                    if moses and s != g0 and t + 1 - g0 > d:
+                        break  # Moses' gap rule (lemma 8); so do the longer spans
                     new_cov = cov | span
-                    if stack.is_dead(new_cov, t, n, d):  # no completion within the limit
+                    if stack.is_dead(new_cov, t, n, d, moses):  # no completion within the limit
                         continue
                     is_full = new_cov == full
-                    # f <= g + β(p) − η jump + this: β bounds p's LM part, eos the closing score.
-                    h_span = b.eos - eta * (end - t - 1) if is_full else heuristic(problem, b, new_cov, t, ())
+                    # f <= g + β(p) − η jump + this: β bounds p's LM (and reordering) part, eos the
+                    # closing score.
+                    if is_full:
+                        h_span = b.eos - eta * (end - t - 1) if problem.charge_final else b.eos
+                    else:
+                        h_span = heuristic(problem, b, new_cov, t, ())
                     base = g - eta * jump + h_span
                     for opt in opts:  # best β first
                         if not base + b.beta[id(opt)] >= floor:
                             break
                         transitions += 1
                         new_context, lm = join(problem, context, opt)
-                        new_key = (new_cov, t, new_context)
-                        new_g = g + (opt.score + lm - eta * jump)
+                        w = opt.score + lm - eta * jump
+                        if lr:
+                            w += problem.reordering_after(last_t, rstate, opt)
+                        new_key = (new_cov, t, new_context, problem.reordering_state(opt))
+                        new_g = g + w
                         got = states.get(new_key)
                         if got is not None:
                             h = got[0]
@@ -418,7 +518,7 @@ def astar(
                         if got is None:
                             new_state(new_key, h)
                         if edges is not None:
-                            edges.append((key, new_key, opt, opt.score + lm - eta * jump, g))
+                            edges.append((key, new_key, opt, w, g))
                         if admit(new_key, new_g):
                             push(new_key, new_g, at, opt)
     except _Stop as stop:
@@ -520,4 +620,4 @@ def search(problem: SearchProblem, options: ExactOptions = ExactOptions()) -> Se
     return finish(problem, result, status, lower)
 
 
-register("exact", ExactOptions, function=search, exact=True, summary="A* over coverage states with a certificate (exact, any LM order)")
+register("exact", ExactOptions, function=search, exact=True, summary="A* over coverage states with a certificate (exact, any LM order)", moses_model=True)

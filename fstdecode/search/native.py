@@ -2,7 +2,8 @@
 
 :func:`native_problem` turns a :class:`~fstdecode.problem.problem.SearchProblem` into the
 core's ``Problem`` (the same options, in the same order, over the same per-sentence word ids,
-so the core's states are the Python engine's), :func:`to_result` turns the core's result back
+so the core's states are the Python engine's; with a lexicalized reordering model, each
+option's weighted ``lr_back``/``lr_next`` rows, and the distortion semantics), :func:`to_result` turns the core's result back
 into a :class:`~fstdecode.problem.problem.SearchResult` over the problem's Phrase objects, and
 :func:`stack_search` is the native twin of :func:`fstdecode.search.stack.search`.
 
@@ -27,6 +28,7 @@ from fstdecode.io.arpa import LN10, ArpaLM
 from fstdecode.io.native_lm import NativeLM
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable
 from fstdecode.model.features import UNKNOWN_WORD_VALUE, Weights
+from fstdecode.model.lexical_reordering import BACKWARD, FORWARD
 from fstdecode.problem.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult
 from fstdecode.problem.sentence import Phrase, unknown_pair
 from fstdecode.search.base import attach_native
@@ -113,6 +115,9 @@ class NativeTable:
             UNKNOWN_WORD_VALUE,
         )
         self.num_scores = table.num_scores
+        #: handle -> its pairs' weighted reordering rows (backward and forward, flattened), made
+        #: on first use; a NativeTable serves one model and one set of weights.
+        self._lr: dict[int, tuple[list[float], list[float]]] = {}
         #: handle -> the pairs it stands for
         self.pairs: list[tuple[PhrasePair, ...]] = []
         for source in table.sources():
@@ -129,7 +134,22 @@ class NativeTable:
         pairs = self.pairs
         for h in handles:
             offsets.append(offsets[-1] + (len(pairs[h]) if h >= 0 else 1))
-        return NativeForm(core, tuple(zip(starts, ends, handles)), tuple(offsets), pairs, problem.words, self.num_scores)
+        form = NativeForm(core, tuple(zip(starts, ends, handles)), tuple(offsets), pairs, problem.words, self.num_scores)
+        if problem.reordering is not None:
+            back: list[float] = []
+            after: list[float] = []
+            for i, (start, end, h) in enumerate(form.hits):
+                if h < 0:  # an unknown word's copy: made per sentence, as SearchProblem does
+                    b, a = _lr_rows(problem, (form.phrase(offsets[i]).pair,))
+                else:
+                    got = self._lr.get(h)
+                    if got is None:
+                        got = self._lr[h] = _lr_rows(problem, pairs[h])
+                    b, a = got
+                back.extend(b)
+                after.extend(a)
+            _set_reordering(problem, core, back, after)
+        return form
 
 
 @dataclass(frozen=True)
@@ -160,6 +180,40 @@ class NativeForm:
         return Phrase(start, end, self.pairs[handle][i - self.offsets[k]])
 
 
+#: The core's code of each orientation class (Problem.set_reordering).
+_LR_KINDS = {"msd": 1, "mslr": 2, "monotonicity": 3, "leftright": 4}
+
+
+def _lr_rows(problem: SearchProblem, pairs) -> tuple[list[float], list[float]]:
+    """The weighted backward and forward rows of ``pairs`` (as ``Option.lr_back``/``lr_next``), flattened."""
+    model = problem.reordering
+    back: list[float] = []
+    after: list[float] = []
+    for pair in pairs:
+        row = model.weighted(model.row(pair), problem.weights.lr)
+        back.extend(row.backward)
+        after.extend(row.forward)
+    return back, after
+
+
+def _set_reordering(problem: SearchProblem, core: Any, back: list[float], after: list[float]) -> None:
+    """Gives the core the problem's reordering rows (by option, in index order)."""
+    cfg = problem.reordering.config
+    k = cfg.num_orientations
+    core.set_reordering(
+        _LR_KINDS[cfg.classes], k if BACKWARD in cfg.directions else 0, k if FORWARD in cfg.directions else 0, back, after
+    )
+
+
+def _set_moses(problem: SearchProblem, form: NativeForm) -> None:
+    """The problem's distortion semantics and (for Python options) reordering rows, in the core."""
+    form.core.set_semantics(problem.semantics == "moses", problem.charge_final)
+    if problem.reordering is not None and form.flat:
+        back = [v for opt in form.flat for v in opt.lr_back]
+        after = [v for opt in form.flat for v in opt.lr_next]
+        _set_reordering(problem, form.core, back, after)
+
+
 def _flat_options(problem: SearchProblem) -> list[Option]:
     """The problem's phrase options in ``by_start`` order: ``index`` i of the core is entry i."""
     return [opt for s in range(1, problem.n + 1) for opt in problem.by_start[s]]
@@ -178,6 +232,7 @@ def native_form(problem: SearchProblem) -> NativeForm:
             form = scores.native.form(problem)
         else:
             form = NativeForm(native_problem(problem), flat=tuple(_flat_options(problem)))
+        _set_moses(problem, form)
         problem.native = form
     return form
 
@@ -263,4 +318,4 @@ def stack_search(problem: SearchProblem, options: StackOptions = StackOptions())
     return to_result(problem, result)
 
 
-attach_native("stack", stack_search)
+attach_native("stack", stack_search, moses=True)

@@ -51,7 +51,7 @@ def exact_search(problem: SearchProblem, options: ExactOptions = ExactOptions())
     return exact.finish(problem, result, status, lower)
 
 
-attach_native("exact", exact_search)
+attach_native("exact", exact_search, moses=True)
 
 
 
@@ -59,7 +59,8 @@ def support(
     problem: SearchProblem, threshold: float, max_states: int | None = None, time_limit: float | None = None
 ) -> tuple[list | None, SearchResult, str]:
     """:func:`fstdecode.search.exact.support` in the native core (the same A*, transitions and β)."""
-    if problem.n > MAX_WORDS:
+    form = native_form(problem)
+    if problem.n > MAX_WORDS or not form.flat:  # (no Python options to name: a problem the core built)
         return exact.support(problem, threshold, max_states, time_limit)
     core_options = _core.ExactOptions(
         nbest=1,
@@ -67,7 +68,6 @@ def support(
         time_limit=-1.0 if time_limit is None else float(time_limit),
         lower_bound=threshold,
     )
-    form = native_form(problem)
     out = _core.exact_support(form.core, core_options)
     result, status = _core_result(problem, out.result)
     if status.startswith("budget"):

@@ -42,7 +42,8 @@ extension must also obey Moses' rule ``t + 1 − g ≤ d`` when it does not star
 at the first gap g, nothing is checked at ``</s>``, and the jump into
 ``</s>`` is charged only with ``[early-distortion-cost]``
 (:func:`final_delta`); :func:`is_dead` and :func:`minimal_completion_fits`
-follow the semantics. Only the Python engine implements these.
+follow the semantics. The native engine (native/stack.cpp) implements the same keys
+and rules, so both engines keep the same states.
 
 Example (the built-in model)::
 

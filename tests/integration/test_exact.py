@@ -185,3 +185,32 @@ def test_cli_default_is_exact_with_a_certificate_per_line():
     for r in map(json.loads, squeezed.stdout.splitlines()):
         if not r["optimal"]:
             assert r["gap"] >= 0 and r["upper_bound"] >= r["score"] - 1e-9
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6])
+def test_distortion_bound_without_a_final_jump_is_a_consistent_lower_bound(n):
+    """Lemma 8's Φ' (Moses' semantics, no jump into </s>), checked on every state of n words:
+    at most the least total jump of any completion (brute force over the orders of one-word
+    phrases, to which any segmentation is equal or worse), and Φ'(S) <= jump + Φ'(S') for every
+    phrase a completion may place next (any uncovered run [s, t]). Φ' of a full coverage is 0."""
+    import itertools
+
+    full = (1 << n) - 1
+    for cov in range(full + 1):
+        free = [p for p in range(1, n + 1) if not cov >> (p - 1) & 1]
+        for last_t in range(0, n + 1):
+            phi = exact.remaining_distortion_to_last(cov, last_t, n)
+            if not free:
+                assert phi == 0
+                continue
+            least = min(
+                sum(abs(prev + 1 - p) for prev, p in zip((last_t, *order), order)) for order in itertools.permutations(free)
+            )
+            assert phi <= least, (cov, last_t)
+            for s in free:
+                t = s
+                while t <= n and not cov >> (t - 1) & 1:
+                    span = ((1 << (t - s + 1)) - 1) << (s - 1)
+                    after = exact.remaining_distortion_to_last(cov | span, t, n)
+                    assert phi <= abs(last_t + 1 - s) + after, (cov, last_t, s, t)
+                    t += 1

@@ -6,10 +6,19 @@
   keeps everything finds the same best score, its running score equal to the scorer's.
 * On the Europarl gold model: the Python stack decoder scores at least Moses' own 1-best on all
   5 sentences (to the 6 digits Moses printed).
+* The coverage-state searches of both engines on random Moses models (every reordering type,
+  both semantics, LM orders 1-3, d 1-5, weights of any sign): the native stack decoder returns
+  the Python one's derivations, scores, states and transitions (from Python options and from
+  the core's own table); the exact A* and the coverage DP return the exhaustive oracle's k best
+  (the A* also without the stack's lower bound, so that its heuristic alone must be admissible),
+  their native and Python engines the same states; the A*'s support mode keeps every option of
+  every derivation above its threshold. On the gold model the native stack decoder reaches
+  Moses' 1-best and the exact search proves its optimum on all 5 sentences.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -19,7 +28,14 @@ from hypothesis import strategies as st
 from fstdecode.decoder import Decoder
 from fstdecode.model.model import load_model
 from fstdecode.problem.scorer import check_distortion_limit
+from fstdecode.problem.problem import SearchError
+from fstdecode.reference import exhaustive
 from fstdecode.reference.exhaustive import derivations
+from fstdecode.search import coverage_dp, exact, stack
+from fstdecode.search.native import stack_search as native_stack_search
+from fstdecode.search.native_coverage import coverage_search as native_coverage_search
+from fstdecode.search.native_exact import exact_search as native_exact_search
+from fstdecode.search.native_exact import support as native_support
 
 from randmodels import NO_BUDGET, moses_case
 from shared import SEARCH_SETTINGS, data_path
@@ -79,7 +95,7 @@ def test_stack_reaches_moses_one_best_on_the_gold_model():
     folder = data_path("moses-lexreo-europarl-fr-en")
     model = load_model(folder / "moses.ini")
     gold = [float(v) for v in re.findall(r"^SCORE_\d+ = (\S+)$", (folder / "truth" / "results.txt").read_text(), re.M)]
-    decoder = Decoder(model, "stack")
+    decoder = Decoder(model, "stack", engine="python")
     assert (decoder.engine, decoder.semantics) == ("python", "moses")
     lines = (folder / "to-translate.txt").read_text(encoding="utf-8").splitlines()
     assert len(lines) == len(gold) == 5
@@ -117,3 +133,171 @@ def test_moses_gap_rule_changes_the_best_derivation(tmp_path):
         check_distortion_limit(5, stack.best.phrases, 3, semantics)
         firsts[semantics] = (stack.best.phrases[0].start, stack.best.phrases[0].end)
     assert firsts["paper"] == (2, 3) and firsts["moses"] != (2, 3)
+
+
+# ---------------------------------------------------------------------------
+# The coverage-state searches of both engines (issue 13: native stack, coverage DP, exact A*)
+
+
+def _run(search, problem, options):
+    """The search's hypotheses, states and transitions, or the class of its error."""
+    try:
+        result = search(problem, options)
+    except SearchError as error:
+        return type(error).__name__
+    return result.hypotheses, result.states, result.transitions
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("semantics", ["moses", "paper"])
+@settings(max_examples=40, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_native_stack_equals_python_stack(semantics, data):
+    # Bit for bit: the same derivations and scores, and the same states and transitions (so the
+    # same recombination keys), for every beam, both distortion accountings and early pruning.
+    order = data.draw(st.sampled_from([1, 2, 3]))
+    model, sentence = data.draw(moses_case(max_n=6, max_d=5, order=order, semantics=semantics))
+    problem = Decoder(model, "stack", engine="python").problem(sentence)
+    options = stack.StackOptions(
+        beam_size=data.draw(st.sampled_from([1, 3, HUGE])), nbest=data.draw(st.sampled_from([1, 3])),
+        distortion_estimate=data.draw(st.booleans()), early_pruning=data.draw(st.booleans()), max_states=NO_BUDGET,
+    )
+    assert _run(native_stack_search, problem, options) == _run(stack.search, problem, options)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("semantics", ["moses", "paper"])
+@settings(max_examples=25, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_native_stack_from_the_core_table_equals_the_python_engine(semantics, data):
+    # The decoders' own path: the native engine builds its options (and their reordering rows,
+    # unknown words' included) from the core's copy of the table, never from Python options.
+    model, sentence = data.draw(moses_case(max_n=6, max_d=5, order=data.draw(st.sampled_from([2, 3])), semantics=semantics))
+    native = Decoder(model, "stack", engine="native", nbest=3)
+    assert (native.engine, native.semantics) == ("native", semantics)
+    got = native.decode(sentence)
+    want = Decoder(model, "stack", engine="python", nbest=3).decode(sentence)
+    assert [(d.score, d.phrases) for d in got.derivations] == [(d.score, d.phrases) for d in want.derivations]
+    for d in got.derivations:
+        assert d.search_score == pytest.approx(d.score, abs=1e-9)
+
+
+def _scores(result):
+    return [score for score, _ in result.hypotheses]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("semantics", ["moses", "paper"])
+@pytest.mark.parametrize("order", [1, 2, 3])
+@settings(max_examples=25, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_exact_and_coverage_dp_equal_the_oracle(semantics, order, data):
+    model, sentence = data.draw(moses_case(max_n=5, max_d=5, order=order, semantics=semantics))
+    problem = Decoder(model, "exhaustive").problem(sentence)
+    k = 3
+    want = _scores(exhaustive.search(problem, exhaustive.ExhaustiveOptions(max_states=NO_BUDGET, nbest=k)))
+    cover = coverage_dp.CoverageOptions(max_states=NO_BUDGET, nbest=k)
+    python_dp, native_dp = coverage_dp.search(problem, cover), native_coverage_search(problem, cover)
+    assert _scores(python_dp) == pytest.approx(want, abs=1e-9)
+    assert (native_dp.hypotheses, native_dp.states, native_dp.transitions) == (
+        python_dp.hypotheses, python_dp.states, python_dp.transitions
+    )
+    options = exact.ExactOptions(max_states=NO_BUDGET, nbest=k)
+    python, native = exact.search(problem, options), native_exact_search(problem, options)
+    for result in (python, native):
+        assert result.optimal and _scores(result) == pytest.approx(want, abs=1e-9)
+        assert result.upper_bound == pytest.approx(want[0], abs=1e-6)
+    assert (python.states, python.transitions) == (native.states, native.transitions)
+    # Without the stack decoder's lower bound nothing is pruned by it: the heuristic alone must
+    # be admissible and consistent for the k best to come out in order.
+    alone, status = exact.astar(problem, k, None, None, -math.inf)
+    assert status == "" and _scores(alone) == pytest.approx(want, abs=1e-9)
+
+
+@pytest.mark.parametrize("semantics", ["moses", "paper"])
+@settings(max_examples=30, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_exact_heuristic_is_consistent_with_reordering(semantics, data):
+    # Lemmas 5-8 of fstdecode.search.exact directly: on every transition the A* scores (support
+    # mode records them all, nothing pruned), h(from) >= its score + h(to), and h is exact at the
+    # goal's edge. Weights of any sign: the distortion bound's both cases.
+    order = data.draw(st.sampled_from([1, 2, 3]))
+    model, sentence = data.draw(moses_case(max_n=5, max_d=5, order=order, semantics=semantics))
+    problem = Decoder(model, "exhaustive").problem(sentence)
+    bounds = exact.bounds(problem)
+    edges: list = []
+    exact.astar(problem, 1, None, None, -math.inf, edges)
+    assert edges
+
+    def h(key):
+        return exact.heuristic(problem, bounds, key[0], key[1], key[2])
+
+    for key, to, _, w, _ in edges:
+        rest = 0.0 if to is None else h(to)
+        assert h(key) >= w + rest - 1e-9 * max(1.0, abs(h(key))), (key, to, w)
+
+
+@pytest.mark.parametrize("semantics", ["moses", "paper"])
+@settings(max_examples=30, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_exact_bounds_with_reordering_agree_between_engines(semantics, data):
+    # Lemma 7's reordering bound is computed by each engine on its own (exact.py's
+    # reordering_bounds, exact.cpp's add_reordering_bounds): the same β for every option.
+    from fstdecode._native import core
+    from fstdecode.search.native import native_form
+
+    model, sentence = data.draw(moses_case(max_n=6, max_d=5, order=data.draw(st.sampled_from([1, 2, 3])), semantics=semantics))
+    problem = Decoder(model, "exhaustive").problem(sentence)
+    python = exact.bounds(problem)
+    native = core.exact_bounds(native_form(problem).core)
+    options = [o for s in range(1, problem.n + 1) for o in problem.by_start[s]]
+    assert [native.beta[i] for i in range(len(options))] == pytest.approx([python.beta[id(o)] for o in options], abs=1e-12)
+    assert native.eos == pytest.approx(python.eos, abs=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("semantics", ["moses", "paper"])
+@settings(max_examples=25, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_exact_support_holds_every_derivation_above_the_threshold(semantics, data):
+    # --method fst restricts its options to this support; with reordering it must still hold
+    # every derivation that scores at least the threshold, in both engines alike.
+    model, sentence = data.draw(moses_case(max_n=5, max_d=5, order=data.draw(st.sampled_from([2, 3])), semantics=semantics))
+    problem = Decoder(model, "exhaustive").problem(sentence)
+    everything = exhaustive.search(problem, exhaustive.ExhaustiveOptions(max_states=NO_BUDGET, nbest=2000)).hypotheses
+    threshold = everything[0][0] - data.draw(st.sampled_from([0.0, 0.3, 1.0, 4.0]))
+    python, _, status = exact.support(problem, threshold)
+    native, _, native_status = native_support(problem, threshold)
+    assert status == native_status == ""
+
+    def spans(options):
+        return {(o.s, o.t, o.phrase.pair.target) for o in options}
+
+    assert spans(python) == spans(native)
+    needed = {(p.start + 1, p.end + 1, p.pair.target) for score, phrases in everything if score >= threshold for p in phrases}
+    assert needed <= spans(python)
+
+
+def _gold():
+    folder = data_path("moses-lexreo-europarl-fr-en")
+    gold = [float(v) for v in re.findall(r"^SCORE_\d+ = (\S+)$", (folder / "truth" / "results.txt").read_text(), re.M)]
+    lines = (folder / "to-translate.txt").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(gold) == 5
+    return load_model(folder / "moses.ini"), lines, gold
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["stack", "exact"])
+def test_native_searches_reach_moses_one_best_on_the_gold_model(method):
+    # The exact search must also prove its optimum (within the issue's 10 minutes a sentence).
+    model, lines, gold = _gold()
+    decoder = Decoder(model, method, **({"time_limit": 600} if method == "exact" else {}))
+    assert (decoder.engine, decoder.semantics) == ("native", "moses")
+    for line, moses in zip(lines, gold):
+        result = decoder.decode(line)
+        best = result.best
+        assert best.score >= moses - 5e-4, line  # Moses printed 6 significant digits
+        assert best.search_score == pytest.approx(best.score, abs=1e-9)
+        check_distortion_limit(len(line.split()), best.phrases, 6, "moses")
+        if method == "exact":
+            assert result.optimal, line

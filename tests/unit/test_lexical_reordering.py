@@ -258,15 +258,18 @@ def test_scorer_total_includes_the_weighted_lr_features(tmp_path):
 
 def test_methods_without_lexicalized_reordering_refuse_it(tmp_path):
     model = load_model(lr_ini(tmp_path, f"LexicalReordering type=msd-bidirectional-fe path={tmp_path / 'rt'}"))
-    for method in ("exact", "dp", "beam", "bounded", "coverage", "fst"):
+    for method in ("dp", "beam", "bounded", "fst"):
         with pytest.raises(OptionsError, match=f"lexicalized reordering is not supported by --method {method}"):
             Decoder(model, method)
-    with pytest.raises(OptionsError, match="--method stack --engine native yet"):
-        Decoder(model, "stack", engine="native")
-    stack = Decoder(model, "stack")
-    assert (stack.engine, stack.semantics) == ("python", "moses")
-    result = stack.decode("das muss")
-    assert len(result.best.features.lr) == 6 and result.best.search_score == pytest.approx(result.best.score)
+    with pytest.raises(OptionsError, match="--method exhaustive has no native implementation"):
+        Decoder(model, "exhaustive", engine="native")
+    # The coverage-state searches serve it in both engines, the native one by default.
+    for method in ("stack", "exact", "coverage"):
+        for engine, want in (("auto", "native"), ("native", "native"), ("python", "python")):
+            decoder = Decoder(model, method, engine=engine)
+            assert (decoder.engine, decoder.semantics) == (want, "moses"), (method, engine)
+            result = decoder.decode("das muss")
+            assert len(result.best.features.lr) == 6 and result.best.search_score == pytest.approx(result.best.score)
 
 
 def test_default_moses_semantics_applies_with_reordering_only(tmp_path):
@@ -277,9 +280,10 @@ def test_default_moses_semantics_applies_with_reordering_only(tmp_path):
     assert Decoder(model, "stack", engine="python").semantics == "paper"
     assert Decoder(model, "exact").semantics == "paper"
     explicit = load_model(ini, distortion_semantics="moses")
-    assert Decoder(explicit, "stack").semantics == "moses" and Decoder(explicit, "stack").engine == "python"
-    with pytest.raises(OptionsError, match="--distortion-semantics moses\\) is not supported by --method exact"):
-        Decoder(explicit, "exact")
+    assert Decoder(explicit, "stack").semantics == "moses" and Decoder(explicit, "stack").engine == "native"
+    assert Decoder(explicit, "exact").semantics == "moses"
+    with pytest.raises(OptionsError, match="--distortion-semantics moses\\) is not supported by --method dp"):
+        Decoder(explicit, "dp")
     assert load_model().distortion_semantics == "paper"  # the built-in example is the paper's
     with pytest.raises(ModelError, match="unknown distortion semantics"):
         load_model(ini, distortion_semantics="pharaoh")
