@@ -12,8 +12,13 @@ OpenFst's tropical weights are 32-bit floats, so a path weight carries
 rounding of about 1e-5 on scores near 100. The cascade therefore asks for
 a few more shortest paths than wanted and ranks them by their exact
 (double) weight: the sum of the exact costs of their labels (P's pair
-costs, R's distortion costs, L's n-gram costs), which
+costs, R's distortion costs and reordering charges, L's n-gram costs), which
 :func:`exact_path_score` computes from the labels alone.
+
+With a lexicalized reordering model the cascade searches ``paper``
+distortion semantics (the signature states of R cannot express Moses' gap
+rule; :func:`fstdecode.search.base.resolve_model_support`), and R's arcs carry
+each transition's reordering charge (:mod:`.reorder`).
 """
 
 from __future__ import annotations
@@ -38,6 +43,11 @@ from fstdecode.problem.sentence import Phrase, Sentence, unknown_pair
 
 #: Extra shortest paths re-ranked in double precision (see the module docstring).
 EXTRA_PATHS = 8
+
+#: Whether the pruned R serves models with lexicalized reordering. Its first step, the A* of
+#: :func:`fstdecode.search.exact.support`, must then charge reordering (branch lrnative makes it
+#: so); until it does, such models get the full R, which is exact on its own.
+PRUNED_WITH_REORDERING = False
 
 
 class CascadeError(FstdecodeError):
@@ -97,7 +107,7 @@ class Cascade:
         #: The options of every derivation that can reach a threshold (an A* over coverage states).
         self.support = native_support if engine == "native" else exact_support
         #: R keeps only what can beat the stack decoder's derivation (see :meth:`_pruned`).
-        self.pruned = pruned
+        self.pruned = pruned and (model.reordering is None or PRUNED_WITH_REORDERING)
         self.engine = engine
         self.lm = model.search_lm()
         self.p = phrase_fst or build_phrase_fst(model.table, model.weights)
@@ -165,7 +175,10 @@ class Cascade:
         ip = fst.compose(self.input_fst(words), self.p.fst)
         if ip.start() == fst.NO_STATE_ID:
             raise CascadeError("I ∘ P is empty: the input has no segmentation into phrases")
-        problem = SearchProblem(self.sentence(words, ip), self.lm, self.model.weights, self.model.distortion_limit)
+        problem = SearchProblem(
+            self.sentence(words, ip), self.lm, self.model.weights, self.model.distortion_limit,
+            reordering=self.model.reordering,
+        )
         t0 = time.perf_counter()
         if self.pruned:
             r = self._pruned(problem, nbest, unique, max_states, prune)
@@ -260,7 +273,8 @@ def restricted(problem: SearchProblem, options: list[Option]) -> SearchProblem:
     sentence = problem.sentence
     phrases = tuple(tuple(ph for ph in opts if id(ph) in keep) for opts in sentence.options)
     return SearchProblem(
-        Sentence(sentence.words, phrases, sentence.unknown), problem.lm, problem.weights, problem.d, problem.id
+        Sentence(sentence.words, phrases, sentence.unknown), problem.lm, problem.weights, problem.d, problem.id,
+        reordering=problem.reordering, semantics=problem.semantics, early_distortion_cost=problem.early_distortion_cost,
     )
 
 
@@ -289,7 +303,8 @@ def exact_path_score(labels: list[int], r: Reordering, problem: SearchProblem) -
     """The path's model score in double precision, from its output labels alone.
 
     For each operation: P's cost of its pair, R's distortion cost
-    (eta · jumps) and L's cost of its LM events; negated (a score to maximise).
+    (eta · jumps) minus its reordering score (``r.lr``, with a reordering model)
+    and L's cost of its LM events; negated (a score to maximise).
     """
     w = problem.weights
     cost = 0.0
@@ -298,6 +313,8 @@ def exact_path_score(labels: list[int], r: Reordering, problem: SearchProblem) -
         if opt.phrase is not None:
             cost += pair_cost(opt.phrase.pair, w)
         cost += problem.eta * r.jumps[lab] + r.lm_cost[lab]
+        if r.lr:
+            cost -= r.lr[lab]
     return -cost
 
 

@@ -157,8 +157,9 @@ class Method:
     ``native``, if not None, is the same search in the native core
     (``function(problem, options)``), or ``native_factory`` makes a native searcher from the
     model; the Python ``factory`` stays the reference. ``moses_model`` is True when the
-    Python engine implements lexicalized reordering and Moses' distortion semantics
-    (:func:`resolve_model_support`).
+    Python engine implements lexicalized reordering and Moses' distortion semantics;
+    ``paper_reordering`` when it implements lexicalized reordering under ``paper`` semantics
+    only (the signature-state searches; :func:`resolve_model_support`).
     """
 
     name: str
@@ -172,6 +173,7 @@ class Method:
     #: :class:`fstdecode.search.kbest.DistinctSearcher`).
     distinct: bool = False
     moses_model: bool = False
+    paper_reordering: bool = False
 
     @property
     def has_native(self) -> bool:
@@ -237,6 +239,7 @@ def register(
     native_factory: Callable[[Model, Any], Searcher] | None = None,
     distinct: bool = False,
     moses_model: bool = False,
+    paper_reordering: bool = False,
 ) -> Method:
     """Register a method by a ``factory``, or by a ``function(problem, options)``; ``native``
     (a function) or ``native_factory`` is its native-core twin, if it has one; ``distinct``: its
@@ -245,7 +248,9 @@ def register(
         if function is None:
             raise ValueError("register() needs a factory or a function")
         factory = lambda model, opts: FunctionSearcher(function, opts)  # noqa: E731
-    method = METHODS[name] = Method(name, options, factory, exact, summary, native, native_factory, distinct, moses_model)
+    method = METHODS[name] = Method(
+        name, options, factory, exact, summary, native, native_factory, distinct, moses_model, paper_reordering
+    )
     return method
 
 
@@ -253,9 +258,11 @@ def resolve_model_support(method: Method, engine: str, model: Model) -> tuple[st
     """The engine and distortion semantics a decoder of ``model`` with ``method`` uses: the one
     place that decides which searches serve Moses' reordering features.
 
-    Only the Python engine of a method registered with ``moses_model`` (stack,
-    exhaustive) implements lexicalized reordering and Moses' distortion semantics
-    so far (issue 13; the others follow). Rules:
+    The Python engine of a method registered with ``moses_model`` (stack, exhaustive)
+    implements lexicalized reordering and Moses' distortion semantics; that of a method
+    registered with ``paper_reordering`` (the signature-state searches dp, beam, bounded and
+    fst) implements lexicalized reordering under ``paper`` semantics only (issue 13; the others
+    follow). Rules:
 
     * a model that needs them (a reordering model, or ``moses`` semantics asked
       for explicitly) gets the Python engine of such a method under ``engine="auto"``;
@@ -264,29 +271,51 @@ def resolve_model_support(method: Method, engine: str, model: Model) -> tuple[st
     * ``moses`` semantics by default (a moses.ini without ``--distortion-semantics``)
       is searched as ``moses`` with a reordering model and as ``paper`` otherwise, so
       that every method and engine still searches the same space on such a model
-      (documented in README.md).
+      (documented in README.md);
+    * a ``paper_reordering`` method given ``moses`` semantics (explicit, or a moses.ini's
+      default with a reordering model) raises OptionsError saying why: signature states
+      cannot express Moses' gap rule (:data:`SIGNATURE_MOSES`).
     """
     explicit = model.distortion_semantics == "moses" and model.semantics_given
     wants = model.reordering is not None or explicit
-    resolved = "python" if wants and engine == "auto" and method.moses_model else method.engine(engine)
-    supported = method.moses_model and resolved == "python"
+    capable = method.moses_model or method.paper_reordering
+    resolved = "python" if wants and engine == "auto" and capable else method.engine(engine)
+    supported = capable and resolved == "python"
     where = f"--method {method.name}" + (" --engine native" if resolved == "native" else "")
     if not supported and model.reordering is not None:
         raise OptionsError(
             f"lexicalized reordering is not supported by {where} yet; "
-            f"use {_moses_methods()} (the Python engine), or remove the LexicalReordering feature"
+            f"use {_moses_methods(True)} (the Python engine), or remove the LexicalReordering feature"
         )
     if not supported and explicit:
         raise OptionsError(
             f"Moses' distortion semantics (--distortion-semantics moses) is not supported by {where} yet; "
             f"use {_moses_methods()}, or --distortion-semantics paper"
         )
-    return resolved, model.distortion_semantics if wants else "paper"
+    semantics = model.distortion_semantics if wants else "paper"
+    if semantics == "moses" and not method.moses_model:
+        given = "" if model.semantics_given else " (the default for a moses.ini with LexicalReordering)"
+        raise OptionsError(
+            f"{where} cannot search Moses' distortion semantics{given} exactly: {SIGNATURE_MOSES}; "
+            f"use --distortion-semantics paper, or a coverage-state method ({_moses_methods()})"
+        )
+    return resolved, semantics
 
 
-def _moses_methods() -> str:
-    """The methods whose Python engine implements Moses' reordering features, as a phrase."""
-    return " or ".join(f"--method {m.name}" for m in METHODS.values() if m.moses_model)
+#: Why the signature-state searches refuse ``moses`` semantics (README.md, "Moses' models").
+SIGNATURE_MOSES = (
+    "Moses' gap rule (t + 1 - g <= d unless a phrase starts at the first gap g of the target-order "
+    "prefix) constrains phrases that are not adjacent in target order, and a signature state does "
+    "not know in which order its tapes will be joined"
+)
+
+
+def _moses_methods(reordering: bool = False) -> str:
+    """The methods whose Python engine implements Moses' distortion semantics (``reordering``:
+    or lexicalized reordering under any semantics), as a phrase."""
+    return " or ".join(
+        f"--method {m.name}" for m in METHODS.values() if m.moses_model or (reordering and m.paper_reordering)
+    )
 
 
 def attach_native(name: str, native: Callable[[SearchProblem, Any], SearchResult]) -> Method:
