@@ -101,6 +101,10 @@ class Cascade:
     def __init__(
         self, model: Model, phrase_fst: PhraseFst | None = None, engine: str = "native", pruned: bool = True
     ) -> None:
+        if engine == "native" and model.reordering is not None:
+            raise CascadeError(
+                "the native R does not charge lexicalized reordering yet; build the cascade with engine='python'"
+            )
         self.model = model
         #: R and L are built by the native core (``native``) or in Python (``python``, the reference).
         self.build_reordering = build_reordering_native if engine == "native" else build_reordering

@@ -133,7 +133,9 @@ def parse_op_symbol(symbol: str) -> tuple[int, int, int, int, int, int, str, lis
     """``(s, t, s1, t1, s2, label, target, events)`` of an operation symbol, in search positions.
 
     The symbol spells positions as 0-based tokens (``op:S-T:S1:T1:S2:…``, φ as
-    ``_``); the tuple gives them back as the search counts them (``<s>`` = 0).
+    ``_``); the tuple gives them back as the search counts them (``<s>`` = 0). ``events`` are
+    the ``|``-separated items after the head: the LM events, then, with a reordering model,
+    ``lr:O1,O2=V`` (see the module docstring).
     """
     head, *events = symbol.split("|")
     _, span, s1, t1, s2, label, target = head.split(":", 6)

@@ -15,6 +15,8 @@ orders 1-3 and weights of any sign, under ``paper`` semantics:
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -101,3 +103,33 @@ def test_fst_method_decodes_reordering_models_in_python(data):
     result = decoder.decode(sentence)
     assert result.best.score == pytest.approx(oracle(model, sentence).best.score, abs=1e-9)
     assert result.best.search_score == pytest.approx(result.best.score, abs=1e-9)
+
+
+def test_native_cascade_refuses_reordering_models(tmp_path):
+    # The native R charges no reordering: building it for such a model would search another space.
+    from fstdecode.fst.cascade import CascadeError
+    from fstdecode.model.model import load_model
+
+    (tmp_path / "pt").write_text("u ||| a ||| 0.5\n", encoding="utf-8")
+    (tmp_path / "rt").write_text("u ||| a ||| 0.1 0.2 0.3\n", encoding="utf-8")
+    (tmp_path / "lm").write_text("\\data\\\nngram 1=4\n\n\\1-grams:\n-1\t<s>\n-1\t</s>\n-1\t<unk>\n-1\ta\n\n\\end\\\n")
+    (tmp_path / "moses.ini").write_text(
+        "[feature]\nKENLM path=lm order=2\nDistortion\nWordPenalty\nPhraseDictionaryMemory path=pt num-features=1\n"
+        "LexicalReordering type=msd-backward-fe path=rt\n[weight]\nKENLM0= 1\nDistortion0= 1\nWordPenalty0= 0\n"
+        "PhraseDictionaryMemory0= 1\nLexicalReordering0= 1 1 1\n",
+        encoding="utf-8",
+    )
+    model = load_model(tmp_path / "moses.ini", distortion_semantics="paper")
+    with pytest.raises(CascadeError, match="engine='python'"):
+        Cascade(model, engine="native")
+    out = Cascade(model, engine="python").search(("u",))
+    # u alone: monotone from the sentence start, ln 0.1 on top of ln 0.5 (TM) and the unigram LM.
+    assert out.result.hypotheses[0][0] == pytest.approx(out.problem.score(out.result.hypotheses[0][1])[1], abs=1e-9)
+    # Its labels: u after <s> (monotone, charged ln 0.1), u opening a tape of its own (its charge
+    # pending: nothing yet), and </s> (nothing).
+    assert out.reordering.names[1:] == [
+        "op:0-0:_:_:_:2:a|lr:_,_=0.0",
+        f"op:0-0:-1:-1:_:2:a|<s> a|lr:monotone,_={math.log(0.1)!r}",
+        "op:1-1:-1:0:_:0:</s>|a </s>|lr:_,_=0.0",
+    ]
+    assert list(out.reordering.lr) == [0.0, 0.0, math.log(0.1), 0.0]
