@@ -44,7 +44,8 @@ def with_type(model, type_string: str):
     """The model with its reordering table read as ``type_string`` (weights 0.3 each)."""
     config = parse_reordering_type(type_string)
     lr = ReorderingModel(config, model.reordering.table, None, model.reordering.name)
-    return dataclasses.replace(model, reordering=lr, weights=dataclasses.replace(model.weights, lr=(0.3,) * config.num_features))
+    weights = dataclasses.replace(model.weights, lr=(0.3,) * config.num_features)
+    return dataclasses.replace(model, reordering=lr, weights=weights)
 
 
 def count(model, prefixes: list[str], cap: int) -> tuple[int, int, float] | None:

@@ -98,4 +98,8 @@ def search(problem: SearchProblem, options: BoundedOptions = BoundedOptions()) -
     )
 
 
-register("bounded", BoundedOptions, function=search, exact=True, summary="the signature DP pruned by upper bounds (exact; bigram LMs)", paper_reordering=True)
+register(
+    "bounded", BoundedOptions, function=search, exact=True,
+    summary="the signature DP pruned by upper bounds (exact; bigram LMs)",
+    paper_reordering=True,  # lexicalized reordering in signature states (fstdecode.statespace.reordering)
+)

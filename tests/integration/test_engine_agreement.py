@@ -227,7 +227,9 @@ def test_native_equals_python(decoder, model, line, method, options):
         assert_same_result(ours, reference, where)
 
 
-@pytest.mark.parametrize("method", [name for name, m in METHODS.items() if not m.moses_model and not m.paper_reordering])
+@pytest.mark.parametrize(
+    "method", [name for name, m in METHODS.items() if not m.moses_model and not m.paper_reordering]
+)
 def test_lexicalized_reordering_is_refused_where_not_implemented(method):
     # The methods without lexicalized reordering must say so, never decode without it.
     model = load_model(data_path("moses-lexreo-europarl-fr-en", "moses.ini"))
