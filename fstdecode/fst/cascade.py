@@ -44,10 +44,11 @@ from fstdecode.problem.sentence import Phrase, Sentence, unknown_pair
 #: Extra shortest paths re-ranked in double precision (see the module docstring).
 EXTRA_PATHS = 8
 
-#: Whether the pruned R serves models with lexicalized reordering. Its first step, the A* of
-#: :func:`fstdecode.search.exact.support`, must then charge reordering (branch lrnative makes it
-#: so); until it does, such models get the full R, which is exact on its own.
-PRUNED_WITH_REORDERING = False
+#: Whether the pruned R of a model with lexicalized reordering starts with the A* of
+#: :func:`fstdecode.search.exact.support`, which must then charge reordering (branch lrnative
+#: makes it so). Until it does, R is walked with the threshold over all the options, which
+#: :class:`~fstdecode.fst.reorder.Completion` keeps exact on its own.
+SUPPORT_WITH_REORDERING = False
 
 
 class CascadeError(FstdecodeError):
@@ -111,7 +112,7 @@ class Cascade:
         #: The options of every derivation that can reach a threshold (an A* over coverage states).
         self.support = native_support if engine == "native" else exact_support
         #: R keeps only what can beat the stack decoder's derivation (see :meth:`_pruned`).
-        self.pruned = pruned and (model.reordering is None or PRUNED_WITH_REORDERING)
+        self.pruned = pruned
         self.engine = engine
         self.lm = model.search_lm()
         self.p = phrase_fst or build_phrase_fst(model.table, model.weights)
@@ -222,6 +223,8 @@ class Cascade:
         (:func:`.reorder.build_reordering_native`). Each step keeps every derivation reaching
         the threshold, so R does. Over ``max_states`` (in either step), SearchLimitError
         carries the stack decoder's derivations (with the A*'s upper bound if it ran out).
+        With lexicalized reordering and not :data:`SUPPORT_WITH_REORDERING`, the first step is
+        skipped: R is walked with the threshold over every option.
         """
         from fstdecode.search import exact, stack
         from fstdecode.search.native import stack_search
@@ -238,6 +241,11 @@ class Cascade:
         threshold -= prune or 0.0
         if threshold == -math.inf:  # no known derivation (or fewer than k): nothing to prune by
             return self.build_reordering(problem, self.labels, max_states)
+        if problem.reordering is not None and not SUPPORT_WITH_REORDERING:
+            try:
+                return self.build_reordering(problem, self.labels, max_states, threshold=threshold)
+            except SearchLimitError as e:
+                raise SearchLimitError(str(e), dataclasses.replace(lower, optimal=False)) from None
         winners, found, status = self.support(problem, threshold, max_states)
         # Over budget (either step): the stack's derivations, with the A*'s certified bound.
         best = None if lower is None else dataclasses.replace(lower, optimal=False, upper_bound=found.upper_bound)
