@@ -174,14 +174,16 @@ def reordering_table(draw, pt_text: str, columns: int, conditioned_on_target: bo
 
 
 @st.composite
-def moses_case(draw, max_n: int = 5, max_d: int = 4, order: int = 2, semantics: str = "moses"):
+def moses_case(
+    draw, max_n: int = 5, max_d: int = 4, order: int = 2, semantics: str = "moses", types=REORDERING_TYPES
+):
     """(model, sentence): a random moses.ini model with a LexicalReordering feature of a random
-    type (:data:`REORDERING_TYPES`) and weights of any sign, under ``semantics``."""
+    type (one of ``types``) and weights of any sign, under ``semantics``."""
     from fstdecode.model.lexical_reordering import parse_reordering_type
 
     n = draw(st.integers(1, max_n))
     sentence = tuple(draw(st.lists(st.sampled_from(SOURCE_VOCAB), min_size=n, max_size=n)))
-    config = parse_reordering_type(draw(st.sampled_from(REORDERING_TYPES)))
+    config = parse_reordering_type(draw(st.sampled_from(types)))
     pt, lm = draw(phrase_table(sentence)), draw(arpa_of_order(order))
     rt = draw(reordering_table(pt, config.table_columns, config.condition == "fe"))
     lr = " ".join(f"{draw(signed(-1, 1)):.3f}" for _ in range(config.num_features))

@@ -12,8 +12,13 @@ OpenFst's tropical weights are 32-bit floats, so a path weight carries
 rounding of about 1e-5 on scores near 100. The cascade therefore asks for
 a few more shortest paths than wanted and ranks them by their exact
 (double) weight: the sum of the exact costs of their labels (P's pair
-costs, R's distortion costs, L's n-gram costs), which
+costs, R's distortion costs and reordering charges, L's n-gram costs), which
 :func:`exact_path_score` computes from the labels alone.
+
+With a lexicalized reordering model the cascade searches ``paper``
+distortion semantics (the signature states of R cannot express Moses' gap
+rule; :func:`fstdecode.search.base.resolve_model_support`), and R's arcs carry
+each transition's reordering charge (:mod:`.reorder`).
 """
 
 from __future__ import annotations
@@ -40,7 +45,6 @@ from fstdecode.problem.sentence import Phrase, Sentence, unknown_pair
 
 #: Extra shortest paths re-ranked in double precision (see the module docstring).
 EXTRA_PATHS = 8
-
 
 class CascadeError(FstdecodeError):
     """An empty composition or a path that cannot be read back."""
@@ -93,6 +97,10 @@ class Cascade:
     def __init__(
         self, model: Model, phrase_fst: PhraseFst | None = None, engine: str = "native", pruned: bool = True
     ) -> None:
+        if engine == "native" and model.reordering is not None:
+            raise CascadeError(
+                "the native R does not charge lexicalized reordering yet; build the cascade with engine='python'"
+            )
         self.model = model
         #: R and L are built by the native core (``native``) or in Python (``python``, the reference).
         self.build_reordering = build_reordering_native if engine == "native" else build_reordering
@@ -179,7 +187,9 @@ class Cascade:
             raise CascadeError("I ∘ P is empty: the input has no segmentation into phrases")
         sentence = self.sentence(words, ip)
         labels = self.labels_for(sentence)
-        problem = SearchProblem(sentence, self.lm, self.model.weights, self.model.distortion_limit)
+        problem = SearchProblem(
+            sentence, self.lm, self.model.weights, self.model.distortion_limit, reordering=self.model.reordering
+        )
         t0 = time.perf_counter()
         if self.pruned:
             r = self._pruned(problem, labels, nbest, unique, max_states, prune)
@@ -225,6 +235,8 @@ class Cascade:
         (:func:`.reorder.build_reordering_native`). Each step keeps every derivation reaching
         the threshold, so R does. Over ``max_states`` (in either step), SearchLimitError
         carries the stack decoder's derivations (with the A*'s upper bound if it ran out).
+        With lexicalized reordering both steps charge it (the A*'s bound and the walk's
+        ``Completion`` take each phrase's best reordering score).
         """
         from fstdecode.search import exact, stack
         from fstdecode.search.native import stack_search
@@ -280,7 +292,8 @@ def restricted(problem: SearchProblem, options: list[Option]) -> SearchProblem:
     sentence = problem.sentence
     phrases = tuple(tuple(ph for ph in opts if id(ph) in keep) for opts in sentence.options)
     return SearchProblem(
-        Sentence(sentence.words, phrases, sentence.unknown), problem.lm, problem.weights, problem.d, problem.id
+        Sentence(sentence.words, phrases, sentence.unknown), problem.lm, problem.weights, problem.d, problem.id,
+        reordering=problem.reordering, semantics=problem.semantics, early_distortion_cost=problem.early_distortion_cost,
     )
 
 
@@ -309,7 +322,8 @@ def exact_path_score(labels: list[int], r: Reordering, problem: SearchProblem) -
     """The path's model score in double precision, from its output labels alone.
 
     For each operation: P's cost of its pair, R's distortion cost
-    (eta · jumps) and L's cost of its LM events; negated (a score to maximise).
+    (eta · jumps) minus its reordering score (``r.lr``, with a reordering model)
+    and L's cost of its LM events; negated (a score to maximise).
     """
     w = problem.weights
     cost = 0.0
@@ -318,6 +332,8 @@ def exact_path_score(labels: list[int], r: Reordering, problem: SearchProblem) -
         if opt.phrase is not None:
             cost += pair_cost(opt.phrase.pair, w)
         cost += problem.eta * r.jumps[lab] + r.lm_cost[lab]
+        if r.lr:
+            cost -= r.lr[lab]
     return -cost
 
 

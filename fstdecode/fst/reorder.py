@@ -15,10 +15,19 @@ so every state passes ``valid()`` of Figure 5). One arc per transition ψ1 p ψ2
   backoff charged by state minimisation, orders above 2; see
   :mod:`fstdecode.statespace.ngram`). Moses reserves ``|`` for factors, so
   words never contain it;
-* weight: the distortion feature times its weight, as a cost (eta · jumps).
+* weight: the distortion feature times its weight, as a cost (eta · jumps),
+  minus the weighted lexicalized reordering charge of the transition when
+  the model has a reordering model (:func:`fstdecode.statespace.reordering.charge`;
+  the signatures then carry their tapes' LR ends). Its symbol then ends with
+  ``|lr:O1,O2=V``: O1 the orientation of p after ψ1's last phrase and O2 that
+  of ψ2's first phrase after p (names as in
+  :data:`~fstdecode.model.lexical_reordering.ORIENTATION_NAMES`, ``_`` for φ)
+  and V the weighted score charged (Python's ``repr`` of the double), so that
+  operations that charge differently never share a label.
 
 The operation symbols alone rebuild the derivation (the tapes are replayed
-from s1/s2) and carry everything L scores.
+from s1/s2) and carry everything L scores; with a reordering model, the
+per-label ``lr`` scores (:class:`Reordering`) what R's weights charge.
 """
 
 from __future__ import annotations
@@ -34,8 +43,10 @@ import pywrapfst as fst
 from fstdecode._native import core as _core
 from fstdecode.fst.binary import vector_fst
 from fstdecode.fst.lm_fst import build_lm_fst, events_cost
+from fstdecode.model.lexical_reordering import ORIENTATION_NAMES
 from fstdecode.problem.problem import Option, SearchLimitError, SearchProblem
 from fstdecode.search.native import native_form
+from fstdecode.statespace import reordering as lexreo
 from fstdecode.statespace.ngram import Event, join, state_space
 from fstdecode.statespace.signature import PHI, Sigs
 
@@ -45,13 +56,15 @@ class Operation:
     """What an output label of R stands for: a transition ψ1 p ψ2.
 
     ``s1``/``s2`` are the starts of ψ1 and ψ2 (PHI for φ); ``jumps`` is the
-    sum of the distortion distances |t(ψ1)+1−s(p)| and |t(p)+1−s(ψ2)| (Figure 4).
+    sum of the distortion distances |t(ψ1)+1−s(p)| and |t(p)+1−s(ψ2)| (Figure 4); ``lr`` the
+    weighted lexicalized reordering score it charges (0 without a reordering model).
     """
 
     option: Option
     s1: int
     s2: int
     jumps: int
+    lr: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -61,7 +74,9 @@ class Reordering:
     Per label k >= 1 (entry 0, ε, is unused): ``options[k]``, ``s1[k]``,
     ``s2[k]`` and ``jumps[k]`` make its :class:`Operation`, and ``lm_cost[k]``
     is −λ_lm times the sum of the ln values of its LM events, in double
-    precision (L's arc weight before OpenFst rounds it to a float).
+    precision (L's arc weight before OpenFst rounds it to a float); ``lr[k]``, with a
+    reordering model, is the weighted reordering score the label's arcs charge (R's arc
+    weight is ``eta * jumps[k] - lr[k]``; empty without one, all charges 0).
     ``ilabel_sorted`` says that R's arcs are already sorted by input label.
     The output symbols are ``names`` (by label), as a table made on first use
     of :attr:`symbols` (R itself carries them only when built in Python).
@@ -81,6 +96,8 @@ class Reordering:
     table: fst.SymbolTable | None = None
     #: A pruned R's best path score (:func:`build_reordering_native` with a threshold), else None.
     best: float | None = None
+    #: Per label, the weighted lexicalized reordering score (empty without a reordering model).
+    lr: Sequence[float] = ()
 
     @cached_property
     def symbols(self) -> fst.SymbolTable:
@@ -93,7 +110,8 @@ class Reordering:
         return syms
 
     def operation(self, label: int) -> Operation:
-        return Operation(self.options[label], self.s1[label], self.s2[label], self.jumps[label])
+        lr = self.lr[label] if self.lr else 0.0
+        return Operation(self.options[label], self.s1[label], self.s2[label], self.jumps[label], lr)
 
     @property
     def ops(self) -> dict[int, Operation]:
@@ -115,7 +133,9 @@ def parse_op_symbol(symbol: str) -> tuple[int, int, int, int, int, int, str, lis
     """``(s, t, s1, t1, s2, label, target, events)`` of an operation symbol, in search positions.
 
     The symbol spells positions as 0-based tokens (``op:S-T:S1:T1:S2:…``, φ as
-    ``_``); the tuple gives them back as the search counts them (``<s>`` = 0).
+    ``_``); the tuple gives them back as the search counts them (``<s>`` = 0). ``events`` are
+    the ``|``-separated items after the head: the LM events, then, with a reordering model,
+    ``lr:O1,O2=V`` (see the module docstring).
     """
     head, *events = symbol.split("|")
     _, span, s1, t1, s2, label, target = head.split(":", 6)
@@ -141,7 +161,7 @@ class _Builder:
         self.syms.add_symbol("<eps>", 0)
         #: per label (0: ε): option, s1, s2, jumps, LM cost
         self.options: list[Option | None] = [None]
-        self.s1, self.s2, self.jumps, self.lm_cost = [PHI], [PHI], [0], [0.0]
+        self.s1, self.s2, self.jumps, self.lm_cost, self.lr = [PHI], [PHI], [0], [0.0], [0.0]
         #: (id(option), ψ1 signature, ψ2 signature) -> label
         self.cache: dict[tuple, int] = {}
         self._short: dict[tuple, int] = {}
@@ -168,9 +188,13 @@ class _Builder:
         key = (id(opt), a, c)
         s1, t1 = (a[0], a[2]) if a else (PHI, PHI)
         s2 = c[0] if c else PHI
+        lr = self.problem.reordering is not None
         if self.problem.order == 2:
-            # Only ψ1's end and last word and ψ2's start and first word matter.
+            # Only ψ1's end and last word and ψ2's start and first word matter (and, with a
+            # reordering model, ψ1's tail and ψ2's head).
             short = (id(opt), s1, t1, a[3] if a else PHI, s2, c[1] if c else PHI)
+            if lr:
+                short += (a[5] if a else PHI, c[4] if c else PHI)
         else:
             short = key
         label = self._short.get(short)
@@ -190,18 +214,23 @@ class _Builder:
         target = " ".join(opt.phrase.target) if opt.phrase else "</s>"
         span = f"{_token(opt.s)}-{_token(opt.t)}:{_token(s1)}:{_token(t1)}:{_token(s2)}"
         head = f"op:{span}:{self.input_label(opt)}:{target}"
-        label = self.cache[key] = self._short[short] = self.syms.add_symbol(
-            head + "".join("|" + event_text(e, v) for e in events)
-        )
+        text = head + "".join("|" + event_text(e, v) for e in events)
+        charge = 0.0
+        if lr:
+            o1, o2, charge = lexreo.charge(self.problem, a, opt, c)
+            names = ORIENTATION_NAMES[self.problem.reordering.config.classes]
+            text += f"|lr:{'_' if o1 == PHI else names[o1]},{'_' if o2 == PHI else names[o2]}={charge!r}"
+        label = self.cache[key] = self._short[short] = self.syms.add_symbol(text)
         if label == len(self.options):  # a new symbol
             p = self.problem
             self.options.append(opt)
             self.s1.append(s1)
             self.s2.append(s2)
             self.jumps.append(jumps)
+            self.lr.append(charge)
             words = [([v[x] for x in context], None if w is None else v[w]) for context, w in events]
             self.lm_cost.append(events_cost(p.lm, p.weights.lm, words))
-            self.arc_parts[label] = (self.input_label(opt), p.eta * jumps)
+            self.arc_parts[label] = (self.input_label(opt), p.eta * jumps - charge)
         return label
 
     def reordering(self, r: fst.VectorFst, states: int, transitions: int) -> Reordering:
@@ -209,7 +238,8 @@ class _Builder:
         parts = (tuple(self.options), tuple(self.s1), tuple(self.s2), tuple(self.jumps), tuple(self.lm_cost))
         lm = build_lm_fst(self.syms, self.lm_cost[1:])
         names = [self.syms.find(k) for k in range(len(self.options))]
-        return Reordering(r, lm, names, states, transitions, *parts, table=self.syms)
+        lr = tuple(self.lr) if self.problem.reordering is not None else ()
+        return Reordering(r, lm, names, states, transitions, *parts, table=self.syms, lr=lr)
 
 
 class Completion:
@@ -220,7 +250,12 @@ class Completion:
     distortion still to come: with eta >= 0 at least signature_beam's "bound" (a tape ending at
     t < j is left by a jump of at least j − t, one starting at s > 0 entered by one of at least
     j + 2 − s; tapes are only ever joined through a phrase placed after j, or ``</s>``); with
-    eta < 0 at most d per junction still to form.
+    eta < 0 at most d per junction still to form. With a reordering model, the reordering charges
+    still to come at their best too (:mod:`fstdecode.statespace.reordering`): each open tape's
+    pending ones (:func:`~fstdecode.statespace.reordering.pending_bound`) and the best
+    segmentation of the positions after j by each phrase's best charges
+    (:func:`~fstdecode.statespace.reordering.phrase_bound`), a separate maximum, so the sum
+    bounds the joint one.
     """
 
     def __init__(self, problem: SearchProblem) -> None:
@@ -232,12 +267,17 @@ class Completion:
         self.ngram = problem.order > 2
         self.d = min(problem.d, problem.n + 2)
         self._tapes: dict[tuple, float] = {}
+        self.lr = problem.reordering is not None
+        #: ``lr_suffix[p]``: the most the phrases covering positions p..n can be charged for reordering.
+        self.lr_suffix = _lr_suffix(problem) if self.lr else []
 
     def __call__(self, j: int, sigs: Sigs) -> float:
         p = self.problem
         if j >= p.end:
             return 0.0
         h = self.b.suffix[j + 1] + self.eos
+        if self.lr:
+            h += self.lr_suffix[j + 1] + lexreo.pending_bound(sigs)
         jumps = 0
         for sig in sigs:
             if sig[0] != 0:
@@ -256,6 +296,19 @@ class Completion:
             words = tuple(sig[1][: self.b.k]) if self.ngram else (sig[1],)
             got = self._tapes[key] = self.b.tape(self.problem, sig[0], words)
         return got
+
+
+def _lr_suffix(problem: SearchProblem) -> list[float]:
+    """``out[p]``: the best, over segmentations of positions p..n into options, of the sum of
+    their :func:`~fstdecode.statespace.reordering.phrase_bound` (−inf where none exists)."""
+    n = problem.n
+    out = [-math.inf] * (n + 2)
+    out[n + 1] = 0.0
+    for p in range(n, 0, -1):
+        for opt in problem.by_start[p]:
+            if out[opt.t + 1] > -math.inf:
+                out[p] = max(out[p], lexreo.phrase_bound(opt) + out[opt.t + 1])
+    return out
 
 
 def build_reordering(

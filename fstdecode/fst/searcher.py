@@ -93,4 +93,5 @@ register(
     exact=True,
     distinct=True,  # the cascade prunes R for the k-th distinct translation (fstdecode.fst.cascade)
     summary="the same search as a WFST cascade in OpenFst (exact); R and L built by the native core",
+    paper_reordering=True,  # the Python R (fstdecode.fst.reorder) charges lexicalized reordering
 )

@@ -17,6 +17,11 @@ into a future phrase in future(j), into </s> last) at an upper bound, and
 the distortion still to come is at least β's, so no state on an optimal
 path is dropped: the result is exact. The bounds need a bigram LM and a
 distortion weight >= 0; otherwise this is the plain DP.
+
+With lexicalized reordering, every charge still to come is counted at its
+best too (:mod:`fstdecode.statespace.reordering`): each future phrase's best
+backward score and best forward score (or 0, if it ends up last), each open
+tape's pending backward score and its last phrase's best forward score (or 0).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from fstdecode.problem.problem import SearchLimitError, SearchProblem, SearchRes
 from fstdecode.search import signature_beam, signature_dp
 from fstdecode.search.base import SearchOptions, register
 from fstdecode.search.signature_dp import DpOptions, minimize_field
+from fstdecode.statespace.reordering import pending_bound, phrase_bound
 
 
 @dataclass(frozen=True)
@@ -37,13 +43,15 @@ class BoundedOptions(SearchOptions):
 
 
 def future_bounds(problem: SearchProblem, h: signature_beam.Heuristic) -> list[float]:
-    """``future[j]``: an upper bound on the score of translating positions j+1..n."""
+    """``future[j]``: an upper bound on the score of translating positions j+1..n (with a
+    reordering model, each phrase's reordering charges at their best included)."""
     n = problem.n
     neg = float("-inf")
+    lr = problem.reordering is not None
     best_span: dict[tuple[int, int], float] = {}
     for s in range(1, n + 1):
         for opt in problem.by_start[s]:
-            v = opt.score + h.start_word(opt.first)
+            v = opt.score + h.start_word(opt.first) + (phrase_bound(opt) if lr else 0.0)
             if v > best_span.get((s, opt.t), neg):
                 best_span[(s, opt.t)] = v
     future = [neg] * (n + 1)
@@ -71,11 +79,12 @@ def search(problem: SearchProblem, options: BoundedOptions = BoundedOptions()) -
     close = max(problem.ngram((a,), problem.eos) for a in h.preceders)
 
     end = problem.end
+    pending = pending_bound if problem.reordering is not None else lambda sigs: 0.0
 
     def admit(t: int, sigs, score: float) -> bool:
         if t == end:  # complete: its score is exact
             return score >= lb
-        return score + h(t, sigs) + future[t] + close >= lb
+        return score + h(t, sigs) + pending(sigs) + future[t] + close >= lb
 
     try:
         chart = signature_dp.run(problem, max_states=max_states, minimize=minimize, admit=admit)
@@ -89,4 +98,8 @@ def search(problem: SearchProblem, options: BoundedOptions = BoundedOptions()) -
     )
 
 
-register("bounded", BoundedOptions, function=search, exact=True, summary="the signature DP pruned by upper bounds (exact; bigram LMs)")
+register(
+    "bounded", BoundedOptions, function=search, exact=True,
+    summary="the signature DP pruned by upper bounds (exact; bigram LMs)",
+    paper_reordering=True,  # lexicalized reordering in signature states (fstdecode.statespace.reordering)
+)

@@ -175,4 +175,8 @@ def search(problem: SearchProblem, options: BeamOptions = BeamOptions()) -> Sear
         return replace(found, states=states, transitions=transitions)
 
 
-register("beam", BeamOptions, function=search, exact=False, summary="the signature DP with beam(T_j) of Section 5.1")
+register(
+    "beam", BeamOptions, function=search, exact=False,
+    summary="the signature DP with beam(T_j) of Section 5.1",
+    paper_reordering=True,  # lexicalized reordering in signature states (fstdecode.statespace.reordering)
+)

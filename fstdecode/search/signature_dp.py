@@ -131,4 +131,8 @@ def search(problem: SearchProblem, options: DpOptions = DpOptions()) -> SearchRe
     return result(problem, chart, optimal=True, empty=f"no derivation satisfies the distortion limit d={problem.d}")
 
 
-register("dp", DpOptions, function=search, exact=True, summary="the signature-state DP of Chang & Collins (exact)")
+register(
+    "dp", DpOptions, function=search, exact=True,
+    summary="the signature-state DP of Chang & Collins (exact)",
+    paper_reordering=True,  # lexicalized reordering in signature states (fstdecode.statespace.reordering)
+)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from fstdecode.problem.problem import Option, SearchProblem
-from fstdecode.statespace import signature
+from fstdecode.statespace import reordering, signature
 from fstdecode.statespace.signature import PHI, role_choices
 
 NSig = tuple[int, tuple[int, ...], int, tuple[int, ...]]
@@ -136,11 +136,19 @@ def joined(problem: SearchProblem, a: NSig | None, opt: Option, c: NSig | None, 
 
 def state_space(problem: SearchProblem, minimize: bool = True):
     """``(start, goal, expand)`` for the problem's LM order: the bigram signatures of
-    :mod:`.signature` (Figure 4 verbatim, fastest) for order 2, ``(s, F, t, L)`` otherwise."""
+    :mod:`.signature` (Figure 4 verbatim, fastest) for order 2, ``(s, F, t, L)`` otherwise.
+
+    With a lexicalized reordering model each signature also carries its tape's LR ends
+    (:mod:`.reordering`: ``(…, head, tail)``) and each transition its LR charge."""
     if problem.order == 2:
-        return signature.start_state(problem), signature.goal_state(problem), signature.expand
+        start, goal, expand = signature.start_state(problem), signature.goal_state(problem), signature.expand
+    else:
+        start, goal = start_state(problem), goal_state(problem)
+        expand = lambda p, j, sigs: expand_ngram(p, j, sigs, minimize)  # noqa: E731
+    if problem.reordering is None:
+        return start, goal, expand
     return (
-        start_state(problem),
-        goal_state(problem),
-        lambda p, j, sigs: expand_ngram(p, j, sigs, minimize),
+        reordering.start_state(problem, start),
+        reordering.goal_state(problem, goal),
+        lambda p, j, sigs: reordering.expand(p, j, sigs, expand),
     )

@@ -227,12 +227,25 @@ def test_native_equals_python(decoder, model, line, method, options):
         assert_same_result(ours, reference, where)
 
 
-@pytest.mark.parametrize("method", [name for name, m in METHODS.items() if not m.moses_model])
+@pytest.mark.parametrize(
+    "method", [name for name, m in METHODS.items() if not m.moses_model and not m.paper_reordering]
+)
 def test_lexicalized_reordering_is_refused_where_not_implemented(method):
     # The methods without lexicalized reordering must say so, never decode without it.
     model = load_model(data_path("moses-lexreo-europarl-fr-en", "moses.ini"))
     with pytest.raises(OptionsError, match=f"lexicalized reordering is not supported by --method {method}"):
         Decoder(model, method)
+
+
+@pytest.mark.parametrize("method", [name for name, m in METHODS.items() if m.paper_reordering])
+def test_signature_methods_refuse_moses_semantics_and_take_paper(method):
+    # The gold moses.ini defaults to Moses' semantics, which signature states cannot express: the
+    # error says why and what to do; under --distortion-semantics paper the Python engine serves it.
+    ini = data_path("moses-lexreo-europarl-fr-en", "moses.ini")
+    with pytest.raises(OptionsError, match=f"--method {method} cannot search Moses' distortion semantics.*paper"):
+        Decoder(load_model(ini), method)
+    decoder = Decoder(load_model(ini, distortion_semantics="paper"), method)
+    assert (decoder.engine, decoder.semantics) == ("python", "paper")
 
 
 def test_lexicalized_reordering_takes_the_engines_that_implement_it():
