@@ -118,3 +118,22 @@ def outcome(search, problem, options):
         return (SearchError, str(e))
     except ValueError as e:
         return (ValueError, str(e))
+
+
+def assert_support_holds(problem, threshold: float, everything) -> None:
+    """The options ``exact.support`` keeps (those --method fst restricts R to) are the same in
+    both engines and hold every derivation of ``everything`` (the oracle's full list, best
+    first) that scores at least ``threshold``."""
+    from fstdecode.search import exact
+    from fstdecode.search.native_exact import support as native_support
+
+    python, _, status = exact.support(problem, threshold)
+    native, _, native_status = native_support(problem, threshold)
+    assert status == native_status == ""
+
+    def spans(options):
+        return {(o.s, o.t, o.phrase.pair.target) for o in options}
+
+    assert spans(python) == spans(native)
+    needed = {(p.start + 1, p.end + 1, p.pair.target) for score, phrases in everything if score >= threshold for p in phrases}
+    assert needed <= spans(python)

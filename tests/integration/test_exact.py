@@ -22,10 +22,10 @@ from fstdecode.problem.problem import SearchLimitError
 from fstdecode.reference import exhaustive
 from fstdecode.search import coverage_dp, exact
 from fstdecode.search.native_exact import exact_search as native_exact_search
-from fstdecode.search.native_exact import support as native_support
 
 from randmodels import NO_BUDGET, problem_of, random_case
 from shared import SEARCH_SETTINGS as SETTINGS
+from shared import assert_support_holds
 
 TOL = 1e-9
 
@@ -66,16 +66,7 @@ def test_support_holds_every_derivation_above_the_threshold(order, data):
     assume(len(everything) < 2000)
     margin = data.draw(st.sampled_from([0.0, 0.3, 1.0, 4.0]))
     threshold = everything[0][0] - margin
-    python, _, status = exact.support(problem, threshold)
-    native, _, native_status = native_support(problem, threshold)
-    assert status == native_status == ""
-
-    def spans(options):
-        return {(o.s, o.t, o.phrase.pair.target) for o in options}
-
-    assert spans(python) == spans(native)
-    needed = {(p.start + 1, p.end + 1, p.pair.target) for score, phrases in everything if score >= threshold for p in phrases}
-    assert needed <= spans(python)
+    assert_support_holds(problem, threshold, everything)
 
 
 @pytest.mark.slow

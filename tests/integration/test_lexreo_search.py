@@ -35,10 +35,9 @@ from fstdecode.search import coverage_dp, exact, stack
 from fstdecode.search.native import stack_search as native_stack_search
 from fstdecode.search.native_coverage import coverage_search as native_coverage_search
 from fstdecode.search.native_exact import exact_search as native_exact_search
-from fstdecode.search.native_exact import support as native_support
 
 from randmodels import NO_BUDGET, moses_case
-from shared import SEARCH_SETTINGS, data_path
+from shared import SEARCH_SETTINGS, assert_support_holds, data_path
 
 #: A beam that keeps every hypothesis of these small cases.
 HUGE = 10**6
@@ -266,16 +265,7 @@ def test_exact_support_holds_every_derivation_above_the_threshold(semantics, dat
     problem = Decoder(model, "exhaustive").problem(sentence)
     everything = exhaustive.search(problem, exhaustive.ExhaustiveOptions(max_states=NO_BUDGET, nbest=2000)).hypotheses
     threshold = everything[0][0] - data.draw(st.sampled_from([0.0, 0.3, 1.0, 4.0]))
-    python, _, status = exact.support(problem, threshold)
-    native, _, native_status = native_support(problem, threshold)
-    assert status == native_status == ""
-
-    def spans(options):
-        return {(o.s, o.t, o.phrase.pair.target) for o in options}
-
-    assert spans(python) == spans(native)
-    needed = {(p.start + 1, p.end + 1, p.pair.target) for score, phrases in everything if score >= threshold for p in phrases}
-    assert needed <= spans(python)
+    assert_support_holds(problem, threshold, everything)
 
 
 def _gold():
