@@ -87,9 +87,10 @@ def test_r_walked_with_the_best_score_as_threshold_keeps_it(data):
     best = oracle(model, sentence).best.score
     cascade = Cascade(model, engine="python", pruned=False)
     problem = cascade.search(sentence).problem
-    pruned = build_reordering(problem, cascade.labels, threshold=best)
+    labels = cascade.labels_for(problem.sentence)  # the unknown words' labels are per sentence
+    pruned = build_reordering(problem, labels, threshold=best)
     assert pruned.best == pytest.approx(best, abs=1e-9)
-    full = build_reordering(problem, cascade.labels)
+    full = build_reordering(problem, labels)
     assert pruned.transitions <= full.transitions
 
 
