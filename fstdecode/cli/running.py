@@ -13,6 +13,7 @@ from typing import Iterator, TextIO
 
 from fstdecode.cli import output
 from fstdecode.cli.options import check_min
+from fstdecode.cli.progress import wanted
 from fstdecode.errors import FstdecodeError
 from fstdecode.run import Line, Runner, input_lines, runner_for
 from fstdecode.run.base import DASK_CHUNK_SIZE, DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES
@@ -75,8 +76,12 @@ def runner(args: argparse.Namespace) -> Runner:
 
 def input_range(args: argparse.Namespace) -> tuple[Iterator[Line], int | None, int]:
     """The input lines this run decodes (``--shard``'s block, less what ``--resume`` found done),
-    how many lines the run's output will hold when known, and how many of them are done."""
-    total = count_lines(sys.stdin)
+    how many lines the run's output will hold when known, and how many of them are done.
+
+    The input file is counted (one extra pass) only when something uses the count: ``--shard``,
+    ``--resume`` (its check of the output's length) or a progress bar's total."""
+    bar = wanted(False if args.quiet and args.progress is None else args.progress)
+    total = count_lines(sys.stdin) if args.shard or args.resume or bar else None
     start, stop = 0, total
     if args.shard:
         shard = parse_shard(args.shard)
