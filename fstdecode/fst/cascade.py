@@ -15,10 +15,11 @@ a few more shortest paths than wanted and ranks them by their exact
 costs, R's distortion costs and reordering charges, L's n-gram costs), which
 :func:`exact_path_score` computes from the labels alone.
 
-With a lexicalized reordering model the cascade searches ``paper``
-distortion semantics (the signature states of R cannot express Moses' gap
-rule; :func:`fstdecode.search.base.resolve_model_support`), and R's arcs carry
-each transition's reordering charge (:mod:`.reorder`).
+With a lexicalized reordering model R's arcs carry each transition's
+reordering charge (:mod:`.reorder`). Under Moses' distortion semantics R's
+states carry the gap rule (:mod:`fstdecode.statespace.gaprule`) and the arc
+into ``</s>`` charges no jump (Python R only;
+:func:`fstdecode.search.base.resolve_model_support`).
 """
 
 from __future__ import annotations
@@ -179,8 +180,15 @@ class Cascade:
         unique: bool = False,
         max_states: int | None = None,
         prune: float | None = None,
+        semantics: str = "paper",
     ) -> CascadeResult:
-        """The ``nbest`` best derivations (distinct, or with distinct translations if ``unique``)."""
+        """The ``nbest`` best derivations (distinct, or with distinct translations if ``unique``)
+        under the distortion ``semantics`` (``moses``: R's states carry Moses' gap rule,
+        :mod:`fstdecode.statespace.gaprule`; the Python R only)."""
+        if semantics == "moses" and self.engine == "native":
+            raise CascadeError(
+                "the native R does not implement Moses' distortion semantics yet; build the cascade with engine='python'"
+            )
         words = tuple(words)
         ip = fst.compose(self.input_fst(words), self.p.fst)
         if ip.start() == fst.NO_STATE_ID:
@@ -188,7 +196,8 @@ class Cascade:
         sentence = self.sentence(words, ip)
         labels = self.labels_for(sentence)
         problem = SearchProblem(
-            sentence, self.lm, self.model.weights, self.model.distortion_limit, reordering=self.model.reordering
+            sentence, self.lm, self.model.weights, self.model.distortion_limit, reordering=self.model.reordering,
+            semantics=semantics, early_distortion_cost=self.model.early_distortion_cost,
         )
         t0 = time.perf_counter()
         if self.pruned:

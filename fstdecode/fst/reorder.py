@@ -210,6 +210,8 @@ class _Builder:
         else:
             events += join(self.problem, a, opt, c, self.minimize)[1]
         jumps = (j - a[2] if a else 0) + (opt.t + 1 - c[0] if c else 0)
+        if opt.s == self.problem.end and not self.problem.charge_final:
+            jumps = 0  # Moses' semantics: no jump into </s> (fstdecode.model.distortion)
         v = self.problem.vocab
         target = " ".join(opt.phrase.target) if opt.phrase else "</s>"
         span = f"{_token(opt.s)}-{_token(opt.t)}:{_token(s1)}:{_token(t1)}:{_token(s2)}"

@@ -77,7 +77,8 @@ class FstSearcher:
     def search(self, problem: SearchProblem) -> SearchResult:
         o = self.options
         out = self.cascade.search(
-            problem.sentence.words, nbest=o.nbest, unique=o.unique, max_states=o.max_states, prune=o.lattice_prune
+            problem.sentence.words, nbest=o.nbest, unique=o.unique, max_states=o.max_states, prune=o.lattice_prune,
+            semantics=problem.semantics,
         )
         if o.lattice_dir is not None:
             os.makedirs(o.lattice_dir, exist_ok=True)
@@ -93,5 +94,5 @@ register(
     exact=True,
     distinct=True,  # the cascade prunes R for the k-th distinct translation (fstdecode.fst.cascade)
     summary="the same search as a WFST cascade in OpenFst (exact); R and L built by the native core",
-    paper_reordering=True,  # the Python R (fstdecode.fst.reorder) charges lexicalized reordering
+    moses_model=True,  # the Python R: lexicalized reordering (fst.reorder) and Moses' gap rule (statespace.gaprule)
 )

@@ -158,9 +158,7 @@ class Method:
     (``function(problem, options)``), or ``native_factory`` makes a native searcher from the
     model; the Python ``factory`` stays the reference. ``moses_model`` is True when the
     Python engine implements lexicalized reordering and Moses' distortion semantics, and
-    ``moses_native`` when the native engine does too;
-    ``paper_reordering`` when its Python engine implements lexicalized reordering under ``paper``
-    semantics only (the signature-state searches; :func:`resolve_model_support`).
+    ``moses_native`` when the native engine does too (:func:`resolve_model_support`).
     """
 
     name: str
@@ -175,7 +173,6 @@ class Method:
     distinct: bool = False
     moses_model: bool = False
     moses_native: bool = False
-    paper_reordering: bool = False
 
     @property
     def has_native(self) -> bool:
@@ -241,7 +238,6 @@ def register(
     native_factory: Callable[[Model, Any], Searcher] | None = None,
     distinct: bool = False,
     moses_model: bool = False,
-    paper_reordering: bool = False,
 ) -> Method:
     """Register a method by a ``factory``, or by a ``function(problem, options)``; ``native``
     (a function) or ``native_factory`` is its native-core twin, if it has one; ``distinct``: its
@@ -252,7 +248,7 @@ def register(
         factory = lambda model, opts: FunctionSearcher(function, opts)  # noqa: E731
     method = METHODS[name] = Method(
         name, options, factory, exact, summary, native, native_factory,
-        distinct=distinct, moses_model=moses_model, paper_reordering=paper_reordering,
+        distinct=distinct, moses_model=moses_model,
     )
     return method
 
@@ -261,69 +257,47 @@ def resolve_model_support(method: Method, engine: str, model: Model) -> tuple[st
     """The engine and distortion semantics a decoder of ``model`` with ``method`` uses: the one
     place that decides which searches serve Moses' reordering features.
 
-    The Python engine of a method registered with ``moses_model`` (stack, coverage,
-    exact, exhaustive) implements lexicalized reordering and Moses' distortion semantics,
-    and so does the native engine of those with ``moses_native`` too (stack, coverage,
-    exact); that of a method registered with ``paper_reordering`` (the signature-state
-    searches dp, beam, bounded and fst) implements lexicalized reordering under ``paper``
-    semantics only (issue 13). Rules:
+    The Python engine of every method registered with ``moses_model`` implements lexicalized
+    reordering and Moses' distortion semantics (the coverage-state searches directly, the
+    signature-state ones through :mod:`fstdecode.statespace.reordering` and
+    :mod:`fstdecode.statespace.gaprule`), and so does the native engine of those with
+    ``moses_native`` too (stack, coverage, exact). Rules:
 
     * a model that needs them (a reordering model, or ``moses`` semantics asked
       for explicitly) gets, under ``engine="auto"``, the native engine of such a method
       if it has one, else its Python engine; with any other method or engine it raises
-      OptionsError ("lexicalized reordering is not supported by --method X yet");
+      OptionsError ("... is not supported by --method X yet");
     * ``moses`` semantics by default (a moses.ini without ``--distortion-semantics``)
       is searched as ``moses`` with a reordering model and as ``paper`` otherwise, so
-      that every method and engine still searches the same space on such a model
-      (documented in README.md);
-    * a ``paper_reordering`` method given ``moses`` semantics (explicit, or a moses.ini's
-      default with a reordering model) raises OptionsError saying why: signature states
-      cannot express Moses' gap rule (:data:`SIGNATURE_MOSES`).
+      that such a model keeps every method's native engine (documented in README.md).
     """
     explicit = model.distortion_semantics == "moses" and model.semantics_given
     wants = model.reordering is not None or explicit
-    capable = method.moses_model or method.paper_reordering
-    if wants and engine == "auto" and capable:
+    if wants and engine == "auto" and method.moses_model:
         resolved = "native" if method.moses_native and method.has_native else "python"
     else:
         resolved = method.engine(engine)
-    supported = capable and (resolved == "python" or method.moses_native)
+    supported = method.moses_model and (resolved == "python" or method.moses_native)
     where = f"--method {method.name}" + (" --engine native" if resolved == "native" else "")
     if not supported and model.reordering is not None:
         raise OptionsError(
             f"lexicalized reordering is not supported by {where} yet; "
-            f"use {_moses_methods(True)}, or remove the LexicalReordering feature"
+            f"use {_moses_methods()}, or remove the LexicalReordering feature"
         )
     if not supported and explicit:
         raise OptionsError(
             f"Moses' distortion semantics (--distortion-semantics moses) is not supported by {where} yet; "
             f"use {_moses_methods()}, or --distortion-semantics paper"
         )
-    semantics = model.distortion_semantics if wants else "paper"
-    if semantics == "moses" and not method.moses_model:
-        given = "" if model.semantics_given else " (the default for a moses.ini with LexicalReordering)"
-        raise OptionsError(
-            f"{where} cannot search Moses' distortion semantics{given} exactly: {SIGNATURE_MOSES}; "
-            f"use --distortion-semantics paper, or a coverage-state method ({_moses_methods()})"
-        )
-    return resolved, semantics
+    return resolved, (model.distortion_semantics if wants else "paper")
 
 
-#: Why the signature-state searches refuse ``moses`` semantics (README.md, "Moses' models").
-SIGNATURE_MOSES = (
-    "Moses' gap rule (t + 1 - g <= d unless a phrase starts at the first gap g of the target-order "
-    "prefix) constrains phrases that are not adjacent in target order, and a signature state does "
-    "not know in which order its tapes will be joined"
-)
-
-
-def _moses_methods(reordering: bool = False) -> str:
-    """The methods that implement Moses' distortion semantics (``reordering``: or lexicalized
-    reordering under any semantics), as a phrase (with the engines that do)."""
+def _moses_methods() -> str:
+    """The methods that implement Moses' reordering features, as a phrase (with the engines that do)."""
     return " or ".join(
         f"--method {m.name}" + ("" if m.moses_native or not m.has_native else " (the Python engine)")
         for m in METHODS.values()
-        if m.moses_model or (reordering and m.paper_reordering)
+        if m.moses_model
     )
 
 

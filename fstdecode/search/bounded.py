@@ -101,5 +101,5 @@ def search(problem: SearchProblem, options: BoundedOptions = BoundedOptions()) -
 register(
     "bounded", BoundedOptions, function=search, exact=True,
     summary="the signature DP pruned by upper bounds (exact; bigram LMs)",
-    paper_reordering=True,  # lexicalized reordering in signature states (fstdecode.statespace.reordering)
+    moses_model=True,  # signature states with lexicalized reordering and Moses' gap rule (statespace.reordering, .gaprule)
 )

@@ -178,5 +178,5 @@ def search(problem: SearchProblem, options: BeamOptions = BeamOptions()) -> Sear
 register(
     "beam", BeamOptions, function=search, exact=False,
     summary="the signature DP with beam(T_j) of Section 5.1",
-    paper_reordering=True,  # lexicalized reordering in signature states (fstdecode.statespace.reordering)
+    moses_model=True,  # signature states with lexicalized reordering and Moses' gap rule (statespace.reordering, .gaprule)
 )

@@ -134,5 +134,5 @@ def search(problem: SearchProblem, options: DpOptions = DpOptions()) -> SearchRe
 register(
     "dp", DpOptions, function=search, exact=True,
     summary="the signature-state DP of Chang & Collins (exact)",
-    paper_reordering=True,  # lexicalized reordering in signature states (fstdecode.statespace.reordering)
+    moses_model=True,  # signature states with lexicalized reordering and Moses' gap rule (statespace.reordering, .gaprule)
 )

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from fstdecode.problem.problem import Option, SearchProblem
-from fstdecode.statespace import reordering, signature
+from fstdecode.statespace import gaprule, reordering, signature
 from fstdecode.statespace.signature import PHI, role_choices
 
 NSig = tuple[int, tuple[int, ...], int, tuple[int, ...]]
@@ -139,16 +139,25 @@ def state_space(problem: SearchProblem, minimize: bool = True):
     :mod:`.signature` (Figure 4 verbatim, fastest) for order 2, ``(s, F, t, L)`` otherwise.
 
     With a lexicalized reordering model each signature also carries its tape's LR ends
-    (:mod:`.reordering`: ``(…, head, tail)``) and each transition its LR charge."""
+    (:mod:`.reordering`: ``(…, head, tail)``) and each transition its LR charge. Under Moses'
+    distortion semantics each signature ends with its tape's gap entries (:mod:`.gaprule`:
+    ``(…, M, lo)``), and only the transitions that keep Moses' gap rule remain."""
     if problem.order == 2:
         start, goal, expand = signature.start_state(problem), signature.goal_state(problem), signature.expand
     else:
         start, goal = start_state(problem), goal_state(problem)
         expand = lambda p, j, sigs: expand_ngram(p, j, sigs, minimize)  # noqa: E731
-    if problem.reordering is None:
-        return start, goal, expand
+    if problem.reordering is not None:
+        start, goal, expand = _wrapped(problem, reordering, start, goal, expand)
+    if problem.semantics == "moses":
+        start, goal, expand = _wrapped(problem, gaprule, start, goal, expand)
+    return start, goal, expand
+
+
+def _wrapped(problem: SearchProblem, layer, start, goal, expand):
+    """``(start, goal, expand)`` of a layer (:mod:`.reordering` or :mod:`.gaprule`) over a space."""
     return (
-        reordering.start_state(problem, start),
-        reordering.goal_state(problem, goal),
-        lambda p, j, sigs: reordering.expand(p, j, sigs, expand),
+        layer.start_state(problem, start),
+        layer.goal_state(problem, goal),
+        lambda p, j, sigs: layer.expand(p, j, sigs, expand),
     )

@@ -230,29 +230,27 @@ def test_native_equals_python(decoder, model, line, method, options):
 @pytest.mark.parametrize(
     "method", [name for name, m in METHODS.items() if m.has_native and not m.moses_native]
 )
-def test_lexicalized_reordering_is_refused_where_not_implemented(method):
-    # Every method implements lexicalized reordering in the Python engine; the native engines that
-    # do not (the signature searches') must say so, never decode without it.
-    assert METHODS[method].moses_model or METHODS[method].paper_reordering
-    model = load_model(data_path("moses-lexreo-europarl-fr-en", "moses.ini"), distortion_semantics="paper")
-    with pytest.raises(OptionsError, match=f"lexicalized reordering is not supported by --method {method} --engine native"):
-        Decoder(model, method, engine="native")
-
-
-@pytest.mark.parametrize("method", [name for name, m in METHODS.items() if m.paper_reordering])
-def test_signature_methods_refuse_moses_semantics_and_take_paper(method):
-    # The gold moses.ini defaults to Moses' semantics, which signature states cannot express: the
-    # error says why and what to do; under --distortion-semantics paper the Python engine serves it.
+@pytest.mark.parametrize("semantics", ["paper", "moses"])
+def test_reordering_features_are_refused_where_not_implemented(method, semantics):
+    # Every method implements lexicalized reordering and Moses' semantics in the Python engine; the
+    # native engines that do not (the signature searches') must say so, never decode without them.
+    assert METHODS[method].moses_model
     ini = data_path("moses-lexreo-europarl-fr-en", "moses.ini")
-    with pytest.raises(OptionsError, match=f"--method {method} cannot search Moses' distortion semantics.*paper"):
-        Decoder(load_model(ini), method)
-    decoder = Decoder(load_model(ini, distortion_semantics="paper"), method)
-    assert (decoder.engine, decoder.semantics) == ("python", "paper")
+    with pytest.raises(OptionsError, match=f"lexicalized reordering is not supported by --method {method} --engine native"):
+        Decoder(load_model(ini, distortion_semantics=semantics), method, engine="native")
+    plain = load_model(data_path("moses-early-distortion-de-en", "moses.ini"), distortion_semantics="moses")
+    with pytest.raises(OptionsError, match=f"Moses' distortion semantics .* not supported by --method {method} --engine native"):
+        Decoder(plain, method, engine="native")
 
 
-def test_lexicalized_reordering_takes_the_engines_that_implement_it():
+def test_moses_models_take_the_engines_that_implement_them():
     # auto takes the native engine where it implements the model (stack, coverage, exact), else
-    # the Python one (exhaustive has no native engine).
+    # the Python one (the signature searches, and exhaustive, which has no native engine): every
+    # method accepts the gold moses.ini as it is, under its default Moses semantics.
     model = load_model(data_path("moses-lexreo-europarl-fr-en", "moses.ini"))
-    engines = {name: Decoder(model, name).engine for name, m in METHODS.items() if m.moses_model}
-    assert engines == {"stack": "native", "coverage": "native", "exact": "native", "exhaustive": "python"}
+    decoders = {name: Decoder(model, name) for name in METHODS}
+    assert {name: d.engine for name, d in decoders.items()} == {
+        "stack": "native", "coverage": "native", "exact": "native", "exhaustive": "python",
+        "dp": "python", "beam": "python", "bounded": "python", "fst": "python",
+    }
+    assert {d.semantics for d in decoders.values()} == {"moses"}

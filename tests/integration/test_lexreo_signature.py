@@ -3,7 +3,8 @@
 The signature states carry each tape's LR ends (fstdecode/statespace/reordering.py); these
 tests hold every signature search to the exhaustive oracle (an independent enumeration in
 target order, scored by the scorer) on random Moses models of every reordering type, LM
-orders 1-3 and weights of any sign, under ``paper`` semantics:
+orders 1-3 and weights of any sign, under both distortion semantics (``moses``: the signature
+states also carry Moses' gap rule, fstdecode/statespace/gaprule.py):
 
 * dp == bounded == oracle (best score, and dp's k best), beam <= oracle, each running score
   equal to the scorer's;
@@ -38,12 +39,16 @@ def oracle(model, sentence, nbest: int = 1):
     return Decoder(model, "exhaustive", max_states=NO_BUDGET, nbest=nbest).decode(sentence)
 
 
+SEMANTICS = pytest.mark.parametrize("semantics", ["paper", "moses"])
+
+
 @pytest.mark.slow
+@SEMANTICS
 @pytest.mark.parametrize("type_string", REORDERING_TYPES)  # each type reads spans and rows differently
 @settings(max_examples=15, **SEARCH_SETTINGS)
 @given(data=st.data())
-def test_signature_searches_equal_exhaustive(type_string, data):
-    model, sentence = data.draw(moses_case(max_n=5, order=data.draw(ORDERS), semantics="paper", types=(type_string,)))
+def test_signature_searches_equal_exhaustive(semantics, type_string, data):
+    model, sentence = data.draw(moses_case(max_n=5, order=data.draw(ORDERS), semantics=semantics, types=(type_string,)))
     best = oracle(model, sentence, nbest=3)
     assert best.best is not None, best.error
     decoders = [
@@ -51,7 +56,7 @@ def test_signature_searches_equal_exhaustive(type_string, data):
         Decoder(model, "bounded", max_states=NO_BUDGET),
         Decoder(model, "beam", beam_size=2, max_states=NO_BUDGET),
     ]
-    assert all((d.engine, d.semantics) == ("python", "paper") for d in decoders)
+    assert all((d.engine, d.semantics) == ("python", semantics) for d in decoders)
     dp, bounded, beam = (d.decode(sentence) for d in decoders)
     assert [d.score for d in dp.derivations] == pytest.approx([d.score for d in best.derivations], abs=1e-9)
     assert bounded.best.score == pytest.approx(best.best.score, abs=1e-9)
@@ -59,16 +64,17 @@ def test_signature_searches_equal_exhaustive(type_string, data):
     for result in (dp, bounded, beam):
         for d in result.derivations:
             assert d.search_score == pytest.approx(d.score, abs=1e-9)  # the running score is the model's
-            check_distortion_limit(len(sentence), d.phrases, model.distortion_limit, "paper")
+            check_distortion_limit(len(sentence), d.phrases, model.distortion_limit, semantics)
 
 
 @pytest.mark.slow
+@SEMANTICS
 @settings(max_examples=40, **SEARCH_SETTINGS)
 @given(data=st.data())
-def test_full_python_r_equals_exhaustive_and_scores_paths_exactly(data):
-    model, sentence = data.draw(moses_case(max_n=5, order=data.draw(ORDERS), semantics="paper"))
+def test_full_python_r_equals_exhaustive_and_scores_paths_exactly(semantics, data):
+    model, sentence = data.draw(moses_case(max_n=5, order=data.draw(ORDERS), semantics=semantics))
     best = oracle(model, sentence)
-    out = Cascade(model, engine="python", pruned=False).search(sentence)
+    out = Cascade(model, engine="python", pruned=False).search(sentence, semantics=semantics)
     assert out.result.hypotheses[0][0] == pytest.approx(best.best.score, abs=1e-9)
     problem = out.problem
     for labels, _ in read_paths(fst.shortestpath(out.raw_lattice, nshortest=6)):
@@ -77,16 +83,17 @@ def test_full_python_r_equals_exhaustive_and_scores_paths_exactly(data):
 
 
 @pytest.mark.slow
+@SEMANTICS
 @settings(max_examples=40, **SEARCH_SETTINGS)
 @given(data=st.data())
-def test_r_walked_with_the_best_score_as_threshold_keeps_it(data):
+def test_r_walked_with_the_best_score_as_threshold_keeps_it(semantics, data):
     # The pruned R drops a transition when its best prefix plus Completion's bound falls below the
     # threshold: with the oracle's best as the threshold, a bound that missed a positive reordering
     # charge would drop the best derivation.
-    model, sentence = data.draw(moses_case(max_n=5, order=data.draw(ORDERS), semantics="paper"))
+    model, sentence = data.draw(moses_case(max_n=5, order=data.draw(ORDERS), semantics=semantics))
     best = oracle(model, sentence).best.score
     cascade = Cascade(model, engine="python", pruned=False)
-    problem = cascade.search(sentence).problem
+    problem = cascade.search(sentence, semantics=semantics).problem
     labels = cascade.labels_for(problem.sentence)  # the unknown words' labels are per sentence
     pruned = build_reordering(problem, labels, threshold=best)
     assert pruned.best == pytest.approx(best, abs=1e-9)
@@ -95,12 +102,13 @@ def test_r_walked_with_the_best_score_as_threshold_keeps_it(data):
 
 
 @pytest.mark.slow
+@SEMANTICS
 @settings(max_examples=20, **SEARCH_SETTINGS)
 @given(data=st.data())
-def test_fst_method_decodes_reordering_models_in_python(data):
-    model, sentence = data.draw(moses_case(max_n=4, semantics="paper"))
+def test_fst_method_decodes_reordering_models_in_python(semantics, data):
+    model, sentence = data.draw(moses_case(max_n=4, semantics=semantics))
     decoder = Decoder(model, "fst", max_states=NO_BUDGET)
-    assert (decoder.engine, decoder.semantics) == ("python", "paper")
+    assert (decoder.engine, decoder.semantics) == ("python", semantics)
     result = decoder.decode(sentence)
     assert result.best.score == pytest.approx(oracle(model, sentence).best.score, abs=1e-9)
     assert result.best.search_score == pytest.approx(result.best.score, abs=1e-9)

@@ -1,0 +1,133 @@
+"""Moses' distortion semantics in the signature state space (issue 13, §2).
+
+Moses' gap rule (:mod:`fstdecode.model.distortion`): a phrase [s, t] placed
+while g is the first word not yet covered must start at g or end within
+``t + 1 − g <= d``. It reads g, which depends on every phrase placed before
+it in target order, not only on its neighbour, so a signature state
+``(s, w_s, t, w_t)`` alone cannot check it.
+
+**The rule as a condition on pairs.** Write ``m(p) = min(s(p), t(p) + 1 − d)``.
+For a complete derivation whose adjacent jumps are at most d, Moses' rule
+holds for every phrase if and only if
+
+    for every phrase p and every phrase q after p in target order: s(q) >= m(p).
+
+(Proof: p's rule says that every word left of m(p) is covered before p. If
+m(p) = s(p), the rule's first case, g = s(p); otherwise g > t(p) − d, its
+second case. A word left of m(p) that is covered after p lies in some later
+phrase q with s(q) < m(p); since every word is covered once, the words left
+of m(p) are all covered before p exactly when no later q starts left of
+m(p).) ``tests/unit/test_gaprule.py`` checks the equivalence against
+:func:`~fstdecode.model.distortion.derivation_violation` on every ordering of
+every segmentation of up to 7 words.
+
+**The state.** Each signature carries two more entries, ``(…, M, lo)``: the
+largest ``m(p)`` over its tape's phrases (``M``) and the smallest start
+(``lo``). A transition ψ1 p ψ2 puts ψ1's phrases, then p, then ψ2's before
+or after one another, so it is legal exactly when ``lo(ψ2) >= max(M(ψ1), m(p))``
+(``s(p) >= M(ψ1)`` always holds: p starts at j + 1, right of every placed
+word), and the new tape has ``M = max(M(ψ1), m(p), M(ψ2))`` and
+``lo = min(lo(ψ1), s(p), lo(ψ2))``. Pairs within a tape were checked when
+the tape was formed, so every pair of a complete derivation is checked once.
+
+**Merging.** Only ``lo`` of a tape that will follow another is ever compared,
+and every tape that can still follow something (one not holding ``<s>``, now
+or later) starts at ``lo >= floor``, the least ``lo`` of the state's other
+tapes and ``j + 1``. So an ``M <= floor`` can never refuse anything and is
+stored as 0; the ``<s>`` tape's ``lo`` is never compared and is stored as 0.
+The floor only rises along a path, so the clipped state refuses exactly what
+the full one would. What this costs in states is measured by
+``scripts/lr_state_counts.py`` (docs/benchmarks.md).
+
+**The final jump.** Moses charges no jump into ``</s>`` (without
+``[early-distortion-cost]``): the ``</s>`` transition gets the base space's
+distortion charge back. Its limit check stays: under the gap rule the final
+jump is at most d − 1 anyway (:mod:`fstdecode.model.distortion`).
+
+Positions here are the search's (1-based; ``<s>`` is 0), in which ``m`` and
+the rule read the same.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from fstdecode.problem.problem import Option, SearchProblem
+
+#: ``(M, lo)`` of the ``<s>`` tape before its first phrase, and of the goal tape.
+EMPTY = (0, 0)
+
+
+def reach(d: int, opt: Option) -> int:
+    """``m(p)``: every phrase after ``opt`` in target order must start at or right of this."""
+    return min(opt.s, opt.t + 1 - d)
+
+
+def start_state(problem: SearchProblem, base: tuple) -> tuple:
+    """The start signatures with their gap entries: the ``<s>`` tape, nothing placed."""
+    return tuple(sg + EMPTY for sg in base)
+
+
+def goal_state(problem: SearchProblem, base: tuple) -> tuple:
+    """The goal signatures with their gap entries: nothing can follow ``</s>``."""
+    return tuple(sg + EMPTY for sg in base)
+
+
+def joined(d: int, a: tuple | None, opt: Option, c: tuple | None) -> tuple[int, int] | None:
+    """``(M, lo)`` of the tape ψ1 p ψ2 (``a``/``c`` the gap entries of ψ1 and ψ2, None for φ;
+    ψ1's ``lo`` unused when it holds ``<s>``), or None when p or ψ1 may not precede ψ2."""
+    m = reach(d, opt)
+    if a is not None:
+        m = max(m, a[0])
+    if c is not None:
+        if c[1] < m:
+            return None
+        m = max(m, c[0])
+    lo = opt.s
+    if a is not None:
+        lo = min(lo, a[1])
+    if c is not None:
+        lo = min(lo, c[1])
+    return m, lo
+
+
+def canonical(j: int, sigs: tuple) -> tuple:
+    """``sigs`` (each ending with its ``(M, lo)``) with every ``M`` at or below the floor
+    stored as 0 and the ``<s>`` tape's ``lo`` as 0 (see the module docstring)."""
+    floor = j + 1
+    for sg in sigs:
+        if sg[0] != 0 and sg[-1] < floor:
+            floor = sg[-1]
+    out = []
+    for sg in sigs:
+        m, lo = sg[-2], sg[-1]
+        if m <= floor:
+            m = 0
+        if sg[0] == 0:
+            lo = 0
+        out.append(sg[:-2] + (m, lo))
+    return tuple(out)
+
+
+def expand(
+    problem: SearchProblem, j: int, sigs: tuple, base: Callable[[SearchProblem, int, tuple], Iterator[tuple]]
+) -> Iterator[tuple]:
+    """The transitions of ``base`` (any expand of the signature space, LR included) from the state
+    ``(j, sigs)`` that keep Moses' gap rule, with their tapes' gap entries; the ``</s>``
+    transition without its jump charge unless the problem charges the final jump.
+    The contract of ``signature.expand``."""
+    d, end = problem.d, problem.end
+    inner = tuple(sg[:-2] for sg in sigs)
+    gaps = {sg[0]: sg[-2:] for sg in sigs}
+    refund = 0.0 if problem.charge_final else problem.eta
+    for t, new, delta, opt, s1, s2 in base(problem, j, inner):
+        if t == end:
+            # The lone <s> tape ends at t0 = new's... before </s>: its jump was end − t0 − 1.
+            yield t, tuple(sg + EMPTY for sg in new), delta + refund * (end - inner[0][2] - 1), opt, s1, s2
+            continue
+        gap = joined(d, gaps.get(s1), opt, gaps.get(s2))
+        if gap is None:
+            continue
+        start = s1 if s1 in gaps else opt.s
+        out = tuple(sg + (gap if sg[0] == start else gaps[sg[0]]) for sg in new)
+        yield t, canonical(t, out), delta, opt, s1, s2

@@ -1,0 +1,127 @@
+"""fstdecode/statespace/gaprule.py: Moses' gap rule in signature states.
+
+* The lemma of its docstring (Moses' rule, as ``derivation_violation`` applies it phrase by phrase
+  in target order, holds iff no phrase starts left of ``m(p)`` of a phrase before it), checked
+  on every ordering of every segmentation of up to 7 words and every d up to 5.
+* README's example: two prefixes that reach the same ``paper`` signature state, one legal for
+  Moses and one not: under ``moses`` the illegal one has no path.
+* dp, bounded, beam and the Python cascade equal the exhaustive oracle under ``moses`` semantics
+  on random models without a reordering model (with one: tests/integration/test_lexreo_signature.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fstdecode.decoder import Decoder
+from fstdecode.model.distortion import derivation_violation, jump
+from fstdecode.problem.scorer import check_distortion_limit
+from fstdecode.statespace.gaprule import canonical, reach
+
+from randmodels import NO_BUDGET, random_case
+from shared import SEARCH_SETTINGS
+from test_signature_reordering import model_of, state_after
+
+
+def segmentations(n: int, s: int = 0):
+    if s == n:
+        yield ()
+        return
+    for t in range(s, n):
+        for rest in segmentations(n, t + 1):
+            yield ((s, t),) + rest
+
+
+def pairwise_legal(d: int, spans) -> bool:
+    """Adjacent jumps <= d (no final jump: Moses'), and no phrase starting left of an earlier one's m."""
+    prev = -1
+    for s, t in spans:
+        if jump(prev, s) > d:
+            return False
+        prev = t
+    return all(
+        spans[k][0] >= reach(d, SimpleNamespace(s=spans[i][0], t=spans[i][1]))
+        for i in range(len(spans))
+        for k in range(i + 1, len(spans))
+    )
+
+
+def test_pairwise_condition_is_moses_rule():
+    checked = disagree = 0
+    for n in range(1, 8):
+        for d in range(0, 6):
+            for seg in segmentations(n):
+                for order in itertools.permutations(seg):
+                    checked += 1
+                    disagree += (derivation_violation("moses", d, n, order) is None) != pairwise_legal(d, order)
+    assert checked > 10_000 and disagree == 0
+
+
+def test_readme_example_is_told_apart(tmp_path):
+    # n = 6, d = 2: [0,0] [3,3] [2,2] [1,1] [4,4] breaks Moses' rule ([3,3] leaves word 1 behind
+    # with 3 + 1 - 1 = 3 > 2); [0,0] .. [4,4] in order does not. Under `paper` both reach one state
+    # (tests/unit/test_signature_reordering.py); under `moses` the first has no path at all.
+    bad = [(0, 0), (3, 3), (2, 2), (1, 1), (4, 4), (5, 5)]
+    good = [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5)]
+    model = dataclasses.replace(model_of(tmp_path, None), distortion_semantics="moses", semantics_given=True)
+    decoder = Decoder(model, "dp")
+    assert decoder.semantics == "moses"
+    problem = decoder.problem(tuple("u v w x y z".split()))
+    assert len(state_after(problem, good, 5)) == 1
+    with pytest.raises(AssertionError, match="no transition follows"):
+        state_after(problem, bad, 5)
+
+
+def test_canonical_clips_only_what_cannot_refuse():
+    # Tapes (s, w_s, t, w_t, M, lo). At j = 10: the <s> tape with M = 8, a tape starting at 9 that
+    # reaches back to lo = 7, one at 10 with M = 6. The floor is 7 (the least lo of an open tape):
+    # M = 6 <= 7 can refuse nothing and is stored as 0; M = 8 > 7 is kept (it refuses the tape at
+    # 9 after the <s> tape); the <s> tape's lo is never compared and is stored as 0.
+    sigs = ((0, 1, 8, 2, 8, 3), (9, 1, 9, 2, 9, 7), (10, 1, 10, 2, 6, 10))
+    assert canonical(10, sigs) == ((0, 1, 8, 2, 8, 0), (9, 1, 9, 2, 9, 7), (10, 1, 10, 2, 0, 10))
+    # With no open tape the floor is j + 1: any M <= j + 1 is moot.
+    assert canonical(10, ((0, 1, 10, 2, 11, 0),)) == ((0, 1, 10, 2, 0, 0),)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_signature_searches_equal_exhaustive_under_moses(data):
+    order = data.draw(st.sampled_from([1, 2, 3]))
+    model, sentence = data.draw(random_case(max_n=6, max_d=4, order=order, any_sign=True))
+    model = dataclasses.replace(model, distortion_semantics="moses", semantics_given=True)
+    best = Decoder(model, "exhaustive", max_states=NO_BUDGET, nbest=3).decode(sentence)
+    decoders = {
+        "dp": Decoder(model, "dp", max_states=NO_BUDGET, nbest=3),
+        "bounded": Decoder(model, "bounded", max_states=NO_BUDGET),
+        "beam": Decoder(model, "beam", beam_size=2, max_states=NO_BUDGET),
+        "fst": Decoder(model, "fst", max_states=NO_BUDGET),
+    }
+    assert {(d.engine, d.semantics) for d in decoders.values()} == {("python", "moses")}
+    results = {name: d.decode(sentence) for name, d in decoders.items()}
+    if best.best is None:  # no derivation within the limit: the exact searches find none either
+        assert results["dp"].best is None and results["bounded"].best is None
+        return
+    assert [d.score for d in results["dp"].derivations] == pytest.approx([d.score for d in best.derivations], abs=1e-9)
+    assert results["bounded"].best.score == pytest.approx(best.best.score, abs=1e-9)
+    assert results["fst"].best.score == pytest.approx(best.best.score, abs=1e-9)
+    assert results["beam"].best is None or results["beam"].best.score <= best.best.score + 1e-9
+    for result in results.values():
+        for d in result.derivations:
+            assert d.search_score == pytest.approx(d.score, abs=1e-9)  # the running score is the model's
+            check_distortion_limit(len(sentence), d.phrases, model.distortion_limit, "moses")
+
+
+def test_explicit_moses_semantics_on_a_plain_model_runs_dp_in_python(tmp_path):
+    # Without a reordering model the native dp serves `paper`; asked for `moses`, the signature
+    # searches take their Python engine, which implements it.
+    paper = model_of(tmp_path, None)
+    moses = dataclasses.replace(paper, distortion_semantics="moses", semantics_given=True)
+    assert (Decoder(paper, "dp").engine, Decoder(paper, "dp").semantics) == ("native", "paper")
+    assert (Decoder(moses, "dp").engine, Decoder(moses, "dp").semantics) == ("python", "moses")
