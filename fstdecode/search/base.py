@@ -157,8 +157,9 @@ class Method:
     ``native``, if not None, is the same search in the native core
     (``function(problem, options)``), or ``native_factory`` makes a native searcher from the
     model; the Python ``factory`` stays the reference. ``moses_model`` is True when the
-    Python engine implements lexicalized reordering and Moses' distortion semantics, and
-    ``moses_native`` when the native engine does too (:func:`resolve_model_support`).
+    Python engine implements lexicalized reordering and Moses' distortion semantics;
+    ``native_reordering`` and ``native_moses`` when the native engine implements the one and
+    the other (:func:`resolve_model_support`).
     """
 
     name: str
@@ -172,7 +173,8 @@ class Method:
     #: :class:`fstdecode.search.kbest.DistinctSearcher`).
     distinct: bool = False
     moses_model: bool = False
-    moses_native: bool = False
+    native_reordering: bool = False
+    native_moses: bool = False
 
     @property
     def has_native(self) -> bool:
@@ -238,6 +240,8 @@ def register(
     native_factory: Callable[[Model, Any], Searcher] | None = None,
     distinct: bool = False,
     moses_model: bool = False,
+    native_reordering: bool = False,
+    native_moses: bool = False,
 ) -> Method:
     """Register a method by a ``factory``, or by a ``function(problem, options)``; ``native``
     (a function) or ``native_factory`` is its native-core twin, if it has one; ``distinct``: its
@@ -248,7 +252,7 @@ def register(
         factory = lambda model, opts: FunctionSearcher(function, opts)  # noqa: E731
     method = METHODS[name] = Method(
         name, options, factory, exact, summary, native, native_factory,
-        distinct=distinct, moses_model=moses_model,
+        distinct=distinct, moses_model=moses_model, native_reordering=native_reordering, native_moses=native_moses,
     )
     return method
 
@@ -260,49 +264,56 @@ def resolve_model_support(method: Method, engine: str, model: Model) -> tuple[st
     The Python engine of every method registered with ``moses_model`` implements lexicalized
     reordering and Moses' distortion semantics (the coverage-state searches directly, the
     signature-state ones through :mod:`fstdecode.statespace.reordering` and
-    :mod:`fstdecode.statespace.gaprule`), and so does the native engine of those with
-    ``moses_native`` too (stack, coverage, exact). Rules:
+    :mod:`fstdecode.statespace.gaprule`); a native engine implements what its
+    ``native_reordering`` and ``native_moses`` say. Rules:
 
-    * a model that needs them (a reordering model, or ``moses`` semantics asked
-      for explicitly) gets, under ``engine="auto"``, the native engine of such a method
-      if it has one, else its Python engine; with any other method or engine it raises
-      OptionsError ("... is not supported by --method X yet");
-    * ``moses`` semantics by default (a moses.ini without ``--distortion-semantics``)
-      is searched as ``moses`` with a reordering model and as ``paper`` otherwise, so
-      that such a model keeps every method's native engine (documented in README.md).
+    * the semantics is the model's when it has a reordering model or ``moses`` was asked for
+      explicitly; a moses.ini's default ``moses`` without a reordering model is searched as
+      ``paper`` (README.md, "Distortion semantics");
+    * under ``engine="auto"`` a model that needs a feature gets the native engine if it
+      implements every feature needed, else the Python engine;
+    * an engine (or method) that lacks a needed feature raises OptionsError
+      ("... is not supported by --method X --engine native yet"), never searches without it.
     """
     explicit = model.distortion_semantics == "moses" and model.semantics_given
-    wants = model.reordering is not None or explicit
-    if wants and engine == "auto" and method.moses_model:
-        resolved = "native" if method.moses_native and method.has_native else "python"
+    lr = model.reordering is not None
+    semantics = model.distortion_semantics if lr or explicit else "paper"
+    needs = [
+        (what, field)
+        for what, field, needed in (
+            ("lexicalized reordering", "native_reordering", lr),
+            ("Moses' distortion semantics (--distortion-semantics moses)", "native_moses", semantics == "moses"),
+        )
+        if needed
+    ]
+    if needs and engine == "auto" and method.moses_model:
+        native = method.has_native and all(getattr(method, field) for _, field in needs)
+        resolved = "native" if native else "python"
     else:
         resolved = method.engine(engine)
-    supported = method.moses_model and (resolved == "python" or method.moses_native)
     where = f"--method {method.name}" + (" --engine native" if resolved == "native" else "")
-    if not supported and model.reordering is not None:
-        raise OptionsError(
-            f"lexicalized reordering is not supported by {where} yet; "
-            f"use {_moses_methods()}, or remove the LexicalReordering feature"
-        )
-    if not supported and explicit:
-        raise OptionsError(
-            f"Moses' distortion semantics (--distortion-semantics moses) is not supported by {where} yet; "
-            f"use {_moses_methods()}, or --distortion-semantics paper"
-        )
-    return resolved, (model.distortion_semantics if wants else "paper")
+    for what, field in needs:
+        if not method.moses_model or (resolved == "native" and not getattr(method, field)):
+            advice = "remove the LexicalReordering feature" if field == "native_reordering" else "--distortion-semantics paper"
+            raise OptionsError(f"{what} is not supported by {where} yet; use {_moses_methods(field)}, or {advice}")
+    return resolved, semantics
 
 
-def _moses_methods() -> str:
-    """The methods that implement Moses' reordering features, as a phrase (with the engines that do)."""
+def _moses_methods(field: str) -> str:
+    """The methods whose Python engine implements Moses' reordering features, as a phrase (naming the
+    Python engine where the native one lacks ``field``)."""
     return " or ".join(
-        f"--method {m.name}" + ("" if m.moses_native or not m.has_native else " (the Python engine)")
+        f"--method {m.name}" + ("" if getattr(m, field) or not m.has_native else " (the Python engine)")
         for m in METHODS.values()
         if m.moses_model
     )
 
 
-def attach_native(name: str, native: Callable[[SearchProblem, Any], SearchResult], moses: bool = False) -> Method:
+def attach_native(
+    name: str, native: Callable[[SearchProblem, Any], SearchResult], *, reordering: bool = False, moses: bool = False
+) -> Method:
     """Give the registered method ``name`` its native-core twin (:mod:`fstdecode.search.native`);
-    ``moses``: the twin implements Moses' reordering features too."""
-    method = METHODS[name] = dataclasses.replace(METHODS[name], native=native, moses_native=moses)
+    ``reordering``/``moses``: the twin implements lexicalized reordering / Moses' distortion
+    semantics too."""
+    method = METHODS[name] = dataclasses.replace(METHODS[name], native=native, native_reordering=reordering, native_moses=moses)
     return method

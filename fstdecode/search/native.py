@@ -318,4 +318,4 @@ def stack_search(problem: SearchProblem, options: StackOptions = StackOptions())
     return to_result(problem, result)
 
 
-attach_native("stack", stack_search, moses=True)
+attach_native("stack", stack_search, reordering=True, moses=True)

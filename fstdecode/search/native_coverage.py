@@ -38,4 +38,4 @@ def coverage_search(problem: SearchProblem, options: CoverageOptions = CoverageO
     return to_result(problem, _core.coverage_search(native_form(problem).core, core_options))
 
 
-attach_native("coverage", coverage_search, moses=True)
+attach_native("coverage", coverage_search, reordering=True, moses=True)

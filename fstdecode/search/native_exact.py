@@ -51,7 +51,7 @@ def exact_search(problem: SearchProblem, options: ExactOptions = ExactOptions())
     return exact.finish(problem, result, status, lower)
 
 
-attach_native("exact", exact_search, moses=True)
+attach_native("exact", exact_search, reordering=True, moses=True)
 
 
 

@@ -228,7 +228,7 @@ def test_native_equals_python(decoder, model, line, method, options):
 
 
 @pytest.mark.parametrize(
-    "method", [name for name, m in METHODS.items() if m.has_native and not m.moses_native]
+    "method", [name for name, m in METHODS.items() if m.has_native and not m.native_reordering]
 )
 @pytest.mark.parametrize("semantics", ["paper", "moses"])
 def test_reordering_features_are_refused_where_not_implemented(method, semantics):

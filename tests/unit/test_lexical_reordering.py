@@ -256,17 +256,18 @@ def test_scorer_total_includes_the_weighted_lr_features(tmp_path):
 # Which methods serve such a model (fstdecode.search.base.resolve_model_support, the one place)
 
 
-def test_methods_without_lexicalized_reordering_refuse_it(tmp_path):
+def test_which_engine_serves_lexicalized_reordering(tmp_path):
     model = load_model(lr_ini(tmp_path, f"LexicalReordering type=msd-bidirectional-fe path={tmp_path / 'rt'}"))
-    # The signature methods implement it under paper semantics only (a moses.ini defaults to Moses').
+    # The signature methods implement it, under either semantics, in the Python engine only.
     paper = load_model(lr_ini(tmp_path, f"LexicalReordering type=msd-bidirectional-fe path={tmp_path / 'rt'}"),
                        distortion_semantics="paper")
     for method in ("dp", "beam", "bounded", "fst"):
-        with pytest.raises(OptionsError, match=f"--method {method} cannot search Moses' distortion semantics"):
-            Decoder(model, method)
-        assert (Decoder(paper, method).engine, Decoder(paper, method).semantics) == ("python", "paper")
-        with pytest.raises(OptionsError, match="not supported by --method dp --engine native yet"):
-            Decoder(paper, "dp", engine="native")
+        for m, semantics in ((model, "moses"), (paper, "paper")):
+            decoder = Decoder(m, method)
+            assert (decoder.engine, decoder.semantics) == ("python", semantics)
+            assert decoder.decode("das muss").best.search_score == pytest.approx(decoder.decode("das muss").best.score)
+        with pytest.raises(OptionsError, match=f"lexicalized reordering is not supported by --method {method} --engine native yet"):
+            Decoder(paper, method, engine="native")
     with pytest.raises(OptionsError, match="--method exhaustive has no native implementation"):
         Decoder(model, "exhaustive", engine="native")
     # The coverage-state searches serve it in both engines, the native one by default.
@@ -288,8 +289,7 @@ def test_default_moses_semantics_applies_with_reordering_only(tmp_path):
     explicit = load_model(ini, distortion_semantics="moses")
     assert Decoder(explicit, "stack").semantics == "moses" and Decoder(explicit, "stack").engine == "native"
     assert Decoder(explicit, "exact").semantics == "moses"
-    with pytest.raises(OptionsError, match="--method dp cannot search Moses' distortion semantics exactly: Moses' gap rule"):
-        Decoder(explicit, "dp")
+    assert (Decoder(explicit, "dp").engine, Decoder(explicit, "dp").semantics) == ("python", "moses")
     assert load_model().distortion_semantics == "paper"  # the built-in example is the paper's
     with pytest.raises(ModelError, match="unknown distortion semantics"):
         load_model(ini, distortion_semantics="pharaoh")
