@@ -267,22 +267,20 @@ def resolve_model_support(method: Method, engine: str, model: Model) -> tuple[st
     :mod:`fstdecode.statespace.gaprule`); a native engine implements what its
     ``native_reordering`` and ``native_moses`` say. Rules:
 
-    * the semantics is the model's when it has a reordering model or ``moses`` was asked for
-      explicitly; a moses.ini's default ``moses`` without a reordering model is searched as
-      ``paper`` (README.md, "Distortion semantics");
+    * the semantics is the model's: ``moses`` for a moses.ini unless ``--distortion-semantics``
+      says otherwise, else ``paper`` (README.md, "Distortion semantics");
     * under ``engine="auto"`` a model that needs a feature gets the native engine if it
       implements every feature needed, else the Python engine;
     * an engine (or method) that lacks a needed feature raises OptionsError
       ("... is not supported by --method X --engine native yet"), never searches without it.
     """
-    explicit = model.distortion_semantics == "moses" and model.semantics_given
     lr = model.reordering is not None
-    semantics = model.distortion_semantics if lr or explicit else "paper"
+    semantics = model.distortion_semantics
     needs = [
         (what, field)
         for what, field, needed in (
             ("lexicalized reordering", "native_reordering", lr),
-            ("Moses' distortion semantics (--distortion-semantics moses)", "native_moses", semantics == "moses"),
+            (f"Moses' distortion semantics ({_why_moses(model)})", "native_moses", semantics == "moses"),
         )
         if needed
     ]
@@ -297,6 +295,11 @@ def resolve_model_support(method: Method, engine: str, model: Model) -> tuple[st
             advice = "remove the LexicalReordering feature" if field == "native_reordering" else "--distortion-semantics paper"
             raise OptionsError(f"{what} is not supported by {where} yet; use {_moses_methods(field)}, or {advice}")
     return resolved, semantics
+
+
+def _why_moses(model: Model) -> str:
+    """Where a model's ``moses`` semantics comes from, for error messages."""
+    return "--distortion-semantics moses" if model.semantics_given else "the default for a moses.ini"
 
 
 def _moses_methods(field: str) -> str:

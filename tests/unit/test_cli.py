@@ -704,8 +704,13 @@ def test_explicit_files_and_ini_equal_builtin(tmp_path):
     ini.write_text(example_ini_text(), encoding="utf-8")
     lines = [SLIDES_SRC, FIG1_SRC]
     builtin = decode_json(lines)
-    via_ini = decode_json(lines, "-f", str(ini))
+    via_ini = decode_json(lines, "-f", str(ini), "--distortion-semantics", "paper")
     assert [o["score"] for o in via_ini] == pytest.approx([o["score"] for o in builtin], abs=1e-12)
+    # A moses.ini defaults to Moses' semantics, which charges no jump into </s>: each best score
+    # gains the distortion weight (0.3) times a final jump of 1..d (here 2 and 1).
+    moses = decode_json(lines, "-f", str(ini))
+    gains = [(m["score"] - b["score"]) / 0.3 for m, b in zip(moses, builtin)]
+    assert gains == pytest.approx([2, 1], abs=1e-9)
     flags = decode_json(
         lines,
         "--phrase-table", str(DATA / "phrase-table"),

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fstdecode.decoder import Decoder
+from fstdecode.search.base import METHODS
 from fstdecode.io.phrase_table import PhrasePair
 from fstdecode.io.reordering_table import ReorderingTableError, load_reordering_table
 from fstdecode.model.features import FeatureError, Weights
@@ -279,17 +280,19 @@ def test_which_engine_serves_lexicalized_reordering(tmp_path):
             assert len(result.best.features.lr) == 6 and result.best.search_score == pytest.approx(result.best.score)
 
 
-def test_default_moses_semantics_applies_with_reordering_only(tmp_path):
+def test_a_moses_ini_defaults_to_moses_semantics(tmp_path):
     ini = write(tmp_path / "moses.ini", example_ini_text())
     model = load_model(ini)
     assert model.distortion_semantics == "moses" and not model.semantics_given
-    # Without lexicalized reordering every method and engine still searches the paper's space.
-    assert Decoder(model, "stack", engine="python").semantics == "paper"
-    assert Decoder(model, "exact").semantics == "paper"
-    explicit = load_model(ini, distortion_semantics="moses")
-    assert Decoder(explicit, "stack").semantics == "moses" and Decoder(explicit, "stack").engine == "native"
-    assert Decoder(explicit, "exact").semantics == "moses"
-    assert (Decoder(explicit, "dp").engine, Decoder(explicit, "dp").semantics) == ("python", "moses")
+    # Without lexicalized reordering too: every method searches Moses' space, each in an engine
+    # that implements it (the native one where it does).
+    for method in METHODS:
+        decoder = Decoder(model, method)
+        assert decoder.semantics == "moses"
+        assert decoder.engine == ("native" if METHODS[method].native_moses else "python")
+    paper = load_model(ini, distortion_semantics="paper")
+    assert {Decoder(paper, m).semantics for m in METHODS} == {"paper"}
+    assert Decoder(paper, "dp").engine == "native"
     assert load_model().distortion_semantics == "paper"  # the built-in example is the paper's
     with pytest.raises(ModelError, match="unknown distortion semantics"):
         load_model(ini, distortion_semantics="pharaoh")
