@@ -56,8 +56,8 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--distortion-semantics", choices=SEMANTICS,
         help="moses: Moses' distortion limit rule, no jump into </s>; paper: Chang & Collins' (every jump, "
-        "</s> included, at most d). Default: moses for a moses.ini with LexicalReordering, else paper "
-        "(methods other than stack and exhaustive, Python engine, search paper only, for now)",
+        "</s> included, at most d). Default: moses for a moses.ini, else paper. Every method searches "
+        "both; under moses, methods whose native engine lacks it run in the Python engine",
     )
     g.add_argument(
         "--tm-score-format", choices=SCORE_FORMATS,
