@@ -48,7 +48,7 @@ from fstdecode.problem.problem import Option, SearchLimitError, SearchProblem
 from fstdecode.search.native import native_form
 from fstdecode.statespace import reordering as lexreo
 from fstdecode.statespace.ngram import Event, join, state_space
-from fstdecode.statespace.signature import PHI, Sigs
+from fstdecode.statespace.signature import PHI, Sigs, least_jumps
 
 
 @dataclass(frozen=True)
@@ -284,9 +284,7 @@ class Completion:
         for sig in sigs:
             if sig[0] != 0:
                 h += self._tape(sig)
-                jumps += j + 2 - sig[0]
-            if sig[2] < j:
-                jumps += j - sig[2]
+            jumps += least_jumps(p, j, sig)
         if p.eta >= 0:
             return h - p.eta * jumps
         return h - p.eta * self.d * (p.n - j + len(sigs))

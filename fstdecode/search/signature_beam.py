@@ -34,6 +34,7 @@ from fstdecode.problem.problem import SearchError, SearchProblem, SearchResult
 from fstdecode.search import signature_dp
 from fstdecode.search.base import DEFAULT_BEAM_MAX_STATES, DEFAULT_BEAM_SIZE, SearchOptions, option, register
 from fstdecode.search.signature_dp import minimize_field
+from fstdecode.statespace.signature import least_jumps
 
 HEURISTICS = ("bound", "unigram+distortion", "unigram", "none")
 #: The default β: fewest search errors for the time on both real models (docs/search.md).
@@ -111,10 +112,7 @@ class Heuristic:
                 for k in range(1, len(words)):
                     beta += self.problem.ngram(words[max(0, k - self.problem.order + 1) : k], words[k])
             if self.kind != "unigram":
-                if sig[2] < j:
-                    beta -= self.problem.eta * (j - sig[2])
-                if sig[0] != 0:
-                    beta -= self.problem.eta * (j + 2 - sig[0])
+                beta -= self.problem.eta * least_jumps(self.problem, j, sig)
         return beta
 
 

@@ -30,14 +30,17 @@ word), and the new tape has ``M = max(M(ψ1), m(p), M(ψ2))`` and
 ``lo = min(lo(ψ1), s(p), lo(ψ2))``. Pairs within a tape were checked when
 the tape was formed, so every pair of a complete derivation is checked once.
 
-**Merging.** Only ``lo`` of a tape that will follow another is ever compared,
-and every tape that can still follow something (one not holding ``<s>``, now
-or later) starts at ``lo >= floor``, the least ``lo`` of the state's other
-tapes and ``j + 1``. So an ``M <= floor`` can never refuse anything and is
-stored as 0; the ``<s>`` tape's ``lo`` is never compared and is stored as 0.
-The floor only rises along a path, so the clipped state refuses exactly what
-the full one would. What this costs in states is measured by
-``scripts/lr_state_counts.py`` (docs/benchmarks.md).
+**Dead states.** A tape other than ``<s>``'s is entered by a phrase placed after j, whose m is
+at least ``j + 2 − d``; a state with an open tape whose ``lo`` is smaller has no completion and
+is not built (:func:`viable`).
+
+**Merging.** An ``M`` is only ever compared with the ``lo`` of a tape that follows: one of the
+state's open tapes (not ``<s>``'s, which nothing precedes), or a tape made later, whose ``lo``
+is one of theirs or a start after j (and every ``M <= j``). So all that matters of ``M`` is which
+open tapes' ``lo`` it exceeds, and :func:`canonical` stores it as the least such ``lo`` it does
+not exceed (0 if it exceeds none, the largest plus one if it exceeds all); the ``<s>`` tape's
+``lo`` is stored as 0. States that differ only in what can never matter merge. What the gap
+entries cost in states is measured by ``scripts/gaprule_state_counts.py`` (docs/benchmarks.md).
 
 **The final jump.** Moses charges no jump into ``</s>`` (without
 ``[early-distortion-cost]``): the ``</s>`` transition gets the base space's
@@ -91,21 +94,28 @@ def joined(d: int, a: tuple | None, opt: Option, c: tuple | None) -> tuple[int, 
     return m, lo
 
 
+def viable(j: int, d: int, sigs: tuple) -> bool:
+    """Can every open tape still be preceded by something? Each tape but ``<s>``'s is entered by a
+    phrase p placed after j (tapes are joined only through such phrases), so its ``lo`` must be at
+    least ``m(p) >= min(j + 1, j + 2 − d) = j + 2 − d`` (as Figure 5 asks its start to be)."""
+    return all(sg[0] == 0 or sg[-1] >= j + 2 - d for sg in sigs)
+
+
 def canonical(j: int, sigs: tuple) -> tuple:
-    """``sigs`` (each ending with its ``(M, lo)``) with every ``M`` at or below the floor
-    stored as 0 and the ``<s>`` tape's ``lo`` as 0 (see the module docstring)."""
-    floor = j + 1
-    for sg in sigs:
-        if sg[0] != 0 and sg[-1] < floor:
-            floor = sg[-1]
+    """``sigs`` (each ending with its ``(M, lo)``) with each ``M`` replaced by the least ``lo`` of an
+    open tape that it does not exceed (0 when it exceeds none of them, one more than the largest
+    when it exceeds them all), and the ``<s>`` tape's ``lo`` by 0 (see the module docstring)."""
+    los = sorted({sg[-1] for sg in sigs if sg[0] != 0})
     out = []
     for sg in sigs:
-        m, lo = sg[-2], sg[-1]
-        if m <= floor:
+        m = sg[-2]
+        if not los or m <= los[0]:
             m = 0
-        if sg[0] == 0:
-            lo = 0
-        out.append(sg[:-2] + (m, lo))
+        elif m > los[-1]:
+            m = los[-1] + 1
+        else:
+            m = next(lo for lo in los if lo >= m)
+        out.append(sg[:-2] + (m, 0 if sg[0] == 0 else sg[-1]))
     return tuple(out)
 
 
@@ -130,4 +140,6 @@ def expand(
             continue
         start = s1 if s1 in gaps else opt.s
         out = tuple(sg + (gap if sg[0] == start else gaps[sg[0]]) for sg in new)
+        if not viable(t, d, out):
+            continue
         yield t, canonical(t, out), delta, opt, s1, s2

@@ -54,6 +54,19 @@ def valid(j: int, sigs: Sigs, d: int) -> bool:
 Transition = tuple[int, Sigs, float, Option, int, int]
 
 
+def least_jumps(problem: SearchProblem, j: int, sig: tuple) -> int:
+    """The least total jump that the tape ``sig`` of a state at ``j`` is still charged: a tape
+    ending at t < j is left by a jump of at least j − t, since what follows it is a phrase placed
+    after j, or ``</s>`` at j = n (free under Moses' semantics, which charge no final jump); one
+    starting at s > 0 is entered by a jump of at least j + 2 − s."""
+    total = 0
+    if sig[2] < j and (j < problem.n or sig[0] != 0 or problem.charge_final):
+        total += j - sig[2]
+    if sig[0] != 0:
+        total += j + 2 - sig[0]
+    return total
+
+
 def tape_roles(sigs: Sigs, j: int, t: int, d: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """The candidates for ψ1 and ψ2 (tape indices, or PHI) of a phrase p = (j+1, t, ·).
 

@@ -23,6 +23,7 @@ from fstdecode.decoder import Decoder
 from fstdecode.model.distortion import derivation_violation, jump
 from fstdecode.problem.scorer import check_distortion_limit
 from fstdecode.statespace.gaprule import canonical, reach
+from fstdecode.statespace.signature import least_jumps
 
 from randmodels import NO_BUDGET, random_case
 from shared import SEARCH_SETTINGS
@@ -78,14 +79,17 @@ def test_readme_example_is_told_apart(tmp_path):
         state_after(problem, bad, 5)
 
 
-def test_canonical_clips_only_what_cannot_refuse():
+def test_canonical_keeps_only_which_tapes_each_m_refuses():
     # Tapes (s, w_s, t, w_t, M, lo). At j = 10: the <s> tape with M = 8, a tape starting at 9 that
-    # reaches back to lo = 7, one at 10 with M = 6. The floor is 7 (the least lo of an open tape):
-    # M = 6 <= 7 can refuse nothing and is stored as 0; M = 8 > 7 is kept (it refuses the tape at
-    # 9 after the <s> tape); the <s> tape's lo is never compared and is stored as 0.
+    # reaches back to lo = 7, one at 10 with M = 6. The open tapes' lo are 7 and 10. M = 8 and
+    # M = 9 refuse the tape with lo 7 and no other, as M = 10 does: both are stored as 10; M = 6
+    # refuses nothing (every tape to come starts after j) and is stored as 0; M = 11 refuses both
+    # open tapes, as any M above 10 does: stored as 11. The <s> tape's lo is never compared: 0.
     sigs = ((0, 1, 8, 2, 8, 3), (9, 1, 9, 2, 9, 7), (10, 1, 10, 2, 6, 10))
-    assert canonical(10, sigs) == ((0, 1, 8, 2, 8, 0), (9, 1, 9, 2, 9, 7), (10, 1, 10, 2, 0, 10))
-    # With no open tape the floor is j + 1: any M <= j + 1 is moot.
+    assert canonical(10, sigs) == ((0, 1, 8, 2, 10, 0), (9, 1, 9, 2, 10, 7), (10, 1, 10, 2, 0, 10))
+    sigs = ((0, 1, 8, 2, 12, 3), (9, 1, 9, 2, 9, 7), (10, 1, 10, 2, 7, 10))
+    assert canonical(10, sigs) == ((0, 1, 8, 2, 11, 0), (9, 1, 9, 2, 10, 7), (10, 1, 10, 2, 0, 10))
+    # With no open tape nothing can be refused: M is stored as 0.
     assert canonical(10, ((0, 1, 10, 2, 11, 0),)) == ((0, 1, 10, 2, 0, 0),)
 
 
@@ -125,3 +129,18 @@ def test_explicit_moses_semantics_on_a_plain_model_runs_dp_in_python(tmp_path):
     moses = dataclasses.replace(paper, distortion_semantics="moses", semantics_given=True)
     assert (Decoder(paper, "dp").engine, Decoder(paper, "dp").semantics) == ("native", "paper")
     assert (Decoder(moses, "dp").engine, Decoder(moses, "dp").semantics) == ("python", "moses")
+
+
+def test_no_jump_into_eos_is_owed_under_moses(tmp_path):
+    # The completion bounds of bounded (signature_beam's "bound") and of the pruned R charge each
+    # open tape the jumps it still owes. At j = n the <s> tape is followed by </s>, which Moses'
+    # semantics do not charge: a bound that charged it would drop the best derivation.
+    paper = model_of(tmp_path, None)
+    moses = dataclasses.replace(paper, distortion_semantics="moses", semantics_given=True)
+    for model, owed in ((paper, 2), (moses, 0)):
+        problem = Decoder(model, "dp").problem(tuple("u v w x y z".split()))
+        n = problem.n
+        bos_tape = (0, problem.bos, n - 2, problem.bos)
+        assert least_jumps(problem, n, bos_tape) == owed
+        assert least_jumps(problem, n - 1, bos_tape) == 1  # before n a phrase follows it: charged
+        assert least_jumps(problem, n, (n, 1, n, 1)) == 2  # entered from a phrase before it
