@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("distributed", reason="the Dask runner needs the cluster extra: pip install 'fstdecode[cluster]'")
 
 import faulty  # noqa: E402
-from faulty import Counted, KillAlways, KillOnce, Slow  # noqa: E402
+from faulty import Counted, KillAlways, KillOnce, Slow, SlowAt  # noqa: E402
 from shared import EXAMPLE_DATA, run_cli  # noqa: E402
 
 from fstdecode.cli.output import text  # noqa: E402
@@ -64,6 +64,22 @@ def test_dask_equals_serial_and_loads_the_decoder_once_per_worker(runner, expect
     assert [text(r) for r in results] == expected
     per_worker = runner.client.run(faulty.loads)
     assert len(per_worker) == 2 and max(per_worker.values()) == 1, per_worker  # 30 tasks, one load each at most
+
+
+def test_dask_sizes_its_chunks_and_counts_progress_as_futures_complete(decoder, expected):
+    """No chunk size given: the first chunks hold one line each and later ones grow (these lines
+    take ~1 ms, far under the 0.5 s a chunk aims at); progress is told each chunk's lines as its
+    future completes, so while line 0 is slow the chunks after it are counted before it is written."""
+    calls: list[int] = []
+    results, seen = [], []
+    with DaskRunner(ClusterSpec(local_workers=2)) as r:
+        for result in decode_lines(SlowAt(decoder, 0, 1.0), LINES, r, progress=calls.append):
+            results.append(result)
+            seen.append(sum(calls))
+    assert [text(x) for x in results] == expected
+    assert sum(calls) == len(LINES) and calls[0] == 1 and max(calls) > 4
+    assert all(done >= k + 1 for k, done in enumerate(seen))
+    assert seen[0] > 1  # chunks after line 0's finished (and counted) before line 0 came out
 
 
 def test_dask_redoes_the_chunk_of_a_worker_killed_mid_chunk(runner, expected, decoder, tmp_path):
@@ -143,7 +159,7 @@ def test_cli_joins_a_tls_scheduler_with_the_tls_flags(tmp_path):
     source = "\n".join(EXAMPLE_LINES) + "\n"
     serial = run_cli(["decode", "--method", "stack"], source).stdout
     with LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", protocol="tls://", security=security,
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+                      dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster:
         assert cluster.scheduler_address.startswith("tls://127.0.0.1:")
         joined = run_cli(["decode", "--method", "stack", "--scheduler", cluster.scheduler_address,
                           "--tls-ca-file", cert, "--tls-cert", cert, "--tls-key", key], source)
