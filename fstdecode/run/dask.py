@@ -24,9 +24,17 @@ when a Dask run is asked for (:func:`fstdecode.run.batch.runner_for` does so laz
   arrive, and wait as bytes until their turn.
 * **Progress.** ``progress(n)`` is called as each chunk completes (as its future does), with its
   number of lines.
-* **Quiet workers.** A LocalCluster's workers run one thread each (the decoders hold the GIL), in
-  their own processes, with Dask's statistical profiler off (it sampled the decoding thread every
-  10 ms) and the dashboard only when asked for (``-v``).
+* **Quiet workers.** A LocalCluster's workers run one thread each, in their own processes, with
+  Dask's statistical profiler off (it sampled the decoding thread every 10 ms), the event loop's
+  health tick every 1 s rather than 20 ms and its system monitor every 2 s rather than 0.5 s, and
+  the dashboard pages only when asked for (``-v``).
+* **malloc.** Dask's nannies start their workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which
+  makes glibc hand freed memory back to the kernel at once and map every large block afresh: a
+  search allocates and frees its states per sentence, so each sentence page-faulted its memory
+  in again (~80 page faults a line, +35% CPU a line on the stack workload, docs/benchmarks.md).
+  A LocalCluster unsets it (``distributed.nanny.pre-spawn-environ``); for a cluster of one's own,
+  the README says how. Memory stays flat all the same: glibc's own dynamic threshold reuses the
+  freed blocks.
 * **Faults.** A chunk whose worker dies (SIGKILL, out of memory, a lost node) is rescheduled by
   the Dask scheduler on another worker; a chunk that killed ``allowed-failures`` workers fails
   with ``KilledWorker``, reported as a :class:`RunError` naming its lines. For a LocalCluster,
@@ -206,11 +214,17 @@ class DaskRunner:
                 # bounds them) rather than wait at the scheduler for a free thread, which cost a
                 # scheduler round trip of idle worker per chunk (docs/benchmarks.md, bench_scale).
                 # Read by the nannies as they start, and passed to their workers: no statistical
-                # profiler sampling the decoding thread every 10 ms.
+                # profiler sampling the decoding thread every 10 ms, event-loop health ticks and
+                # system samples 50 and 4 times rarer (each wakes the worker's event loop, which
+                # then waits for the decoding thread's GIL), and glibc's malloc left to its own
+                # trim threshold (see the module's docstring).
                 settings = {
                     "distributed.scheduler.allowed-failures": self.retries,
                     "distributed.scheduler.worker-saturation": "inf",
                     "distributed.worker.profile.enabled": False,
+                    "distributed.admin.tick.interval": "1s",
+                    "distributed.admin.system-monitor.interval": "2s",
+                    "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
                 }
                 with dask.config.set(settings):
                     self.cluster = LocalCluster(
