@@ -27,8 +27,12 @@ DEFAULT_CHUNK_SIZE = 16
 #: 1%, and bounds what a killed worker's chunk costs to redo and how long a finished line can wait
 #: behind a slower one (the window holds ``WINDOW_PER_WORKER`` chunks per worker, ~2 s of work).
 DASK_TASK_SECONDS = 0.5
+#: Tasks per second a Dask scheduler is asked for at most when chunks are sized automatically:
+#: Dask's scheduler spends ~0.2-1 ms on a task, so on a large cluster the target time per task
+#: grows with the workers (1,600 workers: 1.6 s a task) to keep it at or under this rate.
+DASK_SCHEDULER_TASKS_PER_SECOND = 1000
 #: The most lines an automatically sized chunk holds (so a run of near-empty lines stays bounded).
-MAX_AUTO_CHUNK = 1024
+MAX_AUTO_CHUNK = 4096
 #: Chunks in flight per worker: one running, the rest queued, so a worker never waits for work.
 WINDOW_PER_WORKER = 4
 #: Times a chunk is retried after its worker died (killed, or out of memory) before the run fails.

@@ -14,7 +14,7 @@ when a Dask run is asked for (:func:`fstdecode.run.batch.runner_for` does so laz
   one: Dask serializes the items of a list or tuple one by one, with a header each, which cost
   ~0.2 ms a line on top of the decoding (docs/benchmarks.md, bench_scale).
 * **Chunk size.** Unless one is given, each chunk holds about ``DASK_TASK_SECONDS`` (0.5 s) of
-  decoding, from the time the workers report (:class:`~fstdecode.run.base.ChunkSizer`): a task
+  decoding (longer beyond 500 worker threads: :func:`task_seconds`), from the time the workers report (:class:`~fstdecode.run.base.ChunkSizer`): a task
   costs ~5 ms of client, scheduler and worker time whatever its size, so a fixed line count is
   either too small for fast searches (the stack decoder, ~1 ms a line) or too large for slow
   ones (an exact search, ~1 s a line, where 64 lines a chunk would leave one worker with all of a
@@ -65,6 +65,7 @@ from distributed.security import Security
 
 from fstdecode.decoder import DecodeResult, Decoder
 from fstdecode.run.base import (
+    DASK_SCHEDULER_TASKS_PER_SECOND,
     DASK_TASK_SECONDS,
     DEFAULT_RETRIES,
     WINDOW_PER_WORKER,
@@ -195,6 +196,9 @@ class DaskRunner:
         self.window = window
         self.client: Client | None = None
         self.cluster: LocalCluster | None = None
+        #: Tasks and lines submitted so far (retries not counted), for monitoring and benchmarks.
+        self.tasks = 0
+        self.lines_sent = 0
 
     def __enter__(self) -> DaskRunner:
         self.start()
@@ -279,8 +283,9 @@ class DaskRunner:
         name = f"fstdecode-decoder-{key[:16]}"
         client.register_plugin(DecoderPlugin(key, payload), name=name)
         run = uuid.uuid4().hex[:8]
-        window = self.window or max(2, sum(client.nthreads().values()) * WINDOW_PER_WORKER)
-        sizer = None if self.chunk_size else ChunkSizer(DASK_TASK_SECONDS)
+        threads = sum(client.nthreads().values())
+        window = self.window or max(2, threads * WINDOW_PER_WORKER)
+        sizer = None if self.chunk_size else ChunkSizer(task_seconds(threads))
         chunks = chunked(lines, self.chunk_size) if sizer is None else chunks_sized(lines, sizer)
         # Results come back as they complete (fetched in batches by as_completed), wait in `done`
         # (pickled) until their turn, and go out in input order; in flight + waiting <= window chunks.
@@ -300,6 +305,8 @@ class DaskRunner:
                 future = client.submit(decode_task, key, lines_bytes, key=f"fstdecode-{run}-{chunk.index}", pure=False)
                 inflight[future.key] = chunk
                 arrivals.add(future)
+                self.tasks += 1
+                self.lines_sent += len(chunk.lines)
             return True
 
         try:
@@ -327,6 +334,13 @@ class DaskRunner:
                 client.unregister_worker_plugin(name)
             except Exception:  # noqa: BLE001 (a closing cluster: the plugin goes with its workers)
                 pass
+
+
+def task_seconds(threads: int) -> float:
+    """The decoding time an automatically sized chunk aims at on ``threads`` worker threads:
+    :data:`DASK_TASK_SECONDS`, or longer on a cluster large enough that the scheduler would
+    otherwise be asked for more than :data:`DASK_SCHEDULER_TASKS_PER_SECOND` tasks a second."""
+    return max(DASK_TASK_SECONDS, threads / DASK_SCHEDULER_TASKS_PER_SECOND)
 
 
 def _raise(chunk: Chunk, error: BaseException) -> None:

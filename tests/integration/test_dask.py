@@ -109,6 +109,15 @@ def test_dask_fails_clearly_on_a_chunk_that_always_kills_its_worker(decoder):
             list(decode_lines(KillAlways(decoder, 37), LINES, r))
 
 
+def test_automatic_chunks_aim_longer_on_a_large_cluster():
+    """0.5 s a task up to 500 worker threads; beyond, threads / 1,000 s, so that the scheduler is
+    asked for at most ~1,000 tasks a second (all workers busy: threads / seconds a task)."""
+    from fstdecode.run.dask import task_seconds
+
+    assert task_seconds(1) == task_seconds(500) == 0.5
+    assert task_seconds(1600) == 1.6 and 1600 / task_seconds(1600) == 1000
+
+
 def test_cluster_spec_refuses_bad_combinations():
     for kwargs, message in [
         ({}, "exactly one of"),
