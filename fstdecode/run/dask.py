@@ -14,8 +14,8 @@ when a Dask run is asked for (:func:`fstdecode.run.batch.runner_for` does so laz
   one: Dask serializes the items of a list or tuple one by one, with a header each, which cost
   ~0.2 ms a line on top of the decoding (docs/benchmarks.md, bench_scale).
 * **Chunk size.** Unless one is given, each chunk holds about ``DASK_TASK_SECONDS`` (0.5 s) of
-  decoding (longer beyond 500 worker threads: :func:`task_seconds`), from the time the workers report (:class:`~fstdecode.run.base.ChunkSizer`): a task
-  costs ~5 ms of client, scheduler and worker time whatever its size, so a fixed line count is
+  decoding (longer beyond 500 worker threads: :func:`task_seconds`), from the time the workers
+  report (:class:`~fstdecode.run.base.ChunkSizer`): a task costs ~5 ms of client, scheduler and worker time whatever its size, so a fixed line count is
   either too small for fast searches (the stack decoder, ~1 ms a line) or too large for slow
   ones (an exact search, ~1 s a line, where 64 lines a chunk would leave one worker with all of a
   48-line test set). The first chunks hold one line each and the size at most doubles a step.
@@ -31,7 +31,7 @@ when a Dask run is asked for (:func:`fstdecode.run.batch.runner_for` does so laz
 * **malloc.** Dask's nannies start their workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which
   makes glibc hand freed memory back to the kernel at once and map every large block afresh: a
   search allocates and frees its states per sentence, so each sentence page-faulted its memory
-  in again (~80 page faults a line, +35% CPU a line on the stack workload, docs/benchmarks.md).
+  in again (~80 page faults a line, a quarter to a third more CPU a line for the stack decoder).
   A LocalCluster unsets it (``distributed.nanny.pre-spawn-environ``); for a cluster of one's own,
   the README says how. Memory stays flat all the same: glibc's own dynamic threshold reuses the
   freed blocks.
