@@ -6,7 +6,9 @@ Workload: the stack decoder (``--method stack``, default options) on the Hansard
 Hansards sentences cycled to enough lines for at least ``--min-seconds`` (default 65) on one
 worker, sized from an in-process run of 480 lines first, and never fewer than 20,000 lines.
 In one run, the same input through four runners, in this order: ProcessRunner(1),
-ProcessRunner(2), DaskRunner(local:1), DaskRunner(local:2), each with its default chunk size
+DaskRunner(local:1), ProcessRunner(2), DaskRunner(local:2) (each Dask run right after the pool
+run it is compared with, so that a change in the machine's load between them stays small), each
+with its default chunk size
 (16 lines for the pool; on Dask, sized as it runs to ~0.5 s of decoding a task; ``--chunk-size K``
 sets both). The driver consumes the results as the CLI does (formatting each as text) and
 counts the runner's progress callback, as the CLI's bar does.
@@ -143,7 +145,7 @@ def run(args) -> dict:
     log(f"in-process: {per_line * 1e3:.2f} ms/line; {n} lines (~{n * per_line:.0f} s on one worker)")
     sizes = {"pool": args.chunk_size or DEFAULT_CHUNK_SIZE, "dask": args.chunk_size}
     rows = []
-    for kind, workers in [("pool", 1), ("pool", 2), ("dask", 1), ("dask", 2)]:
+    for kind, workers in [("pool", 1), ("dask", 1), ("pool", 2), ("dask", 2)]:
         t = time.perf_counter()
         if kind == "pool":
             runner, cluster_start = ProcessRunner(workers, chunk_size=sizes[kind]), 0.0
