@@ -226,7 +226,8 @@ def paper_model(per_line: float, task_cost: float, load_seconds: float) -> list[
             )
     out += [
         "",
-        "Reading: for the stack decoder the whole test set is ~2 minutes of work for one core; spread over 1,600 "
+        f"Reading: for the stack decoder the whole test set is ~{sentences * per_line / 60:.0f} minutes of work for one "
+        "core; spread over 1,600 "
         "workers it is seconds, and small chunks would ask the scheduler for more tasks per second than it serves; "
         "the automatic size keeps it near 1,000 tasks/s. For an exact search (~1 s a line) the scheduler is idle "
         "and the cost is compute / 1,600 plus one chunk of tail: the automatic size (one or two lines) balances the "
