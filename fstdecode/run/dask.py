@@ -26,8 +26,9 @@ when a Dask run is asked for (:func:`fstdecode.run.batch.runner_for` does so laz
   number of lines.
 * **Quiet workers.** A LocalCluster's workers run one thread each, in their own processes, with
   Dask's statistical profiler off (it sampled the decoding thread every 10 ms), the event loop's
-  health tick every 1 s rather than 20 ms and its system monitor every 2 s rather than 0.5 s, and
-  the dashboard pages only when asked for (``-v``).
+  health tick every 1 s rather than 20 ms, its system monitor every 2 s rather than 0.5 s, the
+  memory limit (``--worker-memory``) checked every 0.5 s rather than 0.1 s, and the dashboard
+  pages only when asked for (``-v``).
 * **malloc.** Dask's nannies start their workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which
   makes glibc hand freed memory back to the kernel at once and map every large block afresh: a
   search allocates and frees its states per sentence, so each sentence page-faulted its memory
@@ -218,16 +219,18 @@ class DaskRunner:
                 # bounds them) rather than wait at the scheduler for a free thread, which cost a
                 # scheduler round trip of idle worker per chunk (docs/benchmarks.md, bench_scale).
                 # Read by the nannies as they start, and passed to their workers: no statistical
-                # profiler sampling the decoding thread every 10 ms, event-loop health ticks and
-                # system samples 50 and 4 times rarer (each wakes the worker's event loop, which
-                # then waits for the decoding thread's GIL), and glibc's malloc left to its own
-                # trim threshold (see the module's docstring).
+                # profiler sampling the decoding thread every 10 ms, event-loop health ticks, system
+                # samples and memory checks 50, 4 and 5 times rarer (each wakes an event loop: the
+                # worker's, which then waits for the decoding thread's GIL, or the nannies' in this
+                # process; idle, the cluster's processes then use half the CPU they did), and
+                # glibc's malloc left to its own trim threshold (see the module's docstring).
                 settings = {
                     "distributed.scheduler.allowed-failures": self.retries,
                     "distributed.scheduler.worker-saturation": "inf",
                     "distributed.worker.profile.enabled": False,
                     "distributed.admin.tick.interval": "1s",
                     "distributed.admin.system-monitor.interval": "2s",
+                    "distributed.worker.memory.monitor-interval": "500ms",
                     "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
                 }
                 with dask.config.set(settings):
