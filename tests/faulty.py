@@ -55,6 +55,18 @@ class Slow:
         return self.decoder.decode(text, id=id)
 
 
+class SlowAt:
+    """Decodes as ``decoder``, ``seconds`` slower on line ``id`` only: its chunk finishes after later ones."""
+
+    def __init__(self, decoder, line: int, seconds: float) -> None:
+        self.decoder, self.line, self.seconds = decoder, line, seconds
+
+    def decode(self, text: str, id: int = 0):
+        if id == self.line:
+            time.sleep(self.seconds)
+        return self.decoder.decode(text, id=id)
+
+
 #: Unpickled :class:`Counted` decoders in this process.
 _LOADS = [0]
 

@@ -244,7 +244,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         return 0
     if _filtering(args):
         decoders = _FilteredDecoders(args)
-        results = decode_filtered(decoders, lines, runner, args.filter_chunk)
+        results = lambda progress: decode_filtered(decoders, lines, runner, args.filter_chunk, progress)  # noqa: E731
         current = lambda: decoders.model  # noqa: E731 (the model of the batch being written)
     else:
         table = None
@@ -256,7 +256,8 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         if args.show_weights:
             sys.stdout.write("".join(line + "\n" for line in model.show_weights()))
             return 0
-        results = decode_lines(_decoder(args, model), lines, runner)
+        decoder = _decoder(args, model)
+        results = lambda progress: decode_lines(decoder, lines, runner, progress)  # noqa: E731
         current = lambda: model  # noqa: E731
     write = None
     out = running.output_stream(args)
@@ -264,7 +265,9 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     try:
         flag = False if args.quiet and args.progress is None else args.progress
         with progress_bar(flag, total=total, initial=done) as bar:
-            for result in results:
+            # The bar counts the lines of chunks as they finish decoding (told by the runner), not
+            # the lines written, which wait for the chunks before them.
+            for result in results(bar.completed if bar.active else None):
                 if write is None:  # the weights and features are the same for every batch
                     model = current()
                     write = output.writer(args.format, model.features, args.print_alignment_info or model.print_alignment)
@@ -273,7 +276,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
                 out.flush()
                 if alignments is not None:
                     alignments.write((result.best.alignment_text() if result.best else "") + "\n")
-                bar.update(result)
+                bar.written(result)
     finally:
         runner.close()
         if out is not sys.stdout:

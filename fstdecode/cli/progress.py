@@ -6,17 +6,20 @@ holds results only); while it shows, the log's warnings are written above it. Sh
 missing all the same, an asked-for bar is a clear error and an automatic one is skipped with an
 info line.
 
-It is fed one call per finished line::
+The bar counts lines whose decoding finished, as the runner reports them: every runner's
+``map`` takes a ``progress(n)`` callback, called as each chunk of ``n`` lines completes (a
+Dask future, a pool worker's answer, a line in this process), in whatever order they finish.
+The lines written wait for the chunks before them, so they would lag the work done. Each result
+written is then shown to :meth:`ProgressBar.written`, which counts the failed or over-budget
+ones beside the bar::
 
     with progress_bar(flag) as bar:
-        for result in decode_lines(decoder, lines, runner):
-            bar.update(result)
+        for result in decode_lines(decoder, lines, runner, bar.completed if bar.active else None):
+            bar.written(result)
 
 ``fstdecode decode`` does exactly this over whatever runner ``--workers`` (or a Dask runner)
-picks, so a runner needs no bar of its own. The runners in :mod:`fstdecode.run` sit below the
-CLI (layers run io → … → run → cli) and must not import this module; a runner that wants to
-report more than finished lines (say, lines submitted) can take a callback that the CLI points
-at :meth:`ProgressBar.update`.
+picks, so a runner needs no bar of its own: the runners in :mod:`fstdecode.run` sit below the
+CLI (layers run io → … → run → cli) and must not import this module.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ def wanted(flag: bool | None, stream: TextIO | None = None) -> bool:
 
 
 class ProgressBar:
-    """Counts finished lines (and the failed or over-budget ones) on a tqdm bar; a no-op when off.
+    """Counts lines decoded (and, of those written, the failed or over-budget ones) on a tqdm bar;
+    a no-op when off.
 
     Invariant: nothing is written anywhere when the bar is off; when on, only to ``stream``.
     """
@@ -84,15 +88,23 @@ class ProgressBar:
     def active(self) -> bool:
         return self._bar is not None
 
-    def update(self, result: Any = None) -> None:
-        """One more line done; ``result`` (a DecodeResult), if given, counts toward ``flagged``
-        when it failed or ran over budget (shown beside the bar)."""
-        if result is not None and (getattr(result, "error", None) or getattr(result, "reason", None)):
-            self.flagged += 1
+    @property
+    def count(self) -> int:
+        """The lines counted so far (with ``initial``); 0 when the bar is off."""
+        return int(self._bar.n) if self._bar is not None else 0
+
+    def completed(self, lines: int) -> None:
+        """``lines`` more lines decoded (a runner's ``progress`` callback)."""
         if self._bar is not None:
-            if self.flagged:
+            self._bar.update(lines)
+
+    def written(self, result: Any) -> None:
+        """``result`` (a DecodeResult) was written: it counts toward ``flagged`` when it failed or
+        ran over budget (shown beside the bar). The bar's count is :meth:`completed`'s."""
+        if getattr(result, "error", None) or getattr(result, "reason", None):
+            self.flagged += 1
+            if self._bar is not None:
                 self._bar.set_postfix(flagged=self.flagged, refresh=False)
-            self._bar.update(1)
 
     def close(self) -> None:
         if self._redirect is not None:

@@ -16,7 +16,7 @@ from fstdecode.cli.options import check_min
 from fstdecode.cli.progress import wanted
 from fstdecode.errors import FstdecodeError
 from fstdecode.run import Line, Runner, input_lines, runner_for
-from fstdecode.run.base import DASK_CHUNK_SIZE, DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES
+from fstdecode.run.base import DASK_TASK_SECONDS, DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES
 from fstdecode.run.lines import count_lines, parse_shard, shard_span
 
 
@@ -38,7 +38,8 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tls-key", metavar="PEM", help="with --scheduler: this client's TLS private key")
     g.add_argument(
         "--chunk-size", type=int, metavar="K",
-        help=f"lines per task sent to a worker (default: {DEFAULT_CHUNK_SIZE} for --workers, {DASK_CHUNK_SIZE} on Dask)",
+        help=f"lines per task sent to a worker (default: {DEFAULT_CHUNK_SIZE} for --workers; on Dask, sized as it runs "
+        f"to about {DASK_TASK_SECONDS:g} s of decoding per task, from 1 line up to at most doubling each time)",
     )
     g.add_argument(
         "--retries", type=int, default=DEFAULT_RETRIES, metavar="R",
@@ -68,9 +69,10 @@ def runner(args: argparse.Namespace) -> Runner:
     check_min("--chunk-size", args.chunk_size, 1)
     check_min("--retries", args.retries, 0)
     tls = dict(tls_ca_file=args.tls_ca_file, tls_cert=args.tls_cert, tls_key=args.tls_key)
+    dashboard = {"dashboard": True} if args.cluster and args.verbose else {}  # a LocalCluster's dashboard with -v only
     return runner_for(
         args.workers, cluster=args.cluster, scheduler=args.scheduler, chunk_size=args.chunk_size,
-        retries=args.retries, worker_memory=args.worker_memory, **tls,
+        retries=args.retries, worker_memory=args.worker_memory, **tls, **dashboard,
     )
 
 

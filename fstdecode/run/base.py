@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import islice
-from typing import Iterable, Iterator, Protocol
+from typing import Callable, Iterable, Iterator, Protocol
 
 from fstdecode.decoder import DecodeResult, Decoder
 from fstdecode.errors import FstdecodeError
@@ -21,10 +21,18 @@ from fstdecode.run.lines import Line
 #: chunk takes 30-300 ms, far above the ~1 ms a round trip costs (docs/benchmarks.md), and a
 #: chunk lost with a killed worker costs little to redo.
 DEFAULT_CHUNK_SIZE = 16
-#: Lines per chunk on Dask when none is given: a Dask task costs ~5-20 ms of scheduler, client
-#: and worker time against ~1 ms for the local pool's pipes (docs/benchmarks.md, bench_scale),
-#: so its chunks are longer, to keep that under ~10% of the decoding.
-DASK_CHUNK_SIZE = 64
+#: Seconds of decoding per Dask task when no chunk size is given (:class:`ChunkSizer`). A Dask
+#: task costs ~5 ms of client, scheduler and worker time whatever its size (docs/benchmarks.md,
+#: bench_scale), against ~0.5 ms for the local pool's pipes: half a second of work keeps that near
+#: 1%, and bounds what a killed worker's chunk costs to redo and how long a finished line can wait
+#: behind a slower one (the window holds ``WINDOW_PER_WORKER`` chunks per worker, ~2 s of work).
+DASK_TASK_SECONDS = 0.5
+#: Tasks per second a Dask scheduler is asked for at most when chunks are sized automatically:
+#: Dask's scheduler spends ~0.2-1 ms on a task, so on a large cluster the target time per task
+#: grows with the workers (1,600 workers: 1.6 s a task) to keep it at or under this rate.
+DASK_SCHEDULER_TASKS_PER_SECOND = 1000
+#: The most lines an automatically sized chunk holds (so a run of near-empty lines stays bounded).
+MAX_AUTO_CHUNK = 4096
 #: Chunks in flight per worker: one running, the rest queued, so a worker never waits for work.
 WINDOW_PER_WORKER = 4
 #: Times a chunk is retried after its worker died (killed, or out of memory) before the run fails.
@@ -35,10 +43,19 @@ class RunError(FstdecodeError):
     """A runner that cannot be set up, or a chunk that killed its worker more times than allowed."""
 
 
-class Runner(Protocol):
-    """Maps a decoder over lines; yields one result per line, in input order, as they are ready."""
+#: Told how many lines just finished decoding (a chunk's, as it completes, in any order).
+Progress = Callable[[int], None]
 
-    def map(self, decoder: Decoder, lines: Iterable[Line]) -> Iterator[DecodeResult]: ...
+
+class Runner(Protocol):
+    """Maps a decoder over lines; yields one result per line, in input order, as they are ready.
+
+    ``progress``, when given, is called with the number of lines of each chunk as the chunk
+    finishes (before its lines may be yielded, which waits for the chunks before it); the calls
+    add up to the number of lines. A runner of one's own need accept it only if a caller passes it.
+    """
+
+    def map(self, decoder: Decoder, lines: Iterable[Line], progress: Progress | None = None) -> Iterator[DecodeResult]: ...
 
     def close(self) -> None:
         """Release what the runner started (worker processes, a cluster); the runner may not be used after."""
@@ -65,6 +82,45 @@ def chunked(lines: Iterable[Line], size: int) -> Iterator[Chunk]:
     it = iter(lines)
     for index in range(1 << 62):
         block = tuple(islice(it, size))
+        if not block:
+            return
+        yield Chunk(index, block)
+
+
+class ChunkSizer:
+    """Lines per chunk, from the decoding time the workers measured: about ``target`` seconds a chunk.
+
+    The first chunk holds ``first`` lines (nothing is known yet: a slow search then starts on
+    every worker at once rather than queue in one long chunk). After each finished chunk the
+    size moves toward ``target`` / (seconds per line), the rate taken over the recent chunks
+    (older ones weigh half as much at each step), growing at most twofold a step (a few fast
+    lines say little about the next ones) and held within ``[1, most]``.
+    """
+
+    def __init__(self, target: float, first: int = 1, most: int = MAX_AUTO_CHUNK) -> None:
+        if target <= 0 or not 1 <= first <= most:
+            raise RunError(f"chunk sizing needs target > 0 and 1 <= first <= most, got {target}, {first}, {most}")
+        self.target = target
+        self.most = most
+        self.size = first
+        self._lines = 0.0
+        self._seconds = 0.0
+
+    def observe(self, lines: int, seconds: float) -> None:
+        """A chunk of ``lines`` lines took ``seconds`` to decode on its worker."""
+        if lines <= 0:
+            return
+        self._lines = self._lines / 2 + lines
+        self._seconds = self._seconds / 2 + max(seconds, 0.0)
+        ideal = self.target * self._lines / self._seconds if self._seconds > 0 else float("inf")
+        self.size = max(1, int(min(self.most, 2 * self.size, ideal)))
+
+
+def chunks_sized(lines: Iterable[Line], sizer: ChunkSizer) -> Iterator[Chunk]:
+    """``lines`` in chunks of ``sizer.size`` lines each, read lazily (the size read as each chunk is)."""
+    it = iter(lines)
+    for index in range(1 << 62):
+        block = tuple(islice(it, sizer.size))
         if not block:
             return
         yield Chunk(index, block)

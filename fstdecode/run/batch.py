@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from fstdecode.decoder import DecodeResult, Decoder
-from fstdecode.run.base import DASK_CHUNK_SIZE, DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES, Runner, RunError
+from fstdecode.run.base import DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES, Progress, Runner, RunError
 from fstdecode.run.lines import Line
 from fstdecode.run.local import ProcessRunner, SerialRunner
 
@@ -20,6 +20,7 @@ def runner_for(
     scheduler: str | None = None,
     chunk_size: int | None = None,
     retries: int = DEFAULT_RETRIES,
+    dashboard: bool = False,
     **dask_options: str | None,
 ) -> Runner:
     """The runner the CLI's flags name.
@@ -27,8 +28,9 @@ def runner_for(
     ``cluster`` is ``local:N`` (a Dask LocalCluster of N worker processes); ``scheduler`` an
     existing Dask scheduler's address or scheduler file; neither: ``workers`` local processes
     (1: this process). ``chunk_size``: lines per task (default: :data:`DEFAULT_CHUNK_SIZE` for
-    the local pool, :data:`DASK_CHUNK_SIZE` on Dask). ``dask_options`` are :class:`fstdecode.run.dask.ClusterSpec`'s
-    ``worker_memory`` and ``tls_*`` fields.
+    the local pool; on Dask, about :data:`~fstdecode.run.base.DASK_TASK_SECONDS` of decoding per
+    task). ``dashboard``: start a LocalCluster's dashboard. ``dask_options`` are
+    :class:`fstdecode.run.dask.ClusterSpec`'s ``worker_memory`` and ``tls_*`` fields.
     """
     if cluster is None and scheduler is None:
         if any(v is not None for v in dask_options.values()):
@@ -44,15 +46,19 @@ def runner_for(
         from fstdecode.run.dask import ClusterSpec, DaskRunner
     except ImportError as e:
         raise RunError(f"--cluster and --scheduler need Dask ({e}): {CLUSTER_EXTRA}") from None
-    return DaskRunner(ClusterSpec(local, scheduler, **dask_options), chunk_size or DASK_CHUNK_SIZE, retries)
+    return DaskRunner(ClusterSpec(local, scheduler, dashboard=dashboard, **dask_options), chunk_size, retries)
 
 
-def decode_lines(decoder: Decoder, lines: Iterable[str | Line], runner: Runner | None = None) -> Iterator[DecodeResult]:
+def decode_lines(
+    decoder: Decoder, lines: Iterable[str | Line], runner: Runner | None = None, progress: Progress | None = None
+) -> Iterator[DecodeResult]:
     """Decode ``lines`` (strings or :class:`Line` s), one result per line, in order, streamed.
 
     Strings are numbered from 0 and lose their end of line. ``runner``: :class:`SerialRunner`
     (the default), :class:`ProcessRunner`, :class:`~fstdecode.run.dask.DaskRunner`, or any
-    object with the :class:`Runner` protocol's ``map``.
+    object with the :class:`Runner` protocol's ``map``. ``progress(n)``: told as each chunk of
+    ``n`` lines finishes decoding (see :class:`Runner`); passed to the runner only when given.
     """
     numbered = (ln if isinstance(ln, Line) else Line(i, ln.rstrip("\r\n")) for i, ln in enumerate(lines))
-    yield from (runner or SerialRunner()).map(decoder, numbered)
+    runner = runner or SerialRunner()
+    yield from runner.map(decoder, numbered) if progress is None else runner.map(decoder, numbered, progress)

@@ -10,8 +10,32 @@ when a Dask run is asked for (:func:`fstdecode.run.batch.runner_for` does so laz
   per-process cache keyed by the bytes' hash. A task carries only that key and its lines.
   The model's files must therefore be readable at the same absolute paths on every worker
   (a shared file system, as on a SLURM cluster).
-* **Order and memory.** At most ``window`` chunks are submitted ahead of the first one not yet
-  yielded; results are yielded in input order as they arrive.
+* **Compact tasks.** A task's lines go as one pickled bytes object and its results come back as
+  one: Dask serializes the items of a list or tuple one by one, with a header each, which cost
+  ~0.2 ms a line on top of the decoding (docs/benchmarks.md, bench_scale).
+* **Chunk size.** Unless one is given, each chunk holds about ``DASK_TASK_SECONDS`` (0.5 s) of
+  decoding (longer beyond 500 worker threads: :func:`task_seconds`), from the time the workers
+  report (:class:`~fstdecode.run.base.ChunkSizer`): a task costs ~5 ms of client, scheduler and worker time whatever its size, so a fixed line count is
+  either too small for fast searches (the stack decoder, ~1 ms a line) or too large for slow
+  ones (an exact search, ~1 s a line, where 64 lines a chunk would leave one worker with all of a
+  48-line test set). The first chunks hold one line each and the size at most doubles a step.
+* **Order and memory.** At most ``window`` chunks (``WINDOW_PER_WORKER`` per worker thread) are
+  submitted ahead of the first one not yet yielded; results are yielded in input order as they
+  arrive, and wait as bytes until their turn.
+* **Progress.** ``progress(n)`` is called as each chunk completes (as its future does), with its
+  number of lines.
+* **Quiet workers.** A LocalCluster's workers run one thread each, in their own processes, with
+  Dask's statistical profiler off (it sampled the decoding thread every 10 ms), the event loop's
+  health tick every 1 s rather than 20 ms, its system monitor every 2 s rather than 0.5 s, the
+  memory limit (``--worker-memory``) checked every 0.5 s rather than 0.1 s, and the dashboard
+  pages only when asked for (``-v``).
+* **malloc.** Dask's nannies start their workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which
+  makes glibc hand freed memory back to the kernel at once and map every large block afresh: a
+  search allocates and frees its states per sentence, so each sentence page-faulted its memory
+  in again (~80 page faults a line, a quarter to a third more CPU a line for the stack decoder).
+  A LocalCluster unsets it (``distributed.nanny.pre-spawn-environ``); for a cluster of one's own,
+  the README says how. Memory stays flat all the same: glibc's own dynamic threshold reuses the
+  freed blocks.
 * **Faults.** A chunk whose worker dies (SIGKILL, out of memory, a lost node) is rescheduled by
   the Dask scheduler on another worker; a chunk that killed ``allowed-failures`` workers fails
   with ``KilledWorker``, reported as a :class:`RunError` naming its lines. For a LocalCluster,
@@ -30,6 +54,7 @@ import logging
 import os
 import pickle
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Iterable, Iterator
@@ -41,14 +66,18 @@ from distributed.security import Security
 
 from fstdecode.decoder import DecodeResult, Decoder
 from fstdecode.run.base import (
-    DASK_CHUNK_SIZE,
+    DASK_SCHEDULER_TASKS_PER_SECOND,
+    DASK_TASK_SECONDS,
     DEFAULT_RETRIES,
     WINDOW_PER_WORKER,
     Chunk,
+    ChunkSizer,
+    Progress,
     RunError,
     check_retries,
     check_workers,
     chunked,
+    chunks_sized,
     decode_chunk,
 )
 from fstdecode.run.lines import Line
@@ -69,6 +98,8 @@ class ClusterSpec:
     tls_ca_file: str | None = None
     tls_cert: str | None = None
     tls_key: str | None = None
+    #: Start a LocalCluster's dashboard (on 127.0.0.1, a free port); the CLI does with -v.
+    dashboard: bool = False
 
     def __post_init__(self) -> None:
         if (self.local_workers is None) == (self.scheduler is None):
@@ -131,16 +162,22 @@ def worker_decoder(key: str) -> Decoder:
         return decoder
 
 
-def decode_task(key: str, lines: tuple[Line, ...]) -> list[DecodeResult]:
-    """One chunk on a worker: its results, in order."""
-    return decode_chunk(worker_decoder(key), lines)
+def decode_task(key: str, lines: bytes) -> bytes:
+    """One chunk on a worker: ``lines`` is a pickled tuple of Lines; the answer is the pickled
+    ``(seconds, results)``, the decoding's wall time and the results in order (one object each
+    way, see the module's docstring)."""
+    decoder = worker_decoder(key)
+    start = time.perf_counter()
+    results = decode_chunk(decoder, pickle.loads(lines))
+    return pickle.dumps((time.perf_counter() - start, results), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 # --- on the client --------------------------------------------------------------------------
 
 
 class DaskRunner:
-    """Decodes on a Dask cluster, ``chunk_size`` lines per task (see the module's docstring).
+    """Decodes on a Dask cluster, ``chunk_size`` lines per task (None: about
+    :data:`~fstdecode.run.base.DASK_TASK_SECONDS` of decoding per task; see the module's docstring).
 
     :meth:`start` connects (or starts the LocalCluster); :meth:`map` does so on first use,
     :meth:`close` (or the ``with`` block) stops what this runner started.
@@ -149,7 +186,7 @@ class DaskRunner:
     def __init__(
         self,
         spec: ClusterSpec,
-        chunk_size: int = DASK_CHUNK_SIZE,
+        chunk_size: int | None = None,
         retries: int = DEFAULT_RETRIES,
         window: int | None = None,
     ) -> None:
@@ -160,6 +197,9 @@ class DaskRunner:
         self.window = window
         self.client: Client | None = None
         self.cluster: LocalCluster | None = None
+        #: Tasks and lines submitted so far (retries not counted), for monitoring and benchmarks.
+        self.tasks = 0
+        self.lines_sent = 0
 
     def __enter__(self) -> DaskRunner:
         self.start()
@@ -178,14 +218,31 @@ class DaskRunner:
                 # KilledWorker; and tasks go to the workers as they are submitted (the window
                 # bounds them) rather than wait at the scheduler for a free thread, which cost a
                 # scheduler round trip of idle worker per chunk (docs/benchmarks.md, bench_scale).
-                settings = {"distributed.scheduler.allowed-failures": self.retries, "distributed.scheduler.worker-saturation": "inf"}
+                # Read by the nannies as they start, and passed to their workers: no statistical
+                # profiler sampling the decoding thread every 10 ms, event-loop health ticks, system
+                # samples and memory checks 50, 4 and 5 times rarer (each wakes an event loop: the
+                # worker's, which then waits for the decoding thread's GIL, or the nannies' in this
+                # process; idle, the cluster's processes then use half the CPU they did), and
+                # glibc's malloc left to its own trim threshold (see the module's docstring).
+                settings = {
+                    "distributed.scheduler.allowed-failures": self.retries,
+                    "distributed.scheduler.worker-saturation": "inf",
+                    "distributed.worker.profile.enabled": False,
+                    "distributed.admin.tick.interval": "1s",
+                    "distributed.admin.system-monitor.interval": "2s",
+                    "distributed.worker.memory.monitor-interval": "500ms",
+                    "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+                }
                 with dask.config.set(settings):
                     self.cluster = LocalCluster(
                         n_workers=spec.local_workers,
                         threads_per_worker=1,
                         processes=True,
                         host="127.0.0.1",
+                        # The scheduler's HTTP server (health, metrics) runs either way, on a free
+                        # loopback port; its dashboard pages only with -v.
                         dashboard_address="127.0.0.1:0",
+                        scheduler_kwargs={"dashboard": spec.dashboard},
                         memory_limit=spec.worker_memory if spec.worker_memory is not None else "auto",
                         # Dask's own log (workers restarted, keys refetched) with -v only; a chunk
                         # that fails for good is our RunError.
@@ -200,9 +257,15 @@ class DaskRunner:
             self.close()
             where = f"local:{spec.local_workers}" if spec.local_workers is not None else spec.scheduler
             raise RunError(f"cannot start or reach the Dask cluster {where}: {e}") from None
-        bokeh = "" if importlib.util.find_spec("bokeh") else " (shows its pages once bokeh is installed)"
-        log.info("dask: scheduler %s, dashboard %s%s", self.client.scheduler.address, self.client.dashboard_link, bokeh)
+        log.info("dask: scheduler %s, dashboard %s", self.client.scheduler.address, self._dashboard())
         return self.client
+
+    def _dashboard(self) -> str:
+        """The dashboard's address for the log (a LocalCluster's runs with -v only)."""
+        if self.cluster is not None and not self.spec.dashboard:
+            return "off (-v starts it)"
+        bokeh = "" if importlib.util.find_spec("bokeh") else " (shows its pages once bokeh is installed)"
+        return f"{self.client.dashboard_link}{bokeh}"
 
     def close(self) -> None:
         if self.client is not None:
@@ -216,20 +279,22 @@ class DaskRunner:
         """Worker address -> process id, for monitoring (and the fault tests)."""
         return self.start().run(os.getpid)
 
-    def map(self, decoder: Decoder, lines: Iterable[Line]) -> Iterator[DecodeResult]:
+    def map(self, decoder: Decoder, lines: Iterable[Line], progress: Progress | None = None) -> Iterator[DecodeResult]:
         client = self.start()
         payload = pickle.dumps(decoder, protocol=pickle.HIGHEST_PROTOCOL)
         key = hashlib.sha256(payload).hexdigest()
         name = f"fstdecode-decoder-{key[:16]}"
         client.register_plugin(DecoderPlugin(key, payload), name=name)
         run = uuid.uuid4().hex[:8]
-        window = self.window or max(2, sum(client.nthreads().values()) * WINDOW_PER_WORKER)
-        chunks = chunked(lines, self.chunk_size)
+        threads = sum(client.nthreads().values())
+        window = self.window or max(2, threads * WINDOW_PER_WORKER)
+        sizer = None if self.chunk_size else ChunkSizer(task_seconds(threads))
+        chunks = chunked(lines, self.chunk_size) if sizer is None else chunks_sized(lines, sizer)
         # Results come back as they complete (fetched in batches by as_completed), wait in `done`
-        # until their turn, and go out in input order; in flight + waiting <= window chunks.
+        # (pickled) until their turn, and go out in input order; in flight + waiting <= window chunks.
         arrivals = as_completed(with_results=True, raise_errors=False)
         inflight: dict[str, Chunk] = {}
-        done: dict[int, list[DecodeResult]] = {}
+        done: dict[int, bytes] = {}
         next_out = 0
         exhausted = False
 
@@ -239,20 +304,28 @@ class DaskRunner:
                 chunk = next(chunks, None)
                 if chunk is None:
                     return False
-                future = client.submit(decode_task, key, chunk.lines, key=f"fstdecode-{run}-{chunk.index}", pure=False)
+                lines_bytes = pickle.dumps(chunk.lines, protocol=pickle.HIGHEST_PROTOCOL)
+                future = client.submit(decode_task, key, lines_bytes, key=f"fstdecode-{run}-{chunk.index}", pure=False)
                 inflight[future.key] = chunk
                 arrivals.add(future)
+                self.tasks += 1
+                self.lines_sent += len(chunk.lines)
             return True
 
         try:
             exhausted = not fill()
-            for future, result in arrivals:
+            for future, answer in arrivals:
                 chunk = inflight.pop(future.key)
                 if future.status == "error":
                     _raise(chunk, future.exception())
-                done[chunk.index] = result
+                done[chunk.index] = answer
+                if progress is not None:
+                    progress(len(chunk.lines))
                 while next_out in done:
-                    yield from done.pop(next_out)
+                    seconds, results = pickle.loads(done.pop(next_out))
+                    if sizer is not None:
+                        sizer.observe(len(results), seconds)
+                    yield from results
                     next_out += 1
                 if not exhausted:
                     exhausted = not fill()
@@ -264,6 +337,13 @@ class DaskRunner:
                 client.unregister_worker_plugin(name)
             except Exception:  # noqa: BLE001 (a closing cluster: the plugin goes with its workers)
                 pass
+
+
+def task_seconds(threads: int) -> float:
+    """The decoding time an automatically sized chunk aims at on ``threads`` worker threads:
+    :data:`DASK_TASK_SECONDS`, or longer on a cluster large enough that the scheduler would
+    otherwise be asked for more than :data:`DASK_SCHEDULER_TASKS_PER_SECOND` tasks a second."""
+    return max(DASK_TASK_SECONDS, threads / DASK_SCHEDULER_TASKS_PER_SECOND)
 
 
 def _raise(chunk: Chunk, error: BaseException) -> None:

@@ -20,7 +20,7 @@ from itertools import islice
 from fstdecode.decoder import DecodeResult, Decoder, tokens
 from fstdecode.io.table_filter import DEFAULT_CHUNK_LINES, SourceFilter
 from fstdecode.run.lines import Line
-from fstdecode.run.base import Runner, RunError
+from fstdecode.run.base import Progress, Runner, RunError
 from fstdecode.run.local import SerialRunner
 
 __all__ = ["batches", "decode_filtered"]
@@ -45,9 +45,11 @@ def decode_filtered(
     lines: Iterable[Line],
     runner: Runner | None = None,
     chunk_lines: int = DEFAULT_CHUNK_LINES,
+    progress: Progress | None = None,
 ) -> Iterator[DecodeResult]:
     """Decode ``lines`` batch by batch, each with ``decoder_for(its filter)``; results in input order.
 
+    ``progress`` is passed to the runner (see :func:`~fstdecode.run.batch.decode_lines`).
     With no line at all, ``decoder_for`` is still called once (with an empty filter), so
     that a model's files are read and checked whatever the input.
     """
@@ -55,6 +57,7 @@ def decode_filtered(
     empty = True
     for batch in batches(lines, chunk_lines):
         empty = False
-        yield from runner.map(decoder_for(batch_filter(batch)), batch)
+        decoder = decoder_for(batch_filter(batch))
+        yield from runner.map(decoder, batch) if progress is None else runner.map(decoder, batch, progress)
     if empty:
         decoder_for(SourceFilter(()))

@@ -27,6 +27,7 @@ from fstdecode.run.base import (
     DEFAULT_RETRIES,
     WINDOW_PER_WORKER,
     Chunk,
+    Progress,
     RunError,
     check_retries,
     check_workers,
@@ -42,9 +43,12 @@ log = logging.getLogger("fstdecode")
 class SerialRunner:
     """Decodes in this process, one line after the other."""
 
-    def map(self, decoder: Decoder, lines: Iterable[Line]) -> Iterator[DecodeResult]:
+    def map(self, decoder: Decoder, lines: Iterable[Line], progress: Progress | None = None) -> Iterator[DecodeResult]:
         for line in lines:
-            yield decode_one(decoder, line)
+            result = decode_one(decoder, line)
+            if progress is not None:
+                progress(1)
+            yield result
 
     def close(self) -> None:
         """Nothing to release."""
@@ -100,7 +104,7 @@ class ProcessRunner:
         """The process ids of the live workers (while :meth:`map` runs)."""
         return [w.process.pid for w in self._pool if w.process.pid is not None]
 
-    def map(self, decoder: Decoder, lines: Iterable[Line]) -> Iterator[DecodeResult]:
+    def map(self, decoder: Decoder, lines: Iterable[Line], progress: Progress | None = None) -> Iterator[DecodeResult]:
         chunks = chunked(lines, self.chunk_size)
         window = self.workers * WINDOW_PER_WORKER
         done: dict[int, list[DecodeResult]] = {}
@@ -127,7 +131,7 @@ class ProcessRunner:
                         self._send(k, todo.popleft(), decoder)
                 if exhausted and next_out == read:
                     return
-                self._collect(decoder, done, todo, deaths)
+                self._collect(decoder, done, todo, deaths, progress)
         finally:
             self._stop()
 
@@ -154,8 +158,8 @@ class ProcessRunner:
             self._pool[k].conn.send((chunk.index, chunk.lines))
         self._pool[k].chunk = chunk
 
-    def _collect(self, decoder: Decoder, done: dict, todo: deque, deaths: dict) -> None:
-        """Wait for a busy worker to answer or die; file its results, or requeue its chunk."""
+    def _collect(self, decoder: Decoder, done: dict, todo: deque, deaths: dict, progress: Progress | None) -> None:
+        """Wait for a busy worker to answer or die; file its results (telling ``progress``), or requeue its chunk."""
         busy = [k for k, w in enumerate(self._pool) if w.chunk is not None]
         watched = {self._pool[k].conn: k for k in busy} | {self._pool[k].process.sentinel: k for k in busy}
         for k in sorted({watched[obj] for obj in wait(list(watched))}):
@@ -185,6 +189,8 @@ class ProcessRunner:
             w.chunk = None
             deaths.pop(chunk.index, None)
             done[index] = results
+            if progress is not None:
+                progress(len(results))
 
     def _replace(self, k: int, decoder: Decoder) -> int | None:
         """Reap worker ``k`` and start a fresh one in its place; the dead one's exit code."""

@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("distributed", reason="the Dask runner needs the cluster extra: pip install 'fstdecode[cluster]'")
 
 import faulty  # noqa: E402
-from faulty import Counted, KillAlways, KillOnce, Slow  # noqa: E402
+from faulty import Counted, KillAlways, KillOnce, Slow, SlowAt  # noqa: E402
 from shared import EXAMPLE_DATA, run_cli  # noqa: E402
 
 from fstdecode.cli.output import text  # noqa: E402
@@ -66,6 +66,22 @@ def test_dask_equals_serial_and_loads_the_decoder_once_per_worker(runner, expect
     assert len(per_worker) == 2 and max(per_worker.values()) == 1, per_worker  # 30 tasks, one load each at most
 
 
+def test_dask_sizes_its_chunks_and_counts_progress_as_futures_complete(decoder, expected):
+    """No chunk size given: the first chunks hold one line each and later ones grow (these lines
+    take ~1 ms, far under the 0.5 s a chunk aims at); progress is told each chunk's lines as its
+    future completes, so while line 0 is slow the chunks after it are counted before it is written."""
+    calls: list[int] = []
+    results, seen = [], []
+    with DaskRunner(ClusterSpec(local_workers=2)) as r:
+        for result in decode_lines(SlowAt(decoder, 0, 1.0), LINES, r, progress=calls.append):
+            results.append(result)
+            seen.append(sum(calls))
+    assert [text(x) for x in results] == expected
+    assert sum(calls) == len(LINES) and calls[0] == 1 and max(calls) > 4
+    assert all(done >= k + 1 for k, done in enumerate(seen))
+    assert seen[0] > 1  # chunks after line 0's finished (and counted) before line 0 came out
+
+
 def test_dask_redoes_the_chunk_of_a_worker_killed_mid_chunk(runner, expected, decoder, tmp_path):
     marker = tmp_path / "killed"
     out = [text(r) for r in decode_lines(KillOnce(decoder, 37, marker), LINES, runner)]
@@ -91,6 +107,15 @@ def test_dask_fails_clearly_on_a_chunk_that_always_kills_its_worker(decoder):
     with DaskRunner(ClusterSpec(local_workers=2), chunk_size=4, retries=1) as r:
         with pytest.raises(RunError, match=r"input lines \d+-\d+: the Dask workers decoding them died too often"):
             list(decode_lines(KillAlways(decoder, 37), LINES, r))
+
+
+def test_automatic_chunks_aim_longer_on_a_large_cluster():
+    """0.5 s a task up to 500 worker threads; beyond, threads / 1,000 s, so that the scheduler is
+    asked for at most ~1,000 tasks a second (all workers busy: threads / seconds a task)."""
+    from fstdecode.run.dask import task_seconds
+
+    assert task_seconds(1) == task_seconds(500) == 0.5
+    assert task_seconds(1600) == 1.6 and 1600 / task_seconds(1600) == 1000
 
 
 def test_cluster_spec_refuses_bad_combinations():
@@ -143,7 +168,7 @@ def test_cli_joins_a_tls_scheduler_with_the_tls_flags(tmp_path):
     source = "\n".join(EXAMPLE_LINES) + "\n"
     serial = run_cli(["decode", "--method", "stack"], source).stdout
     with LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", protocol="tls://", security=security,
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+                      dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster:
         assert cluster.scheduler_address.startswith("tls://127.0.0.1:")
         joined = run_cli(["decode", "--method", "stack", "--scheduler", cluster.scheduler_address,
                           "--tls-ca-file", cert, "--tls-cert", cert, "--tls-key", key], source)

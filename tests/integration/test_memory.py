@@ -192,3 +192,32 @@ def test_pool_worker_rss_is_flat_over_2000_sentences(tmp_path) -> None:
     assert len(readings) == 2 and readings[0][1] == readings[1][1]  # one worker, never replaced
     growth = int(readings[1][2]) - int(readings[0][2])
     assert growth < MAX_GROWTH, f"the worker's RSS grew by {growth / 1024:.0f} KB after the warm-up"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads the RSS from /proc/self/statm (Linux)")
+def test_dask_worker_rss_is_flat_over_2000_sentences(tmp_path) -> None:
+    """The same on a Dask LocalCluster of one worker, with glibc's own malloc trim threshold (the
+    runner unsets Dask's MALLOC_TRIM_THRESHOLD_): the plugin, the pickled chunks and the worker's
+    bookkeeping leave nothing behind that grows with the sentences. Chunks of 16 lines, as the
+    pool's: the readings are taken mid-chunk, so automatically sized chunks (hundreds of these
+    fast lines by the end) would add their own results to the second reading, a working set
+    bounded by the chunk size (3.9 MB here at up to 4,096 lines), not a leak."""
+    pytest.importorskip("distributed", reason="the Dask runner needs the cluster extra: pip install 'fstdecode[cluster]'")
+    from faulty import RssProbe
+
+    from fstdecode.decoder import Decoder
+    from fstdecode.model.model import load_model
+    from fstdecode.run import decode_lines
+    from fstdecode.run.dask import ClusterSpec, DaskRunner
+
+    base = "das muss unsere sorge gleichermaßen sein".split()
+    lines = [" ".join(base[:3] + [f"unk{k % 97}w{j}" for j in range(8)] + base[3:]) for k in range(FST_SENTENCES)]
+    probe = RssProbe(Decoder(load_model(), "stack"), tmp_path / "rss", at=(FST_WARM_UP - 1, FST_SENTENCES - 1))
+    with DaskRunner(ClusterSpec(local_workers=1), chunk_size=16) as runner:
+        out = list(decode_lines(probe, lines, runner))
+    assert [r.id for r in out] == list(range(FST_SENTENCES))
+    readings = [line.split() for line in (tmp_path / "rss").read_text().splitlines()]
+    assert len(readings) == 2 and readings[0][1] == readings[1][1]  # one worker, never replaced
+    growth = int(readings[1][2]) - int(readings[0][2])
+    assert growth < MAX_GROWTH, f"the Dask worker's RSS grew by {growth / 1024:.0f} KB after the warm-up"

@@ -148,13 +148,17 @@ def test_progress_bar_goes_to_stderr_and_leaves_stdout_alone():
 def test_progress_helper_counts_flagged_lines_and_is_silent_when_off():
     pytest.importorskip("tqdm")
     stream = io.StringIO()
-    with ProgressBar(True, stream=stream) as bar:
-        bar.update(type("R", (), {"error": "bad", "reason": None})())
-        bar.update(type("R", (), {"error": None, "reason": None})())
-    assert bar.flagged == 1 and "flagged=1" in stream.getvalue()
+    with ProgressBar(True, total=5, stream=stream) as bar:
+        bar.completed(3)  # a chunk of 3 lines decoded: the bar counts it before any is written
+        assert bar.count == 3
+        bar.written(type("R", (), {"error": "bad", "reason": None})())
+        bar.written(type("R", (), {"error": None, "reason": None})())
+        bar.completed(2)
+    assert bar.flagged == 1 and "flagged=1" in stream.getvalue() and "5/5" in stream.getvalue()
     off = io.StringIO()
     with progress_bar(False, stream=off) as bar:
-        bar.update()
+        bar.completed(2)
+        bar.written(type("R", (), {"error": "bad", "reason": None})())
     assert off.getvalue() == "" and not bar.active
     assert wanted(None, io.StringIO()) is False  # not a terminal
 

@@ -18,12 +18,12 @@ import sys
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from faulty import KillAlways, KillOnce, Slow
+from faulty import KillAlways, KillOnce, Slow, SlowAt
 from shared import EXAMPLE_DATA, ROOT, run_cli
 
 from fstdecode.cli.output import json_line, resume_point, text
 from fstdecode.run import Line, ProcessRunner, RunError, SerialRunner, decode_lines, runner_for
-from fstdecode.run.base import chunked
+from fstdecode.run.base import ChunkSizer, chunked, chunks_sized
 from fstdecode.run.lines import ShardError, count_lines, parse_shard, shard_span
 
 EXAMPLE_LINES = (EXAMPLE_DATA / "input.txt").read_text(encoding="utf-8").splitlines()
@@ -124,6 +124,71 @@ def test_pool_reads_the_input_lazily(stack_decoder):
     results.close()
     assert [r.id for r in first] == [0, 1, 2]
     assert next(read) <= 2 * 4 * 5 + 5 + 1  # workers * WINDOW_PER_WORKER chunks of 5, and the one being read
+
+
+def progress_trace(decoder, runner, lines=LINES):
+    """The results, the ``progress`` calls, and for each result the lines reported done when it came out."""
+    calls: list[int] = []
+    results, seen = [], []
+    for result in decode_lines(decoder, lines, runner, progress=calls.append):
+        results.append(result)
+        seen.append(sum(calls))
+    return results, calls, seen
+
+
+@pytest.mark.parametrize("make", [SerialRunner, lambda: ProcessRunner(2, chunk_size=7)], ids=["serial", "pool"])
+def test_progress_counts_each_chunk_as_it_finishes(stack_decoder, expected, make):
+    results, calls, seen = progress_trace(stack_decoder, make())
+    assert [text(r) for r in results] == expected
+    assert sum(calls) == len(LINES)
+    assert all(done >= k + 1 for k, done in enumerate(seen))  # a line is counted before it is written
+    if isinstance(make(), ProcessRunner):
+        assert sorted(calls) == sorted([7] * (len(LINES) // 7) + [len(LINES) % 7])  # one call per chunk
+    else:
+        assert calls == [1] * len(LINES)
+
+
+def test_pool_progress_runs_ahead_of_a_slow_first_chunk(stack_decoder, expected):
+    """Counted by completion, not by writing: while line 0 is slow, the later chunks finish and count."""
+    results, calls, seen = progress_trace(SlowAt(stack_decoder, 0, 0.5), ProcessRunner(2, chunk_size=2))
+    assert [text(r) for r in results] == expected
+    assert seen[0] > 2 and calls[-1] == 2 and sum(calls) == len(LINES)
+
+
+def test_chunk_sizer_doubles_up_to_the_target_then_follows_the_rate():
+    # 1/256 s a line (exact in binary): 0.5 s is 128 lines.
+    sizer, sizes = ChunkSizer(0.5, first=1, most=1024), []
+    for _ in range(10):
+        sizer.observe(sizer.size, sizer.size / 256)
+        sizes.append(sizer.size)
+    assert sizes == [2, 4, 8, 16, 32, 64, 128, 128, 128, 128]
+    # Eight times slower (1/32 s a line): the size falls, never below the new target of 16, and reaches it.
+    falling = []
+    for _ in range(12):
+        sizer.observe(sizer.size, sizer.size / 32)
+        falling.append(sizer.size)
+    assert falling == sorted(falling, reverse=True) and falling[0] < 128 and falling[-1] == 16
+    # Lines that take no measurable time: the size doubles to `most`, and stays there.
+    fast = ChunkSizer(0.5, first=3, most=20)
+    for _ in range(5):
+        fast.observe(fast.size, 0.0)
+    assert fast.size == 20
+    fast.observe(0, 100.0)  # an empty chunk says nothing
+    assert fast.size == 20
+    for bad in [dict(target=0), dict(target=1, first=0), dict(target=1, first=5, most=4)]:
+        with pytest.raises(RunError):
+            ChunkSizer(**bad)
+
+
+def test_chunks_sized_reads_the_size_as_each_chunk_is_cut():
+    sizer = ChunkSizer(1.0, first=2, most=8)
+    lines = [Line(k, str(k)) for k in range(20)]
+    got = []
+    for chunk in chunks_sized(lines, sizer):
+        got.append(chunk)
+        sizer.observe(len(chunk.lines), 0.0)  # as fast as can be: the size doubles up to 8
+    assert [len(c.lines) for c in got] == [2, 4, 8, 6]
+    assert [c.index for c in got] == [0, 1, 2, 3] and [ln for c in got for ln in c.lines] == lines
 
 
 def test_serial_and_bad_settings(stack_decoder, expected):
