@@ -420,10 +420,18 @@ def paper_model(twin):
     return load_model(twin.old, distortion_semantics="paper")
 
 
+#: The exact search's budget under paper semantics. Its heuristic is much weaker there than under
+#: Moses' (measured at the default 10,000,000 states: sentences 0, 2, 3 proven with 1.6M, 2.1M
+#: and 63k states, against 30k, 30k and 16k under Moses' semantics; 1 and 4 over budget, gaps
+#: 36.5 and 15.2); this budget proves 0 and 3 and certifies a bound on the others in a minute.
+PAPER_EXACT_STATES = 2_000_000
+
+
 @pytest.fixture(scope="module")
 def paper_exact(twin, paper_model):
-    """The exact search's results on the 5 sentences under paper semantics (native engine)."""
-    decoder = Decoder(paper_model, "exact")
+    """The exact search's results on the 5 sentences under paper semantics (native engine): each
+    a derivation and a certified upper bound on every derivation's score, proven or not."""
+    decoder = Decoder(paper_model, "exact", max_states=PAPER_EXACT_STATES)
     return [decoder.decode(words) for words in twin.sentences]
 
 
@@ -437,10 +445,12 @@ def test_signature_methods_run_on_the_full_sentences_under_paper_semantics(
     for words, best in zip(twin.sentences, paper_exact, strict=True):
         result = decoder.decode(words)
         assert result.error is None and result.best is not None, result.error
-        assert best.optimal  # measured: the exact search proves all 5 under paper semantics too
+        assert best.upper_bound is not None  # the exact search certifies a bound, proven or not
         assert result.best.score <= best.upper_bound + EPS
-        if result.optimal:
-            assert result.best.score == pytest.approx(best.best.score, abs=EPS)
+        if result.optimal:  # a proven optimum is at least anything the exact search found
+            assert result.best.score >= best.best.score - EPS
+            if best.optimal:
+                assert result.best.score == pytest.approx(best.best.score, abs=EPS)
         elif method != "beam":  # beam never claims a proof; the others say why they did not
             assert result.reason and "over budget" in result.reason
         assert_rescored(rescorer, words, result.best, "paper")
