@@ -315,11 +315,11 @@ def test_show_weights_prints_moses_names_and_warns_about_search_settings(twin, l
     assert "Traceback" not in proc.stderr
 
 
-def test_show_weights_names_are_the_gold_nbest_names(twin):
-    # The gold model is built the same way (new format); Moses' own n-best lists name its
-    # tuneable features: the twin's must be the same names in the same order.
+def test_show_weights_names_are_the_gold_nbest_names(models):
+    # The gold model has the same features (in the new format); Moses' own n-best lists name its
+    # tuneable ones: the twin's must be the same names in the same order.
     gold = parse_nbest((data_path(GOLD) / "truth" / "moses-nbest-100.txt").read_text(encoding="utf-8"))
-    tuneable = [line.split("=")[0] for line in SHOW_WEIGHTS if "UNTUNEABLE" not in line]
+    tuneable = [line.split("=")[0] for line in models["native"].show_weights() if "UNTUNEABLE" not in line]
     assert list(gold[0].feats) == tuneable
 
 
