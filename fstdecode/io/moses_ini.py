@@ -519,7 +519,9 @@ def _header_lines(lines: Iterable[tuple[int, str]]) -> dict[str, int]:
 #   (when [weight-p] is present), WordPenalty, UnknownWordPenalty, and one phrase table per
 #   [ttable-file] line. Each is named as an unnamed [feature] line is: Kind + a per-kind count.
 # * [lmodel-file] ``type factor order path``: type 0 (SRILM), 1 (IRSTLM), 8 (KenLM) or 9
-#   (KenLM, lazily loaded); the LM weights are [weight-l], one per LM.
+#   (KenLM, lazily loaded); the LM weights are [weight-l], one per LM. Moses names the feature
+#   by its type (SRILM0, IRSTLM0, KENLM0: Parameter::ConvertWeightArgsLM), and so its weight,
+#   n-best field and -show-weights line; fstdecode reads each as KENLM with that name.
 # * [weight-d]: the Distance weight first, then each [distortion-file] table's weights in turn.
 #   A [distortion-file] line is ``inputfactor-outputfactor type num-features path``.
 # * [ttable-file] ``implementation input-factor output-factor num-scores path``; [weight-t]
@@ -577,7 +579,8 @@ SEARCH_ONLY_SECTIONS = frozenset(
 #: [search-algorithm] values of phrase-based decoding (normal stack search, cube pruning).
 _PHRASE_BASED_SEARCH = ("0", "1")
 
-# [lmodel-file] type code -> what Moses calls it; fstdecode reads each as a KENLM feature.
+# [lmodel-file] type code -> what Moses calls it (the feature's name); fstdecode reads each as a
+# KENLM feature.
 _LM_TYPES: Mapping[str, str] = MappingProxyType({"0": "SRILM", "1": "IRSTLM", "8": "KENLM", "9": "KENLM"})
 
 # [ttable-file] implementation code -> Moses' feature kind.
@@ -685,7 +688,12 @@ class _OldFormat:
             self.count(order, lineno, "LM order")
             lazy = " lazyken=1" if kind == "9" else " lazyken=0" if kind == "8" else ""
             weight = self.take(values, index, 1, "weight-l", f"[lmodel-file] has {len(models)} LM(s)")
-            out.add(lineno, f"KENLM factor={factor} order={order} num-features=1{lazy} path={path}", f"KENLM{index}", weight)
+            # Moses names the weight (so the n-best and -show-weights name) by its LM kind and the
+            # line's index among all LMs: SRILM0 for a type-0 line. fstdecode reads every kind as
+            # KENLM, so a SRILM or IRSTLM line keeps Moses' name through name=.
+            name = f"{_LM_TYPES[kind]}{index}"
+            named = "" if _LM_TYPES[kind] == "KENLM" else f" name={name}"
+            out.add(lineno, f"KENLM{named} factor={factor} order={order} num-features=1{lazy} path={path}", name, weight)
         self.check_used(values, len(models), "weight-l", f"[lmodel-file] has {len(models)} LM(s), so it needs")
 
     def reordering(self, out: ConvertedIni) -> None:

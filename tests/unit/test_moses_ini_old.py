@@ -124,7 +124,9 @@ def test_lexicalized_reordering_and_every_section_convert(tmp_path: Path) -> Non
     converted = old_format_lines(path)
     assert [text for _, text in converted.features] == [
         "KENLM factor=0 order=5 num-features=1 lazyken=0 path=lm.bin",
-        "KENLM factor=0 order=3 num-features=1 path=other.arpa",
+        # type 0 is SRILM in Moses (ConvertWeightArgsLM), its weight SRILM + the LM's index;
+        # fstdecode reads it as KENLM under that name
+        "KENLM name=SRILM1 factor=0 order=3 num-features=1 path=other.arpa",
         "Distortion",
         "LexicalReordering type=wbe-msd-bidirectional-fe-allff input-factor=0 output-factor=0 "
         "num-features=6 path=reordering-table.gz",
@@ -135,7 +137,7 @@ def test_lexicalized_reordering_and_every_section_convert(tmp_path: Path) -> Non
     ]
     assert [text for _, text in converted.weights] == [
         "KENLM0= 0.5",
-        "KENLM1= 0.25",
+        "SRILM1= 0.25",
         "Distortion0= 0.3",
         "LexicalReordering0= 0.1 0.2 0.3 0.4 0.5 0.6",
         "PhrasePenalty0= 0.2",
@@ -154,6 +156,23 @@ def test_lazy_kenlm_and_a_missing_ttable_limit(tmp_path: Path) -> None:
     config = load_moses_ini(path)
     assert config.lm().path == str(tmp_path / "lm.bin")  # relative to the ini's folder
     assert "Distortion" not in [f.kind for f in config.features]  # no [weight-d]: no Distortion, as in Moses
+
+
+# Moses names an [lmodel-file] feature by its type code (Parameter::ConvertWeightArgsLM:
+# 0 SRILM, 1 IRSTLM, 8 and 9 KENLM), and -show-weights and the n-best lists print that name;
+# each case is one code, read as an ARPA file either way.
+@pytest.mark.parametrize("code, name", [("0", "SRILM0"), ("1", "IRSTLM0"), ("8", "KENLM0"), ("9", "KENLM0")])
+def test_lm_type_code_names_the_feature_as_moses_does(tmp_path: Path, code: str, name: str) -> None:
+    path = write(tmp_path, EXAMPLE_OLD.replace("[lmodel-file]\n8 0 2", f"[lmodel-file]\n{code} 0 2"))
+    model = load_model(path)
+    assert model.lm.order == 2 and Path(model.lm.path) == EXAMPLE_DATA / "lm.arpa"
+    assert model.show_weights() == [
+        f"{name}= 1.000000",
+        "Distortion0= 0.300000",
+        "WordPenalty0= 0.000000",
+        "UnknownWordPenalty0 UNTUNEABLE",
+        "PhraseDictionaryMemory0= 0.500000 0.500000",
+    ]
 
 
 def test_lexicalized_reordering_reaches_the_feature_check(tmp_path: Path) -> None:
