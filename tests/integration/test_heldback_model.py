@@ -39,7 +39,7 @@ Checks (none of the expected values comes from fstdecode's output):
 * ``NEW_INI`` gives byte-identical output to ``OLD_INI`` (the conversion rule), and a type-0
   LM line the same output under the name ``SRILM0``;
 * the signature-state methods (dp, beam, bounded, fst) and the exhaustive oracle run on it
-  under ``--distortion-semantics paper``: on the full sentences within their budgets (each
+  under both semantics (Moses' the default): on the full sentences within their budgets (each
   line gets a derivation, a proof or a reason), and on short prefixes with a smaller table
   limit, where they all prove the same optimum as the exact search.
 """
@@ -404,10 +404,8 @@ def test_a_type_0_lm_decodes_the_same_under_moses_name(twin):
 
 # ---------------------------------------------- the signature-state methods and the oracle
 
-# TODO(lead): with the default (moses) distortion semantics the signature-state methods (dp,
-# beam, bounded, fst) refuse this model today; the lead is making them search Moses'
-# semantics (fstdecode/statespace, fstdecode/search/base.py, fstdecode/fst/reorder.py). Once
-# they do, run the two tests below under the default semantics too, against decoded("exact", ...).
+# Every method takes the model under either semantics: under the default (moses) the
+# signature-state methods carry Moses' gap rule (fstdecode/statespace/gaprule.py).
 
 #: Budgets that keep each full-sentence run to seconds: the signature DP with a trigram LM, d = 6
 #: and 20 translations per phrase goes over any budget on 22-43 words (measured: dp and bounded
@@ -420,6 +418,12 @@ def paper_model(twin):
     return load_model(twin.old, distortion_semantics="paper")
 
 
+@pytest.fixture(scope="module")
+def semantics_model(twin, paper_model):
+    """The model under each semantics: ``moses`` is the old-format ini's default."""
+    return {"paper": paper_model, "moses": load_model(twin.old)}
+
+
 #: The exact search's budget under paper semantics. Its heuristic is much weaker there than under
 #: Moses' (measured at the default 10,000,000 states: sentences 0, 2, 3 proven with 1.6M, 2.1M
 #: and 63k states, against 30k, 30k and 16k under Moses' semantics; 1 and 4 over budget, gaps
@@ -428,21 +432,25 @@ PAPER_EXACT_STATES = 2_000_000
 
 
 @pytest.fixture(scope="module")
-def paper_exact(twin, paper_model):
-    """The exact search's results on the 5 sentences under paper semantics (native engine): each
+def exact_by_semantics(twin, semantics_model):
+    """The exact search's results on the 5 sentences under each semantics (native engine): each
     a derivation and a certified upper bound on every derivation's score, proven or not."""
-    decoder = Decoder(paper_model, "exact", max_states=PAPER_EXACT_STATES)
-    return [decoder.decode(words) for words in twin.sentences]
+    out = {}
+    for semantics, model in semantics_model.items():
+        decoder = Decoder(model, "exact", max_states=PAPER_EXACT_STATES)
+        out[semantics] = [decoder.decode(words) for words in twin.sentences]
+    return out
 
 
+@pytest.mark.parametrize("semantics", ["paper", "moses"])
 @pytest.mark.parametrize("method", ["dp", "beam", "bounded", "fst"])
-def test_signature_methods_run_on_the_full_sentences_under_paper_semantics(
-    twin, paper_model, paper_exact, rescorer, method
+def test_signature_methods_run_on_the_full_sentences(
+    twin, semantics_model, exact_by_semantics, rescorer, method, semantics
 ):
     budget = {} if FULL_BUDGETS[method] is None else {"max_states": FULL_BUDGETS[method]}
-    decoder = Decoder(paper_model, method, **budget)
-    assert decoder.semantics == "paper"
-    for words, best in zip(twin.sentences, paper_exact, strict=True):
+    decoder = Decoder(semantics_model[semantics], method, **budget)
+    assert decoder.semantics == semantics
+    for words, best in zip(twin.sentences, exact_by_semantics[semantics], strict=True):
         result = decoder.decode(words)
         assert result.error is None and result.best is not None, result.error
         assert best.upper_bound is not None  # the exact search certifies a bound, proven or not
@@ -453,7 +461,7 @@ def test_signature_methods_run_on_the_full_sentences_under_paper_semantics(
                 assert result.best.score == pytest.approx(best.best.score, abs=EPS)
         elif method != "beam":  # beam never claims a proof; the others say why they did not
             assert result.reason and "over budget" in result.reason
-        assert_rescored(rescorer, words, result.best, "paper")
+        assert_rescored(rescorer, words, result.best, semantics)
 
 
 #: The first 5 words of each sentence, with 3 translations per source phrase: small enough for
@@ -462,10 +470,10 @@ PREFIX_WORDS = 5
 PREFIX_TABLE_LIMIT = 3
 
 
-@pytest.mark.parametrize("semantics", ["paper", "moses"])  # moses: the coverage-state methods only
+@pytest.mark.parametrize("semantics", ["paper", "moses"])
 def test_every_method_proves_the_same_optimum_on_short_prefixes(twin, semantics):
     model = load_model(twin.old, table_limit=PREFIX_TABLE_LIMIT, distortion_semantics=semantics)
-    methods = ["exact", "coverage", "exhaustive"] + (["dp", "bounded", "fst"] if semantics == "paper" else [])
+    methods = ["exact", "coverage", "exhaustive", "dp", "bounded", "fst"]
     decoders = {m: Decoder(model, m) for m in methods}
     for words in twin.sentences:
         prefix = words[:PREFIX_WORDS]
@@ -473,6 +481,5 @@ def test_every_method_proves_the_same_optimum_on_short_prefixes(twin, semantics)
         for m, r in results.items():
             assert r.optimal, (m, prefix, r.reason)
             assert r.best.score == pytest.approx(results["exact"].best.score, abs=EPS), (m, prefix)
-        beam = Decoder(model, "beam").decode(prefix) if semantics == "paper" else None
-        if beam is not None:
-            assert beam.best.score <= results["exact"].best.score + EPS
+        beam = Decoder(model, "beam").decode(prefix)
+        assert beam.best.score <= results["exact"].best.score + EPS
