@@ -14,8 +14,9 @@ open tapes are from being joined:
 * ``"bound"`` — what joining the tapes must still cost at best: each start
   word's best LM score after any word that can precede it, plus a lower
   bound on the distortion still to come (a tape that ends at t < j must be
-  left by a jump of at least j − t; a tape that starts at s > 0 must be
-  entered by a jump of at least j + 2 − s);
+  left by a jump of at least j − t, but for the ``<s>`` tape at j = n under Moses'
+  semantics without early distortion cost, left by the uncharged jump into
+  ``</s>``; a tape that starts at s > 0 must be entered by a jump of at least j + 2 − s);
 * ``"none"`` — β = 0.
 
 ``"bound"`` is an upper bound (the exact :mod:`.bounded` search needs one),
@@ -111,7 +112,9 @@ class Heuristic:
                 for k in range(1, len(words)):
                     beta += self.problem.ngram(words[max(0, k - self.problem.order + 1) : k], words[k])
             if self.kind != "unigram":
-                if sig[2] < j:
+                if sig[2] < j and not (sig[0] == 0 and j == self.problem.n and not self.problem.charge_final):
+                    # (At j = n the <s> tape is left by the jump into </s>, which Moses'
+                    # semantics without early distortion cost does not charge.)
                     beta -= self.problem.eta * (j - sig[2])
                 if sig[0] != 0:
                     beta -= self.problem.eta * (j + 2 - sig[0])

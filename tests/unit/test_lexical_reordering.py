@@ -289,7 +289,9 @@ def test_default_moses_semantics_applies_with_reordering_only(tmp_path):
     explicit = load_model(ini, distortion_semantics="moses")
     assert Decoder(explicit, "stack").semantics == "moses" and Decoder(explicit, "stack").engine == "native"
     assert Decoder(explicit, "exact").semantics == "moses"
-    assert (Decoder(explicit, "dp").engine, Decoder(explicit, "dp").semantics) == ("python", "moses")
+    # The native signature searches carry Moses' gap rule (native/statespace.h).
+    assert (Decoder(explicit, "dp").engine, Decoder(explicit, "dp").semantics) == ("native", "moses")
+    assert (Decoder(explicit, "fst").engine, Decoder(explicit, "fst").semantics) == ("native", "moses")
     assert load_model().distortion_semantics == "paper"  # the built-in example is the paper's
     with pytest.raises(ModelError, match="unknown distortion semantics"):
         load_model(ini, distortion_semantics="pharaoh")
