@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -31,7 +32,7 @@ constexpr int PHI = -1;  // ψ index (and start position) meaning φ: no tape
 
 struct Sig {
   std::int32_t a, b;  // order 2: (w_s, w_t); else (F, L), Contexts ids
-  std::int16_t s, t;  // the tape's start and end (search positions; a sentence has < 32766 words)
+  std::int16_t s, t;  // the tape's start and end (search positions, below MAX_WORDS)
   // Moses' gap rule (gaprule.py): the largest m(p) = min(s(p), t(p) + 1 - d) over the tape's
   // phrases (M) and its leftmost start (lo), canonical (gaprule.canonical). Under the paper's
   // semantics both stay 0.
@@ -47,20 +48,23 @@ inline Sig make_sig(int s, std::int32_t a, int t, std::int32_t b) {
 // The longest sentence the signature state space takes: positions (end = n + 1) are 16 bits.
 constexpr int MAX_WORDS = 32000;
 
+// Two 8-byte compares (a Sig has no padding: 4 + 4 + 4 x 2 bytes).
 inline bool operator==(const Sig& x, const Sig& y) {
-  return x.a == y.a && x.b == y.b && x.s == y.s && x.t == y.t && x.M == y.M && x.lo == y.lo;
-}
-
-inline std::uint32_t half16(std::int16_t x, std::int16_t y) {
-  return static_cast<std::uint32_t>(static_cast<std::uint16_t>(x)) | (static_cast<std::uint32_t>(static_cast<std::uint16_t>(y)) << 16);
+  std::uint64_t u[2], v[2];
+  std::memcpy(u, &x, sizeof u);
+  std::memcpy(v, &y, sizeof v);
+  return u[0] == v[0] && u[1] == v[1];
 }
 
 // A state's hash is the sum of its signatures' (see Space::expand), so each must spread well:
 // two multiplications by odd constants and a fold of the high half into the low (the index
-// takes its home slot from the low bits and its tag from the high ones).
+// takes its home slot from the low bits and its tag from the high ones). A signature is read as
+// two 8-byte words: (a, b) and its four positions (s, t, M, lo).
 inline std::uint64_t sig_hash(const Sig& g) {
-  const std::uint64_t pos = (static_cast<std::uint64_t>(half16(g.s, g.M)) << 32) | half16(g.t, g.lo);
-  std::uint64_t h = (pos ^ (pair64(g.a, g.b) * 0x9e3779b97f4a7c15ULL)) * 0xc2b2ae3d27d4eb4fULL;
+  std::uint64_t ids, pos;
+  std::memcpy(&ids, &g, sizeof ids);
+  std::memcpy(&pos, reinterpret_cast<const char*>(&g) + sizeof ids, sizeof pos);
+  std::uint64_t h = (pos ^ (ids * 0x9e3779b97f4a7c15ULL)) * 0xc2b2ae3d27d4eb4fULL;
   h ^= h >> 29;
   return h * 0x165667b19e3779f9ULL;
 }
