@@ -103,9 +103,10 @@ def test_beam_native_equals_python_under_moses(case, data):
     assert_same("beam", moses_problem(case), options)
 
 
-@settings(max_examples=30, **SEARCH_SETTINGS)
-@given(case=moses_case(max_n=7))
+@settings(max_examples=20, **SEARCH_SETTINGS)
+@given(case=moses_case())
 def test_bounded_native_equals_python_under_moses(case):
+    # (At LM orders 1 and 3 bounded is the plain DP, in both engines; at order 2 its bounds prune.)
     assert_same("bounded", moses_problem(case), BoundedOptions(max_states=NO_BUDGET))
 
 
