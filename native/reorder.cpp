@@ -159,7 +159,7 @@ class Operations {
   // and words (for order 2 only its last word), ψ2's start and words (for order 2 only its first
   // word; never its end). Returns the first of `count` labels (label_at).
   std::size_t labels(int j, const Opt* opts, int count, const Sig* a, const Sig* c) {
-    const Sig none{PHI, PHI, PHI, PHI};
+    const Sig none = make_sig(PHI, PHI, PHI, PHI);
     const Sig& x = a ? *a : none;
     const Sig& y = c ? *c : none;
     const bool bigram = p_.order() == 2;
@@ -291,7 +291,9 @@ class Operations {
     out_.option.push_back(opt.index);
     out_.s1.push_back(s1);
     out_.s2.push_back(s2);
-    out_.jumps.push_back((a ? j - a->t : 0) + (c ? opt.t + 1 - c->s : 0));
+    // Moses' semantics without [early-distortion-cost]: no jump into </s> (reorder.py's _Builder.op).
+    const bool free_final = opt.s == p_.end() && p_.moses() && !p_.charge_final();
+    out_.jumps.push_back(free_final ? 0 : (a ? j - a->t : 0) + (c ? opt.t + 1 - c->s : 0));
     out_.lm_cost.push_back(total);
     return label;
   }
@@ -338,12 +340,14 @@ class Completion {
     if (j >= p_.end()) return 0.0;  // the goal
     double h = b_.suffix[static_cast<std::size_t>(j) + 1] + eos_;
     long jumps = 0;  // signature_beam's "bound": each tape left by >= j - t, entered by >= j + 2 - s
+    // At j = n the <s> tape is left by the jump into </s>: uncharged without charge_final.
+    const bool free_final = j == n_ && !p_.charge_final();
     for (int i = 0; i < r; ++i) {
       if (sigs[i].s != 0) {
         h += tape(sigs[i]);
         jumps += j + 2 - sigs[i].s;
       }
-      if (sigs[i].t < j) jumps += j - sigs[i].t;
+      if (sigs[i].t < j && !(free_final && sigs[i].s == 0)) jumps += j - sigs[i].t;
     }
     if (p_.eta() >= 0.0) return h - p_.eta() * static_cast<double>(jumps);
     return h - p_.eta() * d_ * (n_ - j + r);

@@ -112,7 +112,8 @@ class Heuristic {
         }
       }
       if (kind_ != BeamHeuristic::Unigram) {
-        if (sig.t < j) beta -= eta * (j - sig.t);
+        // At j = n the <s> tape is left by the jump into </s>: uncharged without charge_final.
+        if (sig.t < j && !(sig.s == 0 && j == sp_.n && !sp_.p.charge_final())) beta -= eta * (j - sig.t);
         if (sig.s != 0) beta -= eta * (j + 2 - sig.s);
       }
     }

@@ -14,6 +14,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "hash.h"
@@ -28,18 +31,40 @@ constexpr int PHI = -1;  // ψ index (and start position) meaning φ: no tape
 // Signatures and states.
 
 struct Sig {
-  std::int32_t s, a, t, b;  // order 2: (s, w_s, t, w_t); else (s, F, t, L), F and L Contexts ids
+  std::int32_t a, b;  // order 2: (w_s, w_t); else (F, L), Contexts ids
+  std::int16_t s, t;  // the tape's start and end (search positions, below MAX_WORDS)
+  // Moses' gap rule (gaprule.py): the largest m(p) = min(s(p), t(p) + 1 - d) over the tape's
+  // phrases (M) and its leftmost start (lo), canonical (gaprule.canonical). Under the paper's
+  // semantics both stay 0.
+  std::int16_t M, lo;
 };
+static_assert(sizeof(Sig) == 16, "a signature is 16 bytes (a record unit of signature.cpp)");
 
+// The signature (s, a, t, b) with no gap entries.
+inline Sig make_sig(int s, std::int32_t a, int t, std::int32_t b) {
+  return {a, b, static_cast<std::int16_t>(s), static_cast<std::int16_t>(t), 0, 0};
+}
+
+// The longest sentence the signature state space takes: positions (end = n + 1) are 16 bits.
+constexpr int MAX_WORDS = 32000;
+
+// Two 8-byte compares (a Sig has no padding: 4 + 4 + 4 x 2 bytes).
 inline bool operator==(const Sig& x, const Sig& y) {
-  return x.s == y.s && x.a == y.a && x.t == y.t && x.b == y.b;
+  std::uint64_t u[2], v[2];
+  std::memcpy(u, &x, sizeof u);
+  std::memcpy(v, &y, sizeof v);
+  return u[0] == v[0] && u[1] == v[1];
 }
 
 // A state's hash is the sum of its signatures' (see Space::expand), so each must spread well:
 // two multiplications by odd constants and a fold of the high half into the low (the index
-// takes its home slot from the low bits and its tag from the high ones).
+// takes its home slot from the low bits and its tag from the high ones). A signature is read as
+// two 8-byte words: (a, b) and its four positions (s, t, M, lo).
 inline std::uint64_t sig_hash(const Sig& g) {
-  std::uint64_t h = (pair64(g.s, g.t) ^ (pair64(g.a, g.b) * 0x9e3779b97f4a7c15ULL)) * 0xc2b2ae3d27d4eb4fULL;
+  std::uint64_t ids, pos;
+  std::memcpy(&ids, &g, sizeof ids);
+  std::memcpy(&pos, reinterpret_cast<const char*>(&g) + sizeof ids, sizeof pos);
+  std::uint64_t h = (pos ^ (ids * 0x9e3779b97f4a7c15ULL)) * 0xc2b2ae3d27d4eb4fULL;
   h ^= h >> 29;
   return h * 0x165667b19e3779f9ULL;
 }
@@ -289,7 +314,7 @@ class BosJoins {
     const std::uint64_t h = mix(key);
     const int id = index_.find(h, [&](int i) { return keys_[static_cast<std::size_t>(i)] == key; });
     if (id >= 0) return values_[static_cast<std::size_t>(id)];
-    const Sig tape = {0, 0, 0, context};  // F = () (id 0); join reads no t
+    const Sig tape = make_sig(0, 0, 0, context);  // F = () (id 0); join reads no t
     const Joined value = join_(&tape, opt, nullptr);
     keys_.push_back(key);
     values_.push_back(value);
@@ -315,8 +340,12 @@ class Space {
         // A limit beyond n + 2 allows every jump (no distance here exceeds n + 1); clamping it
         // keeps the arithmetic in range for "no limit" (UNLIMITED = 2**31 - 1).
         d(std::min(problem.d(), problem.n() + 2)), order(problem.order()), k(problem.order() - 1),
-        eta(problem.eta()), minimize(minimize), ngram(problem.order() > 2), contexts(problem.order() - 1),
+        eta(problem.eta()), minimize(minimize), ngram(problem.order() > 2), gap(problem.moses()),
+        refund(problem.moses() && !problem.charge_final()), contexts(problem.order() - 1),
         joiner_(problem, contexts, minimize) {
+    if (end > MAX_WORDS)
+      throw std::length_error("the signature state space takes sentences of at most " + std::to_string(MAX_WORDS - 1) +
+                              " words; this one has " + std::to_string(n));
     WordId vocab = std::max(problem.bos(), problem.eos()) + 1;
     for (const auto& opts : problem.by_start())
       for (const Option& o : opts)
@@ -357,11 +386,11 @@ class Space {
     }
     if (ngram) {
       const WordId bos = problem.bos(), eos = problem.eos();
-      start = {0, 0, 0, contexts.intern(&bos, 1)};
-      goal = {0, 0, end, contexts.intern(&eos, 1)};
+      start = make_sig(0, 0, 0, contexts.intern(&bos, 1));
+      goal = make_sig(0, 0, end, contexts.intern(&eos, 1));
     } else {
-      start = {0, problem.bos(), 0, problem.bos()};
-      goal = {0, problem.bos(), end, problem.eos()};
+      start = make_sig(0, problem.bos(), 0, problem.bos());
+      goal = make_sig(0, problem.bos(), end, problem.eos());
     }
   }
 
@@ -417,12 +446,14 @@ class Space {
           Sig nw;
           if constexpr (NG) {
             const Joined& jn = joins[i];
-            nw = {a.s, jn.first, end, jn.last};
+            nw = make_sig(a.s, jn.first, end, jn.last);
             out.delta[q] = o.score + jn.score - eta * jump;
           } else {
-            nw = {a.s, a.a, end, o.last};
+            nw = make_sig(a.s, a.a, end, o.last);
             out.delta[q] = o.score + lam(a.b, o.first) - eta * jump;
           }
+          // gaprule.expand: the charge for the jump into </s> given back, added as Python adds it.
+          if (refund) out.delta[q] += eta * jump;
           out.sig[q] = nw;
           out.hash[q] = sig_hash(nw);
         }
@@ -437,6 +468,28 @@ class Space {
           const Sig* a = k1 != PHI ? &sigs[k1] : nullptr;
           const Sig* c = k2 != PHI ? &sigs[k2] : nullptr;
           const int ns = a ? a->s : j + 1;
+          // Moses' gap rule (gaprule.joined and canonical): the new tape's (M, lo), the same for
+          // every option of the group (they all span j + 1 .. t), and the floor at or below which
+          // the state's M are stored as 0; a choice of (ψ1, ψ2) that breaks the rule is skipped.
+          std::int16_t gm = 0, glo = 0;
+          int floor = 0;
+          if (gap) {
+            int m = std::min(j + 1, t + 1 - d);  // gaprule.reach: m(p) = min(s(p), t(p) + 1 - d)
+            if (a) m = std::max<int>(m, a->M);
+            if (c) {
+              if (c->lo < m) continue;  // a phrase of ψ1 p reaches past ψ2's leftmost start
+              m = std::max<int>(m, c->M);
+            }
+            int lo = j + 1;
+            if (a) lo = std::min<int>(lo, a->lo);
+            if (c) lo = std::min<int>(lo, c->lo);
+            floor = t + 1;
+            if (ns != 0) floor = std::min(floor, lo);
+            for (int k = 0; k < r; ++k)
+              if (k != k1 && k != k2 && sigs[k].s != 0) floor = std::min<int>(floor, sigs[k].lo);
+            gm = static_cast<std::int16_t>(m <= floor ? 0 : m);
+            glo = static_cast<std::int16_t>(ns == 0 ? 0 : lo);
+          }
           // The other tapes, split around the new tape's start (states stay sorted by s).
           const std::size_t key = out.keys.size();
           int w = 0, pos = -1;
@@ -447,9 +500,16 @@ class Space {
               pos = w++;
               out.keys.push_back(Sig{});
             }
-            out.keys.push_back(sigs[k]);
+            if (gap && sigs[k].M != 0 && sigs[k].M <= floor) {  // canonical: the floor rose
+              Sig x = sigs[k];
+              x.M = 0;
+              out.keys.push_back(x);
+              rest += sig_hash(x);
+            } else {
+              out.keys.push_back(sigs[k]);
+              rest += hashes[k];
+            }
             ++w;
-            rest += hashes[k];
           }
           if (pos < 0) {
             pos = w++;
@@ -463,7 +523,9 @@ class Space {
               const Opt& o = g.opts[static_cast<std::size_t>(i)];
               const std::size_t q = first + static_cast<std::size_t>(i);
               const Joined& jn = joins[i];
-              const Sig nw = {a ? a->s : o.s, jn.first, c ? c->t : o.t, jn.last};
+              Sig nw = make_sig(a ? a->s : o.s, jn.first, c ? c->t : o.t, jn.last);
+              nw.M = gm;
+              nw.lo = glo;
               out.sig[q] = nw;
               out.delta[q] = o.score + jn.score - eta * jumps;
               out.hash[q] = rest + sig_hash(nw);
@@ -480,7 +542,9 @@ class Space {
               const std::size_t q = first + static_cast<std::size_t>(i);
               double score = o.score;
               Sig nw;
-              nw.s = ns;
+              nw.s = static_cast<std::int16_t>(ns);
+              nw.M = gm;
+              nw.lo = glo;
               if (a) {
                 score += lam(a->b, row1, o.first, o.first_col) - pen1;
                 nw.a = a->a;
@@ -492,7 +556,7 @@ class Space {
                 nw.t = c->t;
                 nw.b = c->b;
               } else {
-                nw.t = t;
+                nw.t = static_cast<std::int16_t>(t);
                 nw.b = o.last;
               }
               out.sig[q] = nw;
@@ -509,6 +573,9 @@ class Space {
   const int n, end, d, order, k;
   const double eta;
   const bool minimize, ngram;
+  // Moses' distortion semantics (gaprule.py): the gap rule in every signature (gap), and no
+  // charge for the jump into </s> (refund: without [early-distortion-cost]).
+  const bool gap, refund;
   Contexts contexts;
   std::vector<std::vector<Group>> groups;  // groups[p]: grouped[p] of SearchProblem
   Sig start{}, goal{};

@@ -18,8 +18,8 @@ costs, R's distortion costs and reordering charges, L's n-gram costs), which
 With a lexicalized reordering model R's arcs carry each transition's
 reordering charge (:mod:`.reorder`). Under Moses' distortion semantics R's
 states carry the gap rule (:mod:`fstdecode.statespace.gaprule`) and the arc
-into ``</s>`` charges no jump (Python R only;
-:func:`fstdecode.search.base.resolve_model_support`).
+into ``</s>`` charges no jump (without ``[early-distortion-cost]``), in the Python
+and the native R alike.
 """
 
 from __future__ import annotations
@@ -184,11 +184,7 @@ class Cascade:
     ) -> CascadeResult:
         """The ``nbest`` best derivations (distinct, or with distinct translations if ``unique``)
         under the distortion ``semantics`` (``moses``: R's states carry Moses' gap rule,
-        :mod:`fstdecode.statespace.gaprule`; the Python R only)."""
-        if semantics == "moses" and self.engine == "native":
-            raise CascadeError(
-                "the native R does not implement Moses' distortion semantics yet; build the cascade with engine='python'"
-            )
+        :mod:`fstdecode.statespace.gaprule`, in either engine's R)."""
         words = tuple(words)
         ip = fst.compose(self.input_fst(words), self.p.fst)
         if ip.start() == fst.NO_STATE_ID:

@@ -251,7 +251,8 @@ class Completion:
     precede it (with the charges of minimising that context), the ``</s>`` bound, and the
     distortion still to come: with eta >= 0 at least signature_beam's "bound" (a tape ending at
     t < j is left by a jump of at least j − t, one starting at s > 0 entered by one of at least
-    j + 2 − s; tapes are only ever joined through a phrase placed after j, or ``</s>``); with
+    j + 2 − s; tapes are only ever joined through a phrase placed after j, or ``</s>``, whose
+    jump Moses' semantics without early distortion cost does not charge); with
     eta < 0 at most d per junction still to form. With a reordering model, the reordering charges
     still to come at their best too (:mod:`fstdecode.statespace.reordering`): each open tape's
     pending ones (:func:`~fstdecode.statespace.reordering.pending_bound`) and the best

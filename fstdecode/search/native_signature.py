@@ -9,7 +9,8 @@ The core receives the whole problem (:func:`fstdecode.search.native.native_form`
 the same signature states (:mod:`fstdecode.statespace.signature` for bigram LMs,
 :mod:`fstdecode.statespace.ngram` above) in the same order, so it returns the Python engine's
 derivations, scores, ``states`` and ``transitions``
-(:func:`fstdecode.search.native.to_result`). A budget overrun raises
+(:func:`fstdecode.search.native.to_result`), under either distortion semantics (Moses' gap rule
+as :mod:`fstdecode.statespace.gaprule` has it; not lexicalized reordering). A budget overrun raises
 :class:`~fstdecode.problem.problem.SearchLimitError` at the same state count (``bounded``
 carrying its beam's derivation), and a sentence without a derivation
 :class:`~fstdecode.problem.problem.SearchError`, with the Python engine's messages.
@@ -66,6 +67,8 @@ def bounded_search(problem: SearchProblem, options: BoundedOptions = BoundedOpti
     return to_result(problem, _core.signature_bounded(native_form(problem).core, core_options))
 
 
-attach_native("dp", dp_search)
-attach_native("beam", beam_search)
-attach_native("bounded", bounded_search)
+# Moses' distortion semantics: the core's signature states carry the gap rule (gaprule.py's (M, lo),
+# native/statespace.h); lexicalized reordering in signature states stays in Python.
+attach_native("dp", dp_search, moses=True)
+attach_native("beam", beam_search, moses=True)
+attach_native("bounded", bounded_search, moses=True)

@@ -14,8 +14,9 @@ open tapes are from being joined:
 * ``"bound"`` — what joining the tapes must still cost at best: each start
   word's best LM score after any word that can precede it, plus a lower
   bound on the distortion still to come (a tape that ends at t < j must be
-  left by a jump of at least j − t; a tape that starts at s > 0 must be
-  entered by a jump of at least j + 2 − s);
+  left by a jump of at least j − t, but for the ``<s>`` tape at j = n under Moses'
+  semantics without early distortion cost, left by the uncharged jump into
+  ``</s>``; a tape that starts at s > 0 must be entered by a jump of at least j + 2 − s);
 * ``"none"`` — β = 0.
 
 ``"bound"`` is an upper bound (the exact :mod:`.bounded` search needs one),

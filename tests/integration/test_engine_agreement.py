@@ -232,15 +232,25 @@ def test_native_equals_python(decoder, model, line, method, options):
 )
 @pytest.mark.parametrize("semantics", ["paper", "moses"])
 def test_reordering_features_are_refused_where_not_implemented(method, semantics):
-    # Every method implements lexicalized reordering and Moses' semantics in the Python engine; the
-    # native engines that do not (the signature searches') must say so, never decode without them.
+    # Every method implements lexicalized reordering in the Python engine; the native engines that
+    # do not (the signature searches') must say so, never decode without it.
     assert METHODS[method].moses_model
     ini = data_path("moses-lexreo-europarl-fr-en", "moses.ini")
     with pytest.raises(OptionsError, match=f"lexicalized reordering is not supported by --method {method} --engine native"):
         Decoder(load_model(ini, distortion_semantics=semantics), method, engine="native")
+
+
+@pytest.mark.parametrize("method", [name for name, m in METHODS.items() if m.has_native])
+def test_moses_semantics_is_native_everywhere(method):
+    # Moses' distortion semantics without lexicalized reordering: every native engine implements
+    # it (the signature searches and R through native/statespace.h's gap rule), so a moses.ini
+    # asked for it keeps the native engine (tests/integration/test_native_gaprule_models.py
+    # checks the results).
+    assert METHODS[method].native_moses
     plain = load_model(data_path("moses-early-distortion-de-en", "moses.ini"), distortion_semantics="moses")
-    with pytest.raises(OptionsError, match=f"Moses' distortion semantics .* not supported by --method {method} --engine native"):
-        Decoder(plain, method, engine="native")
+    for engine in ("auto", "native"):
+        decoder = Decoder(plain, method, engine=engine)
+        assert (decoder.engine, decoder.semantics) == ("native", "moses")
 
 
 def test_moses_models_take_the_engines_that_implement_them():

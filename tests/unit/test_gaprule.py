@@ -5,8 +5,9 @@
   on every ordering of every segmentation of up to 7 words and every d up to 5.
 * README's example: two prefixes that reach the same ``paper`` signature state, one legal for
   Moses and one not: under ``moses`` the illegal one has no path.
-* dp, bounded, beam and the Python cascade equal the exhaustive oracle under ``moses`` semantics
-  on random models without a reordering model (with one: tests/integration/test_lexreo_signature.py).
+* dp, bounded, beam and the cascade of the Python engine equal the exhaustive oracle under ``moses``
+  semantics on random models without a reordering model (with one:
+  tests/integration/test_lexreo_signature.py; the native engine: tests/unit/test_native_gaprule.py).
 """
 
 from __future__ import annotations
@@ -101,11 +102,12 @@ def test_signature_searches_equal_exhaustive_under_moses(data):
     model, sentence = data.draw(random_case(max_n=6, max_d=4, order=order, any_sign=True))
     model = dataclasses.replace(model, distortion_semantics="moses", semantics_given=True)
     best = Decoder(model, "exhaustive", max_states=NO_BUDGET, nbest=3).decode(sentence)
+    # The Python engine (the native one: tests/unit/test_native_gaprule.py).
     decoders = {
-        "dp": Decoder(model, "dp", max_states=NO_BUDGET, nbest=3),
-        "bounded": Decoder(model, "bounded", max_states=NO_BUDGET),
-        "beam": Decoder(model, "beam", beam_size=2, max_states=NO_BUDGET),
-        "fst": Decoder(model, "fst", max_states=NO_BUDGET),
+        "dp": Decoder(model, "dp", engine="python", max_states=NO_BUDGET, nbest=3),
+        "bounded": Decoder(model, "bounded", engine="python", max_states=NO_BUDGET),
+        "beam": Decoder(model, "beam", engine="python", beam_size=2, max_states=NO_BUDGET),
+        "fst": Decoder(model, "fst", engine="python", max_states=NO_BUDGET),
     }
     assert {(d.engine, d.semantics) for d in decoders.values()} == {("python", "moses")}
     results = {name: d.decode(sentence) for name, d in decoders.items()}
@@ -122,13 +124,15 @@ def test_signature_searches_equal_exhaustive_under_moses(data):
             check_distortion_limit(len(sentence), d.phrases, model.distortion_limit, "moses")
 
 
-def test_explicit_moses_semantics_on_a_plain_model_runs_dp_in_python(tmp_path):
-    # Without a reordering model the native dp serves `paper`; asked for `moses`, the signature
-    # searches take their Python engine, which implements it.
+@pytest.mark.parametrize("method", ["dp", "beam", "bounded", "fst"])
+def test_explicit_moses_semantics_on_a_plain_model_runs_natively(tmp_path, method):
+    # Without a reordering model the native signature searches (and the native R) serve both
+    # semantics (native/statespace.h carries the gap rule); with one, moses or not, they take
+    # the Python engine (tests/unit/test_lexical_reordering.py).
     paper = model_of(tmp_path, None)
     moses = dataclasses.replace(paper, distortion_semantics="moses", semantics_given=True)
-    assert (Decoder(paper, "dp").engine, Decoder(paper, "dp").semantics) == ("native", "paper")
-    assert (Decoder(moses, "dp").engine, Decoder(moses, "dp").semantics) == ("python", "moses")
+    assert (Decoder(paper, method).engine, Decoder(paper, method).semantics) == ("native", "paper")
+    assert (Decoder(moses, method).engine, Decoder(moses, method).semantics) == ("native", "moses")
 
 
 def test_no_jump_into_eos_is_owed_under_moses(tmp_path):
