@@ -48,6 +48,14 @@ inline Sig make_sig(int s, std::int32_t a, int t, std::int32_t b) {
 // The longest sentence the signature state space takes: positions (end = n + 1) are 16 bits.
 constexpr int MAX_WORDS = 32000;
 
+// gaprule.canonical for one M, given the sorted distinct lo of the state's open tapes: 0 if it
+// exceeds none of them, the least it does not exceed, or the largest plus one if it exceeds all.
+inline int gap_canonical(int M, const int* los, int n) {
+  if (n == 0 || M <= los[0]) return 0;
+  if (M > los[n - 1]) return los[n - 1] + 1;
+  return *std::lower_bound(los, los + n, M);
+}
+
 // Two 8-byte compares (a Sig has no padding: 4 + 4 + 4 x 2 bytes).
 inline bool operator==(const Sig& x, const Sig& y) {
   std::uint64_t u[2], v[2];
@@ -468,12 +476,16 @@ class Space {
           const Sig* a = k1 != PHI ? &sigs[k1] : nullptr;
           const Sig* c = k2 != PHI ? &sigs[k2] : nullptr;
           const int ns = a ? a->s : j + 1;
-          // Moses' gap rule (gaprule.joined and canonical): the new tape's (M, lo), the same for
-          // every option of the group (they all span j + 1 .. t), and the floor at or below which
-          // the state's M are stored as 0; a choice of (ψ1, ψ2) that breaks the rule is skipped.
+          // Moses' gap rule (gaprule.joined, viable and canonical): the new tape's (M, lo), the
+          // same for every option of the group (they all span j + 1 .. t); a choice of (ψ1, ψ2)
+          // that breaks the rule, or leaves an open tape that nothing can enter, is skipped; each
+          // M is stored as the least open tape's lo it does not exceed (gap_los).
           std::int16_t gm = 0, glo = 0;
-          int floor = 0;
+          int nlos = 0;
+          int* los = nullptr;
           if (gap) {
+            if (gap_los_.size() < static_cast<std::size_t>(r) + 1) gap_los_.resize(static_cast<std::size_t>(r) + 1);
+            los = gap_los_.data();
             int m = std::min(j + 1, t + 1 - d);  // gaprule.reach: m(p) = min(s(p), t(p) + 1 - d)
             if (a) m = std::max<int>(m, a->M);
             if (c) {
@@ -483,11 +495,19 @@ class Space {
             int lo = j + 1;
             if (a) lo = std::min<int>(lo, a->lo);
             if (c) lo = std::min<int>(lo, c->lo);
-            floor = t + 1;
-            if (ns != 0) floor = std::min(floor, lo);
-            for (int k = 0; k < r; ++k)
-              if (k != k1 && k != k2 && sigs[k].s != 0) floor = std::min<int>(floor, sigs[k].lo);
-            gm = static_cast<std::int16_t>(m <= floor ? 0 : m);
+            const int need = t + 2 - d;  // gaprule.viable: an open tape's lo is at least j' + 2 - d
+            if (ns != 0 && lo < need) continue;
+            bool dead = false;
+            if (ns != 0) los[nlos++] = lo;
+            for (int k = 0; k < r; ++k) {
+              if (k == k1 || k == k2 || sigs[k].s == 0) continue;
+              if (sigs[k].lo < need) dead = true;
+              los[nlos++] = sigs[k].lo;
+            }
+            if (dead) continue;
+            std::sort(los, los + nlos);
+            nlos = static_cast<int>(std::unique(los, los + nlos) - los);
+            gm = static_cast<std::int16_t>(gap_canonical(m, los, nlos));
             glo = static_cast<std::int16_t>(ns == 0 ? 0 : lo);
           }
           // The other tapes, split around the new tape's start (states stay sorted by s).
@@ -500,9 +520,10 @@ class Space {
               pos = w++;
               out.keys.push_back(Sig{});
             }
-            if (gap && sigs[k].M != 0 && sigs[k].M <= floor) {  // canonical: the floor rose
+            const int cm = gap ? gap_canonical(sigs[k].M, los, nlos) : 0;
+            if (gap && cm != sigs[k].M) {  // canonical: the open tapes' lo changed
               Sig x = sigs[k];
-              x.M = 0;
+              x.M = static_cast<std::int16_t>(cm);
               out.keys.push_back(x);
               rest += sig_hash(x);
             } else {
@@ -576,6 +597,7 @@ class Space {
   // Moses' distortion semantics (gaprule.py): the gap rule in every signature (gap), and no
   // charge for the jump into </s> (refund: without [early-distortion-cost]).
   const bool gap, refund;
+  std::vector<int> gap_los_;  // expand's buffer: the sorted distinct lo of a successor's open tapes
   Contexts contexts;
   std::vector<std::vector<Group>> groups;  // groups[p]: grouped[p] of SearchProblem
   Sig start{}, goal{};
