@@ -349,7 +349,7 @@ class Space {
         // keeps the arithmetic in range for "no limit" (UNLIMITED = 2**31 - 1).
         d(std::min(problem.d(), problem.n() + 2)), order(problem.order()), k(problem.order() - 1),
         eta(problem.eta()), minimize(minimize), ngram(problem.order() > 2), gap(problem.moses()),
-        refund(problem.moses() && !problem.charge_final()), contexts(problem.order() - 1),
+        charge_final(problem.charge_final()), contexts(problem.order() - 1),
         joiner_(problem, contexts, minimize) {
     if (end > MAX_WORDS)
       throw std::length_error("the signature state space takes sentences of at most " + std::to_string(MAX_WORDS - 1) +
@@ -445,6 +445,7 @@ class Space {
         const Sig& a = sigs[0];
         const int jump = end - a.t - 1;
         if (jump > d) continue;
+        const double pen = charge_final ? eta * jump : 0.0;  // signature.final_charge
         const std::size_t first = out.reserve(static_cast<std::size_t>(m));
         const Joined* joins = nullptr;
         if constexpr (NG) joins = joined(g, &a, nullptr);
@@ -455,13 +456,11 @@ class Space {
           if constexpr (NG) {
             const Joined& jn = joins[i];
             nw = make_sig(a.s, jn.first, end, jn.last);
-            out.delta[q] = o.score + jn.score - eta * jump;
+            out.delta[q] = o.score + jn.score - pen;
           } else {
             nw = make_sig(a.s, a.a, end, o.last);
-            out.delta[q] = o.score + lam(a.b, o.first) - eta * jump;
+            out.delta[q] = o.score + lam(a.b, o.first) - pen;
           }
-          // gaprule.expand: the charge for the jump into </s> given back, added as Python adds it.
-          if (refund) out.delta[q] += eta * jump;
           out.sig[q] = nw;
           out.hash[q] = sig_hash(nw);
         }
@@ -594,9 +593,9 @@ class Space {
   const int n, end, d, order, k;
   const double eta;
   const bool minimize, ngram;
-  // Moses' distortion semantics (gaprule.py): the gap rule in every signature (gap), and no
-  // charge for the jump into </s> (refund: without [early-distortion-cost]).
-  const bool gap, refund;
+  // Moses' distortion semantics (gaprule.py): the gap rule in every signature (gap); the jump
+  // into </s> is charged unless Moses' semantics without [early-distortion-cost] (charge_final).
+  const bool gap, charge_final;
   std::vector<int> gap_los_;  // expand's buffer: the sorted distinct lo of a successor's open tapes
   Contexts contexts;
   std::vector<std::vector<Group>> groups;  // groups[p]: grouped[p] of SearchProblem

@@ -43,9 +43,9 @@ not exceed (0 if it exceeds none, the largest plus one if it exceeds all); the `
 entries cost in states is measured by ``scripts/gaprule_state_counts.py`` (docs/benchmarks.md).
 
 **The final jump.** Moses charges no jump into ``</s>`` (without
-``[early-distortion-cost]``): the ``</s>`` transition gets the base space's
-distortion charge back. Its limit check stays: under the gap rule the final
-jump is at most d − 1 anyway (:mod:`fstdecode.model.distortion`).
+``[early-distortion-cost]``): the base spaces charge it only when the problem does
+(:func:`fstdecode.statespace.signature.final_charge`). Its limit check stays: under the gap
+rule the final jump is at most d − 1 anyway (:mod:`fstdecode.model.distortion`).
 
 Positions here are the search's (1-based; ``<s>`` is 0), in which ``m`` and
 the rule read the same.
@@ -123,17 +123,14 @@ def expand(
     problem: SearchProblem, j: int, sigs: tuple, base: Callable[[SearchProblem, int, tuple], Iterator[tuple]]
 ) -> Iterator[tuple]:
     """The transitions of ``base`` (any expand of the signature space, LR included) from the state
-    ``(j, sigs)`` that keep Moses' gap rule, with their tapes' gap entries; the ``</s>``
-    transition without its jump charge unless the problem charges the final jump.
-    The contract of ``signature.expand``."""
+    ``(j, sigs)`` that keep Moses' gap rule, with their tapes' gap entries. The contract of
+    ``signature.expand``."""
     d, end = problem.d, problem.end
     inner = tuple(sg[:-2] for sg in sigs)
     gaps = {sg[0]: sg[-2:] for sg in sigs}
-    refund = 0.0 if problem.charge_final else problem.eta
     for t, new, delta, opt, s1, s2 in base(problem, j, inner):
         if t == end:
-            # The lone <s> tape ends at t0 = new's... before </s>: its jump was end − t0 − 1.
-            yield t, tuple(sg + EMPTY for sg in new), delta + refund * (end - inner[0][2] - 1), opt, s1, s2
+            yield t, tuple(sg + EMPTY for sg in new), delta, opt, s1, s2
             continue
         gap = joined(d, gaps.get(s1), opt, gaps.get(s2))
         if gap is None:

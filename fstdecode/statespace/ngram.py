@@ -105,7 +105,7 @@ def expand_ngram(problem: SearchProblem, j: int, sigs: NSigs, minimize: bool = T
                 a = sigs[0]
                 for opt in opts:
                     new, score = joined(problem, a, opt, None, minimize)
-                    yield t, (new,), opt.score + score - eta * (end - a[2] - 1), opt, a[0], PHI
+                    yield t, (new,), opt.score + score - signature.final_charge(problem, end - a[2] - 1), opt, a[0], PHI
             continue
         for k1, k2 in role_choices(sigs, j, t, d):
             a = sigs[k1] if k1 != PHI else None

@@ -54,6 +54,12 @@ def valid(j: int, sigs: Sigs, d: int) -> bool:
 Transition = tuple[int, Sigs, float, Option, int, int]
 
 
+def final_charge(problem: SearchProblem, jump: int) -> float:
+    """The distortion charge of the jump into ``</s>``: ``eta · jump``, or 0 under Moses' semantics
+    without ``[early-distortion-cost]`` (:func:`fstdecode.model.distortion.charges_final_jump`)."""
+    return problem.eta * jump if problem.charge_final else 0.0
+
+
 def least_jumps(problem: SearchProblem, j: int, sig: tuple) -> int:
     """The least total jump that the tape ``sig`` of a state at ``j`` is still charged: a tape
     ending at t < j is left by a jump of at least j − t, since what follows it is a phrase placed
@@ -142,8 +148,9 @@ def expand(problem: SearchProblem, j: int, sigs: Sigs) -> Iterator[Transition]:
                 jump = end - t0 - 1
                 if jump <= d:
                     row = lam[wt0]
+                    pen = final_charge(problem, jump)
                     for opt in opts:
-                        yield t, ((s0, ws0, end, opt.last),), opt.score + row[opt.first] - eta * jump, opt, s0, PHI
+                        yield t, ((s0, ws0, end, opt.last),), opt.score + row[opt.first] - pen, opt, s0, PHI
             continue
         for k1, k2 in role_choices(sigs, j, t, d):
             if k1 != PHI:
