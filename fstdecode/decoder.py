@@ -15,6 +15,7 @@ can hold the two together.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -200,12 +201,19 @@ class Decoder:
             self._phrase_scores.native = NativeTable(model.table, self.lm, model.weights)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
-        """Pickle the recipe (model, method, options, engine), not the searcher's native objects.
+        """Pickle the recipe, not the searcher's native objects: every argument of ``__init__``
+        (:func:`settings`), read back from the attribute of the same name.
 
         Unpickling builds the searcher again; the model pickles as its own ``__reduce__`` says
-        (a NativeLM by its file's path, read again on unpickling).
+        (a NativeLM by its file's path, read again on unpickling). Deriving the recipe from the
+        signature means a new setting cannot be lost on its way to a worker: it must be kept under
+        its own name, or pickling fails at once (``tests/unit/test_hostile.py``).
         """
-        return (_rebuild_decoder, (self.model, self.method, self.options, self.engine))
+        return (_rebuild_decoder, (self.model, self.method, self.options, self.settings()))
+
+    def settings(self) -> dict[str, Any]:
+        """The keyword-only settings of ``__init__`` (engine, xml_input, ...) as this decoder has them."""
+        return {name: getattr(self, name) for name in _KEYWORD_SETTINGS}
 
     @property
     def nbest(self) -> int:
@@ -315,9 +323,15 @@ def _engine_for_lm(model: Model, engine: str) -> str:
     return "python" if engine == "auto" else engine
 
 
-def _rebuild_decoder(model: Model, method: str, options: SearchOptions, engine: str) -> Decoder:
+def _rebuild_decoder(model: Model, method: str, options: SearchOptions, settings: dict[str, Any]) -> Decoder:
     """Unpickle a :class:`Decoder` (see :meth:`Decoder.__reduce__`)."""
-    return Decoder(model, method, options, engine=engine)
+    return Decoder(model, method, options, **settings)
+
+
+#: The keyword-only arguments of ``Decoder.__init__`` that a decoder keeps under the same name.
+_KEYWORD_SETTINGS = tuple(
+    name for name, p in inspect.signature(Decoder.__init__).parameters.items() if p.kind is p.KEYWORD_ONLY
+)
 
 
 def tokens(line: str | Sequence[str]) -> tuple[str, ...]:
