@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from fstdecode.errors import FstdecodeError
+from fstdecode.errors import FstdecodeError, WriteError
 from fstdecode.io.phrase_table import alignment_points
 from fstdecode.io.xml_input import XML_INPUT_MODES, XmlInputError, XmlOption, parse_markup
 from fstdecode.io.kenlm_binary import KenLMBinaryLM, KenLMError
@@ -244,7 +244,8 @@ class Decoder:
         """Decode one sentence (a string is whitespace-tokenized).
 
         Raises DecodeError only when ``line`` is not text (bytes, None, a
-        non-string token). Otherwise never raises: an empty line gives an
+        non-string token), and WriteError when an output the search writes (``--lattice-dir``)
+        cannot be written. Otherwise never raises: an empty line gives an
         empty translation; reserved tokens, or a search that finds no
         derivation, give ``error``; a search over budget gives its best
         derivation found, not marked optimal.
@@ -274,6 +275,8 @@ class Decoder:
                 result = self.searcher.search(problem)
             except SearchLimitError as e:
                 result, reason = self._over_budget(problem, e)
+        except WriteError:  # an output of the search (a lattice) that cannot be written stops the run
+            raise
         except FstdecodeError as e:
             return DecodeResult(id, words, (), False, Stats(0, 0, time.perf_counter() - start), str(e))
         if self.options.unique:  # the fallback's list too

@@ -19,7 +19,7 @@ import sys
 from typing import Sequence
 
 from fstdecode import __version__
-from fstdecode.cli import output, running
+from fstdecode.cli import output, running, streams
 from fstdecode.cli.options import add_search_flags, check_min, search_options
 from fstdecode.cli.progress import progress_bar
 from fstdecode.decoder import DEFAULT_METHOD, XML_INPUT_MODES, DecodeResult, Decoder
@@ -236,6 +236,7 @@ class _FilteredDecoders:
 
 
 def _cmd_decode(args: argparse.Namespace) -> int:
+    streams.check_standard_input()
     runner = running.runner(args)
     lines, total, done = running.input_range(args)  # before the model loads: a bad --shard or --resume fails at once
     if args.show_weights and _filtering(args):  # the names and weights need no table entries
@@ -261,7 +262,11 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         current = lambda: model  # noqa: E731
     write = None
     out = running.output_stream(args)
-    alignments = _open_output(args.alignment_output_file)
+    if out is not sys.stdout:
+        out = streams.Guarded(out, args.resume)
+    alignments = (
+        streams.open_output(args.alignment_output_file, "--alignment-output-file") if args.alignment_output_file else None
+    )
     try:
         flag = False if args.quiet and args.progress is None else args.progress
         with progress_bar(flag, total=total, initial=done) as bar:
@@ -279,22 +284,13 @@ def _cmd_decode(args: argparse.Namespace) -> int:
                 bar.written(result)
     finally:
         runner.close()
-        if out is not sys.stdout:
-            out.close()
-        if alignments is not None:
-            alignments.close()
+        try:
+            if out is not sys.stdout:
+                out.close()
+        finally:
+            if alignments is not None:
+                alignments.close()
     return 0
-
-
-def _open_output(path: str | None):
-    """``path`` opened for writing (UTF-8), or None; an unwritable path is an error naming it."""
-    if path is None:
-        return None
-    try:
-        return open(path, "w", encoding="utf-8")
-    except OSError as e:
-        raise FstdecodeError(f"{path}: cannot write the alignment output file: {e.strerror}") from None
-
 
 
 def _report(result: DecodeResult) -> None:
@@ -381,21 +377,25 @@ def _setup_logging(verbose: int, quiet: bool = False) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _setup_logging(args.verbose, args.quiet)
-    if hasattr(sys.stdout, "reconfigure"):  # write UTF-8, as the input and model files are
-        sys.stdout.reconfigure(encoding="utf-8")
+    saved = sys.stdout
     try:
+        if hasattr(sys.stdout, "reconfigure"):  # write UTF-8, as the input and model files are
+            sys.stdout.reconfigure(encoding="utf-8")
+        sys.stdout = streams.standard_output()  # a failed write names it (print() included)
         status = COMMANDS[args.command](args)
         _poll_interrupt()
         return status
     except FstdecodeError as e:
         print(f"fstdecode: error: {e}", file=sys.stderr)
+        streams.drop_unwritten_output()
         return 2
     except BrokenPipeError:  # `| head`: stop quietly, and keep Python from complaining at exit
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
         return 0
     except KeyboardInterrupt:
         return 130
     finally:
+        sys.stdout = saved
         # A Ctrl-C after this point finds the run over: keep it from printing a traceback at exit.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 

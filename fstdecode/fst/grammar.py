@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
-from typing import Iterator
 
 import pynini
 
 from fstdecode.errors import FstdecodeError
+from fstdecode.fst.fstio import quiet_openfst
 from fstdecode.fst.phrase_fst import PhraseFst, build_phrase_fst, grammar_pairs
 from fstdecode.model.model import Model
 
@@ -26,20 +24,6 @@ def _split_grammar_spec(spec: str) -> tuple[str, str | None]:
     return spec, None
 
 
-@contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """Silence file descriptor 2 (OpenFst's C++ ``ERROR:`` log) so the user sees one error line."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
 def read_source_grammar(spec: str) -> tuple[str, str, pynini.Fst]:
     """(file, name, FST): the FST ``NAME`` (default: the first) of the FAR in ``FILE.far[:NAME]``.
 
@@ -50,7 +34,7 @@ def read_source_grammar(spec: str) -> tuple[str, str, pynini.Fst]:
     if not os.path.isfile(path):
         raise GrammarError(f"{path}: no such file (--source-grammar FILE.far[:NAME])")
     try:
-        with _quiet_stderr():
+        with quiet_openfst():
             far = pynini.Far(path, mode="r")
     except Exception:  # pywrapfst's FstIOError and friends say only "Read failed"
         raise GrammarError(f"{path}: not a FAR archive that OpenFst can read") from None

@@ -22,6 +22,7 @@ from pathlib import Path
 import pywrapfst as fst
 
 from fstdecode.errors import FstdecodeError
+from fstdecode.fst.fstio import read_fst_file, write_fst_file
 from fstdecode.model.features import UNKNOWN_WORD_VALUE, Weights
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable
 
@@ -80,7 +81,8 @@ class PhraseFst:
         return len(self.pairs[2].scores) if len(self.pairs) > 2 else 0
 
     def write(self, path: str | Path) -> None:
-        self.fst.write(str(path))
+        """Write P to ``path`` (atomically; a failure raises WriteError naming the path)."""
+        write_fst_file(self.fst, path)
 
     def with_pairs(self, extra: list[PhrasePair], weights: Weights) -> "PhraseFst":
         """P with more phrase pairs: their paths join P's loop, as a union inside the closure.
@@ -163,10 +165,7 @@ def build_phrase_fst(table: PhraseTable, weights: Weights) -> PhraseFst:
 
 def read_phrase_fst(path: str | Path) -> PhraseFst:
     """Load a P written by ``fstdecode compile``; pairs come back from its output symbols."""
-    try:
-        p = fst.VectorFst.read(str(path))
-    except Exception as e:  # pywrapfst raises FstIOError / FstOpError
-        raise PhraseFstError(f"{path}: cannot read an FST: {e}") from None
+    p = read_fst_file(path, PhraseFstError, fst.VectorFst)
     osyms = p.output_symbols()
     if osyms is None or p.input_symbols() is None:
         raise PhraseFstError(f"{path}: no symbol tables inside; compile it with `fstdecode compile`")

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import functools
 import os
+import tempfile
 from dataclasses import dataclass, field
 
+from fstdecode.errors import WriteError, cannot_write
 from fstdecode.io.phrase_table import PhraseTable
 from fstdecode.model.model import Model
 from fstdecode.problem.problem import SearchProblem, SearchResult
@@ -60,6 +62,22 @@ def compiled_table(path: str) -> PhraseTable:
     return PhraseTable(str(path), read_compiled(path).num_scores, {})
 
 
+def lattice_folder(path: str) -> None:
+    """Make ``--lattice-dir`` (and its parents) if it is missing, and check that files can be made in it.
+
+    Checked once, before the first line, so that a path that is a file or a read-only folder stops
+    the run at once with WriteError, rather than fail line by line.
+    """
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as e:
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise WriteError(f"{path}: cannot write lattices there: it is a file, not a folder (--lattice-dir)") from None
+        raise cannot_write(f"{path} (--lattice-dir)", e) from None
+
+
 class FstSearcher:
     """Searches with ``ShortestPath(I ∘ P ∘ R ∘ L)``; P is built (or read) once per searcher, R and
     L per sentence by the ``engine`` (native: the core; python: :mod:`fstdecode.fst.reorder`)."""
@@ -73,6 +91,8 @@ class FstSearcher:
             p = with_source_grammar(options.source_grammar, model, p)
         self.options = options
         self.cascade = Cascade(model, p, engine)
+        if options.lattice_dir is not None:
+            lattice_folder(options.lattice_dir)
 
     def search(self, problem: SearchProblem) -> SearchResult:
         o = self.options
@@ -81,8 +101,9 @@ class FstSearcher:
             semantics=problem.semantics,
         )
         if o.lattice_dir is not None:
-            os.makedirs(o.lattice_dir, exist_ok=True)
-            out.lattice.write(os.path.join(o.lattice_dir, f"{problem.id}.fst"))
+            from fstdecode.fst.fstio import write_fst_file  # (pywrapfst, loaded with the method)
+
+            write_fst_file(out.lattice, os.path.join(o.lattice_dir, f"{problem.id}.fst"))
         return out.result
 
 

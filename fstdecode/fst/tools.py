@@ -14,6 +14,7 @@ import pywrapfst as fst
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.fst.cascade import read_paths
+from fstdecode.fst.fstio import read_fst_file, write_fst_file
 from fstdecode.fst.phrase_fst import build_phrase_fst
 from fstdecode.fst.reorder import parse_op_symbol
 from fstdecode.model.model import Model
@@ -43,15 +44,12 @@ PROPERTIES = [
 def compile_phrase_fst(model: Model, out: str | Path) -> fst.VectorFst:
     """Write P for ``model`` to ``out`` (symbol tables inside) and return it."""
     p = build_phrase_fst(model.table, model.weights)
-    p.write(out)
+    write_fst_file(p.fst, out)
     return p.fst
 
 
 def read_fst(path: str | Path) -> fst.Fst:
-    try:
-        return fst.Fst.read(str(path))
-    except Exception as e:  # pywrapfst's FstIOError and friends
-        raise ToolError(f"{path}: cannot read an FST ({e})") from None
+    return read_fst_file(path, ToolError)
 
 
 def lattice_derivation(labels: list[int], osyms: fst.SymbolTable) -> list[tuple[int, int, str]]:

@@ -79,3 +79,65 @@ def test_dask_applies_xml_input_as_a_serial_run_does():
     assert serial.returncode == dask.returncode == 0, dask.stderr.decode()
     assert b"<np" not in serial.stdout and b"that" in serial.stdout.split()  # the forced translation, on the serial run
     assert dask.stdout == serial.stdout
+
+
+def shell(command: str, tmp_path, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``command`` in bash, with ``FSTDECODE`` the CLI of this interpreter and ``IN`` a one-line input."""
+    (tmp_path / "in.txt").write_text(SLIDES + "\n", encoding="utf-8")
+    env = dict(os.environ, PYTHONUTF8="1", FSTDECODE=f"{sys.executable} -m fstdecode", IN=str(tmp_path / "in.txt"))
+    return subprocess.run(["bash", "-c", command], capture_output=True, env=env, cwd=tmp_path, timeout=timeout)
+
+
+def one_error_line(proc: subprocess.CompletedProcess, *needles: str) -> str:
+    """The run failed with status 2 and one ``fstdecode: error:`` line holding ``needles``, nothing else."""
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert err.count("\n") == 1 and err.startswith("fstdecode: error: "), err  # no traceback, no OpenFst line
+    for needle in needles:
+        assert needle in err
+    return err
+
+
+# Defect 4: a failed write ended in a traceback and exit 1.
+@pytest.mark.parametrize(
+    "command, needles",
+    [
+        # a full disk, for the translations and for the alignment file
+        ("$FSTDECODE decode < $IN > /dev/full", ["standard output: cannot write", "No space left"]),
+        ("$FSTDECODE decode --alignment-output-file /dev/full < $IN", ["/dev/full (--alignment-output-file): cannot write"]),
+        ("$FSTDECODE decode --format nbest < $IN > /dev/full", ["standard output: cannot write"]),
+        # streams closed before the run
+        ("$FSTDECODE decode < $IN >&-", ["standard output is closed"]),
+        ("$FSTDECODE decode <&-", ["standard input is closed"]),
+        # --lattice-dir that is a file, or where no folder can be made (/proc: even root cannot)
+        ("touch f; $FSTDECODE decode --method fst --lattice-dir f < $IN", ["f: cannot write lattices there: it is a file"]),
+        ("$FSTDECODE decode --method fst --lattice-dir /proc/fstdecode < $IN", ["/proc/fstdecode (--lattice-dir): cannot write"]),
+        # compile -o somewhere unwritable, or on a full disk
+        ("$FSTDECODE compile -o /proc/p.fst", ["/proc/p.fst: cannot write"]),
+        ("$FSTDECODE compile -o /dev/full", ["/dev/full: cannot write", "No space left"]),
+        # printing commands share the guarded stdout
+        ("$FSTDECODE decode --show-weights > /dev/full", ["standard output: cannot write"]),
+    ],
+)
+def test_a_failed_write_is_one_error_line_and_status_2(tmp_path, command, needles):
+    one_error_line(shell(command, tmp_path), *needles)
+
+
+def test_a_lattice_folder_is_made_and_written(tmp_path):
+    proc = shell("$FSTDECODE decode --method fst --lattice-dir a/b < $IN", tmp_path)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert [p.name for p in (tmp_path / "a" / "b").iterdir()] == ["0.fst"]  # no temporary file left
+
+
+def test_compile_replaces_a_file_atomically_and_leaves_it_on_failure(tmp_path):
+    target = tmp_path / "p.fst"
+    target.write_bytes(b"old")
+    assert shell("$FSTDECODE compile -o p.fst", tmp_path).returncode == 0
+    assert target.read_bytes()[:4] != b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "p.fst"]
+
+
+# Questionable: OpenFst's own "ERROR:" line was printed before ours.
+def test_reading_a_file_that_is_not_an_fst_gives_one_line(tmp_path):
+    err = one_error_line(shell("$FSTDECODE inspect $IN", tmp_path), "in.txt: not an OpenFst file")
+    assert "ERROR:" not in err.replace("error:", "")
+    one_error_line(shell("$FSTDECODE decode --method fst --phrase-fst $IN < $IN", tmp_path), "in.txt: not an OpenFst file")
