@@ -187,4 +187,4 @@ class _Tty(io.StringIO):
 def test_main_returns_2_for_an_unwritable_alignment_file(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"das\n"), encoding="utf-8"))
     assert main(["decode", "--alignment-output-file", str(tmp_path / "no" / "such" / "dir")]) == 2
-    assert "cannot write the alignment output file" in capsys.readouterr().err
+    assert "dir (--alignment-output-file): cannot write" in capsys.readouterr().err
