@@ -54,7 +54,7 @@ from types import MappingProxyType
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.files import numbered_lines
-from fstdecode.io.values import parse_finite
+from fstdecode.io.values import parse_weight
 
 __all__ = [
     "DEFAULT_TABLE_LIMIT",
@@ -185,31 +185,55 @@ class MosesConfig:
 
     def lm(self) -> FeatureLine | None:
         """The KENLM feature, or None; more than one is an error (one LM is supported)."""
-        return self._single("KENLM", "language model")
+        return self.single("KENLM")
 
     def phrase_table(self) -> FeatureLine | None:
         """The PhraseDictionaryMemory feature, or None; more than one is an error.
 
         Its ``table-limit`` defaults to :data:`DEFAULT_TABLE_LIMIT` in Moses.
         """
-        return self._single("PhraseDictionaryMemory", "phrase table")
+        return self.single("PhraseDictionaryMemory")
 
     def lexical_reordering(self) -> FeatureLine | None:
         """The LexicalReordering feature, or None; more than one is an error."""
-        return self._single("LexicalReordering", "lexicalized reordering model")
+        return self.single("LexicalReordering")
 
     def weight(self, name: str, default: tuple[float, ...]) -> tuple[float, ...]:
         """The weights of feature ``name``, or ``default`` when it has no [weight] line."""
         return self.weights.get(name, default)
 
-    def _single(self, kind: str, what: str) -> FeatureLine | None:
+    def single(self, kind: str) -> FeatureLine | None:
+        """The one feature of ``kind``, or None.
+
+        A second feature of the kind raises MosesIniError naming both lines. Moses would read
+        each line as a feature of its own (``WordPenalty0``, ``WordPenalty1``), each with its
+        own weight; fstdecode's model has one of each kind (one LM, one table, one weight per
+        penalty), so it refuses the file rather than drop or merge a feature.
+        """
         found = [f for f in self.features if f.kind == kind]
         if len(found) > 1:
+            first, second = found[0], found[1]
             raise MosesIniError(
-                f"{self.path}:{found[1].lineno}: a second {kind} feature; "
-                f"fstdecode supports one {what}, remove all but one"
+                f"{self.path}:{second.lineno}: a second {kind} feature ({second.name}; the first, "
+                f"{first.name}, is on line {first.lineno}); fstdecode supports one "
+                f"{_KIND_NAMES.get(kind, kind)}, remove all but one (Moses would read each line as "
+                "a feature of its own, with its own weight)"
             )
         return found[0] if found else None
+
+
+#: What one feature of each kind is, for the error on a second one.
+_KIND_NAMES: Mapping[str, str] = MappingProxyType(
+    {
+        "KENLM": "language model",
+        "PhraseDictionaryMemory": "phrase table",
+        "LexicalReordering": "lexicalized reordering model",
+        "Distortion": "distance-based distortion feature",
+        "WordPenalty": "word penalty",
+        "PhrasePenalty": "phrase penalty",
+        "UnknownWordPenalty": "unknown-word penalty",
+    }
+)
 
 
 # --------------------------------------------------------------------------
@@ -384,7 +408,7 @@ def _parse_weight_line(text: str, where: str) -> tuple[str, tuple[float, ...]]:
     name = name.strip()
     if not sep or len(name.split()) != 1:
         raise MosesIniError(f"{where}: malformed weight line {text!r}; write Name= v1 v2 ...")
-    values = [parse_finite(token, f"{name} weight", where, MosesIniError) for token in rest.split()]
+    values = [parse_weight(token, f"{name} weight", where, MosesIniError) for token in rest.split()]
     if not values:
         raise MosesIniError(f"{where}: {name} has no weights; write Name= v1 v2 ...")
     return name, tuple(values)
@@ -630,7 +654,7 @@ class _OldFormat:
     def weights(self, name: str) -> list[tuple[int, float]]:
         """Every value of a [weight-x] section, in file order (one a line, or several)."""
         return [
-            (lineno, parse_finite(token, f"[{name}] weight", self.where(lineno), MosesIniError))
+            (lineno, parse_weight(token, f"[{name}] weight", self.where(lineno), MosesIniError))
             for lineno, token in _tokens(self.sections.get(name, []))
         ]
 

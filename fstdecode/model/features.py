@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Sequence
 
 from fstdecode.errors import FstdecodeError
+from fstdecode.io.values import weight_too_large
 
 #: Moses' UnknownWordPenalty feature value for one copied-through word.
 UNKNOWN_WORD_VALUE = -100.0
@@ -75,11 +76,14 @@ def assignment_name(assignment: str) -> str:
 
 
 def _check_finite(name: str, value: object) -> None:
-    """Raise FeatureError unless ``value`` is a finite real number."""
+    """Raise FeatureError unless ``value`` is a real number of magnitude at most :data:`MAX_WEIGHT`."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise FeatureError(f"{name} weight {value!r} is not a number")
     if not math.isfinite(float(value)):
         raise FeatureError(f"{name} weight {value!r} is not a finite number; weights must be finite")
+    why = weight_too_large(f"{name} weight", float(value))
+    if why is not None:
+        raise FeatureError(why)
 
 
 @dataclass(frozen=True)
@@ -122,7 +126,7 @@ class Weights:
     such a model).
 
     Invariant, checked on construction (so every way of making weights gets
-    it): every weight is a finite number, else FeatureError; ``tm`` and ``lr`` are tuples.
+    it): every weight is a finite number of magnitude at most :data:`MAX_WEIGHT`, else FeatureError; ``tm`` and ``lr`` are tuples.
     """
 
     lm: float = 1.0

@@ -141,3 +141,46 @@ def test_reading_a_file_that_is_not_an_fst_gives_one_line(tmp_path):
     err = one_error_line(shell("$FSTDECODE inspect $IN", tmp_path), "in.txt: not an OpenFst file")
     assert "ERROR:" not in err.replace("error:", "")
     one_error_line(shell("$FSTDECODE decode --method fst --phrase-fst $IN < $IN", tmp_path), "in.txt: not an OpenFst file")
+
+
+# Defect 7: --weight word=1e308 overflowed the scores to -inf, and the exact search reported its own bug.
+@pytest.mark.parametrize("weight", ["word=1e308", "lm=-1e21", "tm=1e300", "distortion=1e200"])
+def test_weights_whose_products_overflow_are_refused(tmp_path, weight):
+    proc = shell(f"$FSTDECODE decode --weight {weight} < $IN", tmp_path)
+    one_error_line(proc, f"--weight '{weight}'", "larger than 1e+20")
+
+
+def test_an_ini_weight_that_overflows_names_its_line(tmp_path):
+    from shared import example_ini_text
+
+    lines = example_ini_text().splitlines()
+    no = next(i for i, line in enumerate(lines) if line.startswith("WordPenalty0="))
+    lines[no] = "WordPenalty0= 1e200"
+    (tmp_path / "moses.ini").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    one_error_line(shell("$FSTDECODE decode -f moses.ini < $IN", tmp_path), f"moses.ini:{no + 1}: WordPenalty0 weight")
+
+
+@pytest.fixture(scope="module", params=[1, -1], ids=["plus", "minus"])
+def largest(request):
+    """The example model with every weight at +MAX_WEIGHT or -MAX_WEIGHT, and its optimum by exhaustive search."""
+    from fstdecode.io.values import MAX_WEIGHT
+
+    w = request.param * MAX_WEIGHT
+    big = load_model(weights=[f"lm={w}", f"tm={w},{w}", f"distortion={w}", f"word={w}", f"phrase={w}", f"unknown={w}"])
+    return big, Decoder(big, "exhaustive").decode(SLIDES).best.score
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_the_largest_weights_accepted_decode_without_overflow(largest, method):
+    """At ±MAX_WEIGHT on every feature, every method finds a derivation with a finite score; an
+    exact method's equals the exhaustive oracle's optimum, and no method's beats it."""
+    import math
+
+    big, optimum = largest
+    result = Decoder(big, method).decode(SLIDES)
+    assert result.error is None and result.best is not None, result.error
+    assert math.isfinite(result.best.score) and math.isfinite(optimum)
+    tolerance = 1e-9 * abs(optimum)
+    assert result.best.score <= optimum + tolerance
+    if METHODS[method].exact:
+        assert result.optimal and result.best.score >= optimum - tolerance
