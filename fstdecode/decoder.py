@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 from fstdecode.errors import FstdecodeError, WriteError
 from fstdecode.io.phrase_table import alignment_points
+from fstdecode.io.tokens import is_token, split_tokens
 from fstdecode.io.xml_input import XML_INPUT_MODES, XmlInputError, XmlOption, parse_markup
 from fstdecode.io.kenlm_binary import KenLMBinaryLM, KenLMError
 from fstdecode.model.features import Features
@@ -171,7 +172,9 @@ class Decoder:
         xml_input: str = "pass-through",
         **values: Any,
     ) -> None:
-        entry = METHODS.get(method)
+        if not isinstance(model, Model):
+            raise DecodeError(f"Decoder takes a Model (fstdecode.load_model()), got {type(model).__name__}")
+        entry = METHODS.get(method) if isinstance(method, str) else None
         if entry is None:
             raise DecodeError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
         if xml_input not in XML_INPUT_MODES:
@@ -244,12 +247,15 @@ class Decoder:
         """Decode one sentence (a string is whitespace-tokenized).
 
         Raises DecodeError only when ``line`` is not text (bytes, None, a
-        non-string token), and WriteError when an output the search writes (``--lattice-dir``)
+        non-string, empty or whitespace-holding token; :func:`tokens`) or ``id`` is not a line
+        number, and WriteError when an output the search writes (``--lattice-dir``)
         cannot be written. Otherwise never raises: an empty line gives an
         empty translation; reserved tokens, or a search that finds no
         derivation, give ``error``; a search over budget gives its best
         derivation found, not marked optimal.
         """
+        if isinstance(id, bool) or not isinstance(id, int) or id < 0:
+            raise DecodeError(f"decode(): id must be an integer >= 0 (the 0-based line number), got {id!r}")
         start = time.perf_counter()
         markup: tuple[XmlOption, ...] = ()
         if self.xml_input != "pass-through":
@@ -338,18 +344,25 @@ _KEYWORD_SETTINGS = tuple(
 
 
 def tokens(line: str | Sequence[str]) -> tuple[str, ...]:
-    """The tokens of ``line``: a string is split on whitespace, a sequence must hold strings.
+    """The tokens of ``line``: a string is split as Moses splits it (:func:`~fstdecode.io.tokens.split_tokens`:
+    on ASCII whitespace, not on Unicode spaces such as U+00A0); a sequence must hold tokens.
 
-    Raises DecodeError for anything else (bytes, None, numbers), so that
-    bytes are never decoded as a sequence of byte values.
+    Raises DecodeError for anything else (bytes, None, numbers, a sequence holding a non-string,
+    an empty token or a token with whitespace inside), so that bytes are never decoded as a
+    sequence of byte values and a sequence means the same as its tokens joined by spaces.
     """
     if isinstance(line, str):
-        return tuple(line.split())
+        return tuple(split_tokens(line))
     if isinstance(line, (bytes, bytearray)) or not isinstance(line, Sequence):
         raise DecodeError(f"decode() takes a str or a sequence of str, got {type(line).__name__}; decode bytes first")
-    bad = next((w for w in line if not isinstance(w, str)), None)
-    if bad is not None:
-        raise DecodeError(f"decode() takes a str or a sequence of str; a token is {type(bad).__name__}")
+    for i, w in enumerate(line):
+        if not isinstance(w, str):
+            raise DecodeError(f"decode() takes a str or a sequence of str; token {i} is {type(w).__name__}")
+        if not is_token(w):
+            raise DecodeError(
+                f"decode(): token {i} ({w!r}) is {'empty' if not w else 'more than one token (it holds whitespace)'}; "
+                "pass the sentence as one str to have it split"
+            )
     return tuple(line)
 
 

@@ -173,9 +173,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _load(args: argparse.Namespace, table=None, source_vocabulary=None):
-    """The model the flags name; ``--engine python`` reads its LM with the Python reference reader."""
-    check_min("--lm-order", args.lm_order, 1)
-    check_min("--table-limit", args.table_limit, 0)
+    """The model the flags name (load_model checks their values); ``--engine python`` reads its LM with
+    the Python reference reader."""
     return load_model(
         args.config,
         table=table,
@@ -275,7 +274,9 @@ def _cmd_decode(args: argparse.Namespace) -> int:
             for result in results(bar.completed if bar.active else None):
                 if write is None:  # the weights and features are the same for every batch
                     model = current()
-                    write = output.writer(args.format, model.features, args.print_alignment_info or model.print_alignment)
+                    write = output.writer(
+                        args.format, model.features, args.print_alignment_info or model.print_alignment, model.weights
+                    )
                 _report(result)
                 out.write(write(result))
                 out.flush()

@@ -8,6 +8,7 @@ at all it loads the built-in example (:func:`example_model`).
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -118,6 +119,28 @@ def example_dir() -> Path:
     return Path(str(resources.files("fstdecode") / "data"))
 
 
+def _check_arguments(
+    *, config: object, phrase_table: object, lm: object, lm_order: object, table_limit: object, weights: object
+) -> None:
+    """Refuse what :func:`load_model` cannot take, with ModelError naming the argument and its flag,
+    before any file is read (so the API refuses what the CLI refuses, in the same words)."""
+    for name, flag, value in (("config", "-f", config), ("phrase_table", "--phrase-table", phrase_table), ("lm", "--lm", lm)):
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise ModelError(f"{name} ({flag}) must be a path (str or os.PathLike), got {type(value).__name__}")
+    for name, flag, value, least in (("lm_order", "--lm-order", lm_order, 1), ("table_limit", "--table-limit", table_limit, 0)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ModelError(f"{name} ({flag}) must be an integer, got {value!r}")
+        if value < least:
+            raise ModelError(f"{name} ({flag}) must be >= {least}, got {value}")
+    if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence):
+        raise ModelError(f"weights (--weight) takes a list of NAME=VALUE strings, e.g. ['lm=0.5'], not a {type(weights).__name__}")
+    bad = [w for w in weights if not isinstance(w, str)]
+    if bad:
+        raise ModelError(f"weights (--weight) takes NAME=VALUE strings, e.g. 'lm=0.5'; got {bad[0]!r}")
+
+
 def checked_distortion_limit(d: int) -> int:
     """The distortion limit to use for ``d``: ``d`` itself if >= 0, :data:`UNLIMITED` for -1.
 
@@ -148,6 +171,17 @@ def _weights_from_ini(cfg: MosesConfig) -> Weights:
     if not any(f.kind == "UnknownWordPenalty" for f in cfg.features):
         values["unknown"] = 1.0
     return Weights(**values)  # type: ignore[arg-type]
+
+
+def _one_feature_per_kind(cfg: MosesConfig) -> None:
+    """Raise MosesIniError, naming both lines, at the first kind the ini declares twice.
+
+    A :class:`Weights` holds one weight per kind (one ``word``, one ``tm`` list, ...), so a
+    second ``WordPenalty`` line could only be merged or dropped, changing every score without
+    a word; Moses would read it as a second feature with its own weight.
+    """
+    for kind in dict.fromkeys(f.kind for f in cfg.features):
+        cfg.single(kind)
 
 
 def _warn_missing_ini_weights(cfg: MosesConfig) -> None:
@@ -298,7 +332,11 @@ def load_model(
     Raises ModelError, FeatureError or the reader's error, naming the file
     and line where there is one.
     """
+    _check_arguments(config=config, phrase_table=phrase_table, lm=lm, lm_order=lm_order, table_limit=table_limit,
+                     weights=weights)
     cfg = load_moses_ini(config) if config is not None else None
+    if cfg is not None:
+        _one_feature_per_kind(cfg)
     semantics = _semantics(distortion_semantics, config)
     if cfg is None and phrase_table is None and lm is None:
         cfg = load_moses_ini(example_dir() / "moses.ini")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
-from fstdecode.decoder import DecodeResult, Decoder
+from fstdecode.decoder import DecodeError, DecodeResult, Decoder
 from fstdecode.run.base import DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES, Progress, Runner, RunError
 from fstdecode.run.lines import Line
 from fstdecode.run.local import ProcessRunner, SerialRunner
@@ -49,6 +49,15 @@ def runner_for(
     return DaskRunner(ClusterSpec(local, scheduler, dashboard=dashboard, **dask_options), chunk_size, retries)
 
 
+def _line(i: int, line: object) -> Line:
+    """Input item ``i`` as a Line: a Line as it is, a str without its end of line; else DecodeError."""
+    if isinstance(line, Line):
+        return line
+    if not isinstance(line, str):
+        raise DecodeError(f"decode_lines(): line {i + 1} is a {type(line).__name__}, not a str; decode bytes first")
+    return Line(i, line.rstrip("\r\n"))
+
+
 def decode_lines(
     decoder: Decoder, lines: Iterable[str | Line], runner: Runner | None = None, progress: Progress | None = None
 ) -> Iterator[DecodeResult]:
@@ -59,6 +68,13 @@ def decode_lines(
     object with the :class:`Runner` protocol's ``map``. ``progress(n)``: told as each chunk of
     ``n`` lines finishes decoding (see :class:`Runner`); passed to the runner only when given.
     """
-    numbered = (ln if isinstance(ln, Line) else Line(i, ln.rstrip("\r\n")) for i, ln in enumerate(lines))
+    if not isinstance(decoder, Decoder):
+        raise DecodeError(f"decode_lines() takes a Decoder first, got {type(decoder).__name__}")
+    if isinstance(lines, (str, bytes, bytearray)) or not isinstance(lines, Iterable):
+        raise DecodeError(
+            f"decode_lines() takes an iterable of lines (a file, a list of str), not a {type(lines).__name__}; "
+            "for one sentence use Decoder.decode, or pass [sentence]"
+        )
+    numbered = (_line(i, ln) for i, ln in enumerate(lines))
     runner = runner or SerialRunner()
     yield from runner.map(decoder, numbered) if progress is None else runner.map(decoder, numbered, progress)

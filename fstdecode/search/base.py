@@ -134,8 +134,9 @@ class SearchOptions:
         for name in values:
             if name not in known:
                 users = [m.name for m in METHODS.values() if name in {f.name for f in dataclasses.fields(m.options)}]
-                where = f"--method {' or '.join(users)}" if users else "no method"
-                raise OptionsError(f"{name} (--{name.replace('_', '-')}) needs {where}, not {method}")
+                if not users:
+                    raise OptionsError(f"unknown option {name!r} for --method {method}; it takes {', '.join(sorted(known))}")
+                raise OptionsError(f"{name} (--{name.replace('_', '-')}) needs --method {' or '.join(users)}, not {method}")
         return cls(**values)
 
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import subprocess
 import sys
 
 import pytest
 
-from fstdecode import Decoder, load_model
+from fstdecode import Decoder, decode_lines, load_model
 from fstdecode.search.base import METHODS, SearchOptions
 
 SLIDES = "das muss unsere sorge gleichermaßen sein"
@@ -184,3 +185,73 @@ def test_the_largest_weights_accepted_decode_without_overflow(largest, method):
     assert result.best.score <= optimum + tolerance
     if METHODS[method].exact:
         assert result.optimal and result.best.score >= optimum - tolerance
+
+
+# Defect 8: the API accepted what the CLI refuses, and raised raw TypeError/AttributeError
+# although the package promises an FstdecodeError for every bad input.
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [
+        ({"table_limit": -1}, "table_limit (--table-limit) must be >= 0"),
+        ({"lm_order": 0}, "lm_order (--lm-order) must be >= 1"),
+        ({"lm_order": "2"}, "lm_order (--lm-order) must be an integer"),
+        ({"table_limit": 2.5}, "table_limit (--table-limit) must be an integer"),
+        ({"config": 123}, "config (-f) must be a path"),
+        ({"lm": 1.5}, "lm (--lm) must be a path"),
+        # a str is a sequence of characters: it was read as weights 'l', 'm', ...
+        ({"weights": "lm=1"}, "takes a list of NAME=VALUE strings"),
+        ({"weights": [1]}, "takes NAME=VALUE strings"),
+    ],
+)
+def test_load_model_refuses_what_the_cli_refuses(kwargs, needle):
+    from fstdecode import FstdecodeError
+
+    with pytest.raises(FstdecodeError, match=re.escape(needle)):
+        load_model(**kwargs)
+
+
+def test_the_cli_and_the_api_refuse_a_bad_table_limit_in_the_same_words(tmp_path):
+    one_error_line(shell("$FSTDECODE decode --table-limit -1 < $IN", tmp_path), "table_limit (--table-limit) must be >= 0, got -1")
+
+
+@pytest.mark.parametrize(
+    "call, needle",
+    [
+        (lambda m: Decoder("model"), "Decoder takes a Model"),
+        (lambda m: Decoder(m, 5), "unknown method 5"),
+        (lambda m: Decoder(m, "stack", foo=1), "unknown option 'foo' for --method stack"),
+        # None as a token reached the core's binding: a raw pybind11 TypeError
+        (lambda m: Decoder(m).decode(("das", None)), "token 1 is NoneType"),
+        (lambda m: Decoder(m, "stack", xml_input="exclusive").decode(("das", None)), "token 1 is NoneType"),
+        # odd tokens: one holding a space, an empty one (the translation ended with a space)
+        (lambda m: Decoder(m).decode(("das muss",)), "token 0 ('das muss') is more than one token"),
+        (lambda m: Decoder(m).decode(("das", "")), "token 1 ('') is empty"),
+        (lambda m: Decoder(m).decode(("das", "a\tb")), "token 1"),
+        (lambda m: Decoder(m).decode("das", id="x"), "id must be an integer >= 0"),
+        (lambda m: Decoder(m).decode("das", id=-1), "id must be an integer >= 0"),
+        (lambda m: Decoder(m).decode("das", id=True), "id must be an integer >= 0"),
+        # a str given as the lines was decoded character by character
+        (lambda m: list(decode_lines(Decoder(m, "stack"), "das muss")), "not a str"),
+        (lambda m: list(decode_lines(Decoder(m, "stack"), None)), "not a NoneType"),
+        (lambda m: list(decode_lines(Decoder(m, "stack"), [b"das"])), "line 1 is a bytes"),
+        (lambda m: list(decode_lines("decoder", ["das"])), "takes a Decoder first"),
+    ],
+)
+def test_bad_api_calls_raise_fstdecode_errors(model, call, needle):
+    from fstdecode import FstdecodeError
+
+    with pytest.raises(FstdecodeError, match=re.escape(needle)):
+        call(model)
+
+
+# Questionable: whitespace. Moses splits input on spaces and tabs only; U+00A0, U+2028 and U+3000
+# split tokens here, so a word holding one was looked up as two.
+@pytest.mark.parametrize("space", ["\u00a0", "\u2028", "\u3000", "\u2009"])
+def test_unicode_spaces_are_part_of_a_token_as_in_moses(model, space):
+    result = Decoder(model, "stack").decode(f"das{space}muss unsere")
+    assert result.source == (f"das{space}muss", "unsere")
+    assert f"das{space}muss" in result.best.translation.split(" ")  # unknown: copied through whole
+
+
+def test_ascii_whitespace_splits_tokens(model):
+    assert Decoder(model, "stack").decode("das\tmuss \x0bunsere").source == ("das", "muss", "unsere")
