@@ -15,12 +15,40 @@ The Python API mirrors the CLI (``fstdecode decode``):
 Every error on bad input is a :class:`FstdecodeError`.
 """
 
-from fstdecode.decoder import DecodeResult, Decoder, Derivation, decode
-from fstdecode.errors import FstdecodeError
-from fstdecode.model.features import Features, Weights
-from fstdecode.model.model import Model, example_model, load_model
-from fstdecode.run import decode_lines
-from fstdecode.search.base import METHODS, SearchOptions
+import importlib
+from typing import Any
+
+#: The public API, by the module that defines each name. The modules are imported on first use
+#: (PEP 562), so that ``fstdecode``'s command line starts, and answers Ctrl-C, before the searches load.
+_EXPORTS = {
+    "DecodeResult": "fstdecode.decoder",
+    "Decoder": "fstdecode.decoder",
+    "Derivation": "fstdecode.decoder",
+    "decode": "fstdecode.decoder",
+    "FstdecodeError": "fstdecode.errors",
+    "Features": "fstdecode.model.features",
+    "Weights": "fstdecode.model.features",
+    "Model": "fstdecode.model.model",
+    "example_model": "fstdecode.model.model",
+    "load_model": "fstdecode.model.model",
+    "decode_lines": "fstdecode.run",
+    "METHODS": "fstdecode.search.base",
+    "SearchOptions": "fstdecode.search.base",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fstdecode' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __version__ = "0.1.0"
 

@@ -1,5 +1,5 @@
-import sys
+"""``python -m fstdecode``: the console script (:func:`fstdecode.cli.run`)."""
 
-from fstdecode.cli import main
+from fstdecode.cli import run
 
-sys.exit(main())
+run()

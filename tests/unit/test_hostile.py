@@ -255,3 +255,49 @@ def test_unicode_spaces_are_part_of_a_token_as_in_moses(model, space):
 
 def test_ascii_whitespace_splits_tokens(model):
     assert Decoder(model, "stack").decode("das\tmuss \x0bunsere").source == ("das", "muss", "unsere")
+
+
+# Questionable: Ctrl-C while the command line imports (its first ~0.3 s) gave a traceback.
+def test_a_ctrl_c_during_the_imports_exits_130(monkeypatch):
+    """Deterministic: the import of the command line is interrupted, as a Ctrl-C would."""
+    from fstdecode.cli import run
+
+    class Interrupting:
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            if name == "fstdecode.cli.main":
+                raise KeyboardInterrupt
+            return None
+
+    monkeypatch.delitem(sys.modules, "fstdecode.cli.main", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Interrupting, *sys.meta_path])
+    with pytest.raises(SystemExit) as stop:
+        run()
+    assert stop.value.code == 130
+
+
+@pytest.mark.parametrize("delay", [0.1, 0.15, 0.2, 0.3, 0.5])
+def test_a_real_ctrl_c_early_in_the_run_gives_no_traceback(delay):
+    """The real process, interrupted at times that fall in or after its imports, its input still
+    open (as at a terminal): status 130 and no traceback from fstdecode's code. A Ctrl-C inside
+    CPython's own start-up (``init_import_site``, before any fstdecode code runs, on a loaded
+    machine up to ~0.1 s) is the interpreter's to report, as for any Python program."""
+    import signal
+    import time
+
+    env = dict(os.environ, PYTHONUTF8="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fstdecode", "decode"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=30)
+    finally:
+        out, err = proc.communicate(timeout=60)
+    if b"init_import_site" in err:  # CPython's start-up, not ours
+        return
+    assert b"Traceback" not in err, err.decode()
+    # 130, or killed by the signal (-2, which a shell reports as 130) before CPython set its handler
+    assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, err.decode())
