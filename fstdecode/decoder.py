@@ -20,7 +20,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from fstdecode.errors import FstdecodeError, WriteError
+from fstdecode.errors import FstdecodeError
+from fstdecode.io.writing import WriteError
 from fstdecode.io.phrase_table import alignment_points
 from fstdecode.io.tokens import is_token, split_tokens
 from fstdecode.io.xml_input import XML_INPUT_MODES, XmlInputError, XmlOption, parse_markup

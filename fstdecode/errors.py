@@ -8,18 +8,3 @@ and line where there is one) and exits with status 2.
 
 class FstdecodeError(Exception):
     """Base class of every error fstdecode raises on bad input or limits."""
-
-
-
-class WriteError(FstdecodeError):
-    """An output that cannot be written: a full disk, a closed stream, a path that is not writable.
-
-    Unlike an error in one input line, it stops the run (what follows would be lost as well); the
-    CLI reports it as ``fstdecode: error: WHERE: cannot write: REASON``, status 2. Raise it with
-    :func:`cannot_write`, so that every output names its destination the same way.
-    """
-
-
-def cannot_write(where: str, err: OSError) -> WriteError:
-    """The :class:`WriteError` for a failed open or write of ``where`` (a path, or "standard output")."""
-    return WriteError(f"{where}: cannot write: {err.strerror or err}")

@@ -1,7 +1,7 @@
 """The CLI's standard streams and output files, each failure named once.
 
 A write that fails (a full disk, ``> /dev/full``, a file system gone read-only) raises
-:class:`~fstdecode.errors.WriteError` naming the destination, which the CLI prints as one
+:class:`~fstdecode.io.writing.WriteError` naming the destination, which the CLI prints as one
 ``fstdecode: error:`` line with status 2. A closed pipe (``| head``) is not a failure: its
 ``BrokenPipeError`` passes through, and the CLI ends quietly. A standard stream closed before
 the run (``>&-``, ``<&-``) is an error said at once.
@@ -13,7 +13,8 @@ import os
 import sys
 from typing import Any, TextIO
 
-from fstdecode.errors import FstdecodeError, WriteError, cannot_write
+from fstdecode.errors import FstdecodeError
+from fstdecode.io.writing import WriteError, cannot_write
 
 STDOUT = "standard output"
 

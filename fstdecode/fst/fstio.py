@@ -18,7 +18,8 @@ from typing import Iterator
 
 import pywrapfst as fst
 
-from fstdecode.errors import FstdecodeError, cannot_write
+from fstdecode.errors import FstdecodeError
+from fstdecode.io.writing import cannot_write
 from fstdecode.io.files import read_bytes
 
 
@@ -63,7 +64,7 @@ def read_fst_file(path: str | Path, error: type[FstdecodeError], kind: type[fst.
 
 
 def write_fst_file(machine: fst.Fst, path: str | Path) -> None:
-    """Write ``machine`` to ``path``. Raises :class:`~fstdecode.errors.WriteError` naming the path.
+    """Write ``machine`` to ``path``. Raises :class:`~fstdecode.io.writing.WriteError` naming the path.
 
     A regular file is written atomically (a temporary file beside it, then renamed), so a reader
     never sees half a file and a failure leaves what was there; a device or a pipe (``/dev/stdout``)

@@ -12,7 +12,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 
-from fstdecode.errors import WriteError, cannot_write
+from fstdecode.io.writing import WriteError, cannot_write
 from fstdecode.io.phrase_table import PhraseTable
 from fstdecode.model.model import Model
 from fstdecode.problem.problem import SearchProblem, SearchResult

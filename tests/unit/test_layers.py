@@ -90,9 +90,13 @@ def layer(name: str) -> str | None:
 
 
 def rank(name: str) -> int:
-    """A module's layer rank; the facade's is the highest rank of what it imports."""
+    """A module's layer rank; the facade's is the highest rank of what it exports (its names load
+    lazily, from the modules its ``_EXPORTS`` names) or imports."""
     if name == FACADE:
-        return max(rank(imp.target) for imp in imports_of(ROOT / "fstdecode" / "__init__.py") if imp.target != FACADE)
+        import fstdecode
+
+        sources = set(fstdecode._EXPORTS.values()) | {imp.target for imp in imports_of(ROOT / "fstdecode" / "__init__.py")}
+        return max(rank(target) for target in sources if target != FACADE)
     return RANKS[layer(name)]
 
 
