@@ -2,7 +2,8 @@
 
 Every format writes something for every input line, in input order: a
 failed line passes its source through (text), carries an ``error`` field
-(JSON) or writes one pass-through entry with score ``-inf`` (n-best). A
+(JSON) or writes one pass-through entry with every feature 0 and score 0 (n-best;
+:func:`nbest_lines` says why). A
 line over its search budget is written like any other, from the best
 derivation found; JSON marks it ``"optimal": false`` with a ``reason``.
 """
@@ -114,14 +115,27 @@ def moses_features(d: Derivation, features: Weights | tuple[MosesFeature, ...]) 
     )
 
 
-def nbest_lines(result: DecodeResult, features: Weights | tuple[MosesFeature, ...], alignment: bool = False) -> list[str]:
+def nbest_lines(
+    result: DecodeResult,
+    features: Weights | tuple[MosesFeature, ...],
+    alignment: bool = False,
+    weights: Weights | None = None,
+) -> list[str]:
     """Moses n-best entries: ``id ||| translation ||| features ||| score ||| segmentation ||| alignment``.
 
     The last field is Moses' word alignment (``print-alignment-info-in-n-best``), filled with
     ``alignment`` and left empty otherwise (Moses' trailing spaces left out).
+
+    A failed line (no derivation) gets one entry: its source (``|`` escaped), every feature 0 and
+    score 0. Moses writes no n-best entry for a sentence it cannot translate (and ``0`` as the
+    score of its empty 1-best); one entry per line keeps N lines in, N groups out. MERT's and
+    MIRA's extractor skips the score field but reads the features, and takes the feature names
+    from the list's first line: so the entry carries every name, each with as many zeros as the
+    feature has values (known from ``weights``, or from ``features`` when it is the weights;
+    without either the field stays empty), and a finite score for the tools that read it.
     """
     if not result.derivations:
-        return [f"{result.id} ||| {escape_bars(' '.join(result.source))} ||| ||| {-math.inf} ||| |||"]
+        return [_failed_entry(result, features, weights)]
     layout = _layout(features)
     return [
         f"{result.id} ||| {d.translation} ||| {moses_features(d, layout)} ||| {_g(d.score)} ||| {d.segmentation()} |||"
@@ -130,25 +144,36 @@ def nbest_lines(result: DecodeResult, features: Weights | tuple[MosesFeature, ..
     ]
 
 
+def _failed_entry(result: DecodeResult, features: Weights | tuple[MosesFeature, ...], weights: Weights | None) -> str:
+    """The one n-best entry of a failed line (see :func:`nbest_lines`)."""
+    known = features if isinstance(features, Weights) else weights
+    zeros = "" if known is None else " ".join(
+        f"{f.name}= " + " ".join("0" for _ in f.values(known)) for f in _layout(features) if f.tuneable
+    )
+    return f"{result.id} ||| {escape_bars(' '.join(result.source))} ||| {zeros} ||| 0 ||| |||"
+
+
 def escape_bars(text: str) -> str:
     """``|`` as ``&#124;``, Moses' escape (escape-special-chars.perl), so no field separator appears."""
     return text.replace("|", "&#124;")
 
 
 def writer(
-    fmt: str, features: Weights | tuple[MosesFeature, ...], alignment: bool = False
+    fmt: str, features: Weights | tuple[MosesFeature, ...], alignment: bool = False, weights: Weights | None = None
 ) -> Callable[[DecodeResult], str]:
     """The function that writes one result in format ``fmt``, end of line included; ``features``
-    as for :func:`nbest_lines`, ``alignment`` adds the word alignment (``--print-alignment-info``)."""
+    and ``weights`` as for :func:`nbest_lines`, ``alignment`` adds the word alignment
+    (``--print-alignment-info``)."""
     if fmt == "text":
         return lambda result: text(result, alignment) + "\n"
     if fmt == "json":
         return lambda result: json_line(result, alignment) + "\n"
+    known = features if isinstance(features, Weights) else weights
     layout = _layout(features)
-    return lambda result: "".join(line + "\n" for line in nbest_lines(result, layout, alignment))
+    return lambda result: "".join(line + "\n" for line in nbest_lines(result, layout, alignment, known))
 
 
-def resume_point(path: str, fmt: str) -> tuple[int, int]:
+def resume_point(path: str, fmt: str, first_id: int = 0) -> tuple[int, int]:
     """How far the output file ``path`` (format ``fmt``) got: ``(results, offset)``.
 
     ``results`` whole results are in the file's first ``offset`` bytes; what follows is a cut
@@ -156,6 +181,11 @@ def resume_point(path: str, fmt: str) -> tuple[int, int]:
     complete line (ending in a newline). An n-best result is a group of lines with one id; the
     last group may have been cut between its lines, so it is redone: ``offset`` is where it
     starts. A missing file is ``(0, 0)``.
+
+    Kept results must be this run's: JSON lines are objects and n-best groups carry the ids
+    ``first_id``, ``first_id + 1``, ... in order (the run's first input line's id: the shard's
+    start under ``--shard``); else OutputError naming the file and line. Text lines carry no id,
+    so only their number can be checked (by the caller, against the input's).
     """
     results, offset, group, group_start = 0, 0, None, 0
     try:
@@ -171,7 +201,11 @@ def resume_point(path: str, fmt: str) -> tuple[int, int]:
                         )
                     if key != group:
                         results += group is not None
+                        _check_id(path, no, int(key), first_id + results)
                         group, group_start = key, offset
+                elif fmt == "json":
+                    _check_id(path, no, _json_id(path, no, line), first_id + results)
+                    results += 1
                 else:
                     results += 1
                 offset += len(line)
@@ -180,3 +214,23 @@ def resume_point(path: str, fmt: str) -> tuple[int, int]:
     except OSError as e:
         raise OutputError(f"{path}: cannot read the output to resume: {e.strerror}") from None
     return (results, group_start) if fmt == "nbest" else (results, offset)
+
+
+def _json_id(path: str, no: int, line: bytes) -> object:
+    """The ``id`` of JSON output line ``no``; OutputError when the line is not a JSON object."""
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        obj = None
+    if not isinstance(obj, dict):
+        raise OutputError(f"{path}:{no}: not a JSON object; is it the output of --format json?")
+    return obj.get("id")
+
+
+def _check_id(path: str, no: int, found: object, expected: int) -> None:
+    """OutputError unless line ``no`` holds the result of input line id ``expected``."""
+    if found != expected or isinstance(found, bool):
+        raise OutputError(
+            f"{path}:{no}: holds the result of line id {found}, where this run's output has id {expected}; "
+            "is it the output of this input (and --shard)?"
+        )

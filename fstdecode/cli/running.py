@@ -9,7 +9,7 @@ import itertools
 import logging
 import os
 import sys
-from typing import Iterator, TextIO
+from typing import BinaryIO, Iterator, TextIO
 
 from fstdecode.cli import output
 from fstdecode.cli.options import check_min
@@ -92,14 +92,31 @@ def input_range(args: argparse.Namespace) -> tuple[Iterator[Line], int | None, i
         start, stop = shard_span(total, shard)
     done = 0
     if args.resume:
-        done, cut = output.resume_point(args.resume, args.format)
+        done, cut = output.resume_point(args.resume, args.format, first_id=start)
         if stop is not None and done > stop - start:
             raise FstdecodeError(f"{args.resume}: holds {done} results, more than the {stop - start} input lines; is it this input's output?")
         if os.path.exists(args.resume):
             os.truncate(args.resume, cut)
         logging.getLogger("fstdecode").info("%s: %d results done; decoding the rest", args.resume, done)
-    lines = itertools.islice(input_lines(sys.stdin), start + done, stop)
+    threaded = args.workers != 1 or bool(args.cluster or args.scheduler)
+    lines = itertools.islice(input_lines(_standard_input(threaded), "<stdin>"), start + done, stop)
     return lines, (None if stop is None else stop - start), done
+
+
+def _standard_input(threaded: bool) -> BinaryIO | TextIO:
+    """Standard input to read the sentences from: ``sys.stdin`` for a serial run, read by the
+    main thread (where a Ctrl-C interrupts the read); for a run whose runner reads its lines in
+    a thread, a duplicate of its file descriptor (at the offset ``count_lines`` rewound it to).
+    A pool's or Dask's lines are read by a thread
+    (:class:`~fstdecode.run.base.LineFeed`) that may still be blocked reading an open pipe when
+    the run ends (an error, ``| head``): were it reading ``sys.stdin`` itself, the interpreter,
+    closing ``sys.stdin`` at exit, would wait for that thread's lock and abort."""
+    if not threaded:
+        return sys.stdin
+    try:
+        return os.fdopen(os.dup(sys.stdin.fileno()), "rb")
+    except (AttributeError, OSError, ValueError):  # no file descriptor (a StringIO in a test)
+        return sys.stdin
 
 
 def output_stream(args: argparse.Namespace) -> TextIO:

@@ -4,13 +4,16 @@ A runner maps a :class:`~fstdecode.decoder.Decoder` over numbered
 :class:`~fstdecode.run.lines.Line` s and yields one result per line, in input order,
 streamed. Runners that use other processes send the lines in :class:`Chunk` s (a few
 lines each, so that the cost of a round trip is shared) and keep at most a bounded window
-of chunks in flight, so that memory does not grow with the input.
+of chunks in flight, so that memory does not grow with the input. They cut their chunks from
+a :class:`LineFeed`, which never holds a line back for long waiting for its chunk to fill.
 """
 
 from __future__ import annotations
 
+import threading
+import time
+from collections import deque
 from dataclasses import dataclass
-from itertools import islice
 from typing import Callable, Iterable, Iterator, Protocol
 
 from fstdecode.decoder import DecodeResult, Decoder
@@ -75,16 +78,112 @@ class Chunk:
         return f"input lines {self.lines[0].id + 1}-{self.lines[-1].id + 1}"
 
 
-def chunked(lines: Iterable[Line], size: int) -> Iterator[Chunk]:
-    """``lines`` in chunks of ``size`` (the last may be shorter), read lazily."""
-    if size < 1:
-        raise RunError(f"--chunk-size must be >= 1, got {size}")
-    it = iter(lines)
-    for index in range(1 << 62):
-        block = tuple(islice(it, size))
-        if not block:
-            return
-        yield Chunk(index, block)
+#: Seconds a partly filled chunk waits for its next line before it is sent as it is: far below
+#: what a person typing notices, far above the microseconds between a file's lines (which
+#: therefore always fill their chunks).
+LINGER_SECONDS = 0.05
+
+
+class LineFeed:
+    """The input lines, read ahead by a thread and handed out in chunks that never wait long.
+
+    A thread reads ``lines`` in order, at most one chunk (the size last asked for) ahead of
+    what was taken, so memory stays bounded whatever the input's length. :meth:`take` hands out
+    the next lines, up to ``size`` of them: at once when ``size`` are there or the input has
+    ended, and otherwise as soon as no new line has come for ``linger`` seconds. So a file (or
+    any fast input) is cut into full chunks, while each line of a slow one, as a user types it
+    into a pipe, is decoded and answered before the next arrives: a runner must never wait for
+    a line that the user waits to type until they see the answer to the last one.
+
+    The thread is a daemon: a caller that stops early (an error, ``| head``) need not drain an
+    input that may never end; after :meth:`close` it stops at its next line. It may still be
+    blocked reading when the process exits, so it must not read a stream that the interpreter
+    closes at exit: ``sys.stdin`` itself (Python aborts, unable to take its lock); read a
+    duplicate of its file descriptor instead (see ``fstdecode.cli.running``).
+    """
+
+    def __init__(self, lines: Iterable[Line], linger: float = LINGER_SECONDS) -> None:
+        self.linger = linger
+        self._lines = iter(lines)
+        self._buffer: deque[Line] = deque()
+        self._want = 1  # lines the thread keeps buffered: the size of the last take
+        self._ended = False
+        self._error: BaseException | None = None
+        self._closed = False
+        self._last = time.monotonic()  # when the last line arrived
+        self._ready = threading.Condition()
+        self._thread = threading.Thread(target=self._read, name="fstdecode-input", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        """The thread: buffer lines up to ``_want``, until the input ends, fails, or the feed closes."""
+        while True:
+            with self._ready:
+                while len(self._buffer) >= self._want and not self._closed:
+                    self._ready.wait()
+                if self._closed:
+                    return
+            try:
+                line = next(self._lines)
+            except StopIteration:
+                line = None
+            except BaseException as e:  # noqa: BLE001 (raised again by take(), in the caller's thread)
+                with self._ready:
+                    self._error = e
+                    self._ready.notify_all()
+                return
+            with self._ready:
+                if line is None:
+                    self._ended = True
+                else:
+                    self._buffer.append(line)
+                    self._last = time.monotonic()
+                self._ready.notify_all()
+                if line is None:
+                    return
+
+    def take(self, size: int, timeout: float | None = None) -> tuple[Line, ...] | None:
+        """The next lines: ``size`` of them, or fewer when the input ended or paused for ``linger``
+        seconds; ``()`` when none were ready within ``timeout`` seconds (None: wait until some are);
+        None once the input is over. An error reading the input is raised after the lines before it."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._ready:
+            if self._want != size:
+                self._want = size
+                self._last = time.monotonic()  # the thread has had no chance to fill the new size yet
+                self._ready.notify_all()
+            while True:
+                held = len(self._buffer)
+                now = time.monotonic()
+                if held >= size or (held and (self._ended or self._error or now - self._last >= self.linger)):
+                    taken = tuple(self._buffer.popleft() for _ in range(min(held, size)))
+                    self._ready.notify_all()  # room in the buffer: the thread may read on
+                    return taken
+                if not held and self._error is not None:
+                    error, self._error = self._error, None
+                    self._ended = True
+                    raise error
+                if not held and self._ended:
+                    return None
+                wait = self._last + self.linger - now if held else None
+                if deadline is not None:
+                    if now >= deadline:
+                        return ()
+                    wait = deadline - now if wait is None else min(wait, deadline - now)
+                self._ready.wait(wait)
+
+    def close(self) -> None:
+        """Stop the thread at its next line (the lines it holds are dropped)."""
+        with self._ready:
+            self._closed = True
+            self._buffer.clear()
+            self._ready.notify_all()
+
+    def __enter__(self) -> LineFeed:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class ChunkSizer:
@@ -116,16 +215,6 @@ class ChunkSizer:
         self.size = max(1, int(min(self.most, 2 * self.size, ideal)))
 
 
-def chunks_sized(lines: Iterable[Line], sizer: ChunkSizer) -> Iterator[Chunk]:
-    """``lines`` in chunks of ``sizer.size`` lines each, read lazily (the size read as each chunk is)."""
-    it = iter(lines)
-    for index in range(1 << 62):
-        block = tuple(islice(it, sizer.size))
-        if not block:
-            return
-        yield Chunk(index, block)
-
-
 def decode_one(decoder: Decoder, line: Line) -> DecodeResult:
     """The result of one line: an unreadable line gives an error result, never an exception."""
     if line.error is not None:
@@ -141,6 +230,12 @@ def decode_chunk(decoder: Decoder, lines: Iterable[Line]) -> list[DecodeResult]:
 def check_workers(workers: int) -> None:
     if workers < 1:
         raise RunError(f"--workers (--threads) must be >= 1, got {workers}")
+
+
+def check_chunk_size(size: int | None) -> None:
+    """None: the runner's own choice; else at least one line a chunk."""
+    if size is not None and size < 1:
+        raise RunError(f"--chunk-size must be >= 1, got {size}")
 
 
 def check_retries(retries: int) -> None:

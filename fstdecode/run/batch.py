@@ -68,7 +68,7 @@ def decode_lines(
     object with the :class:`Runner` protocol's ``map``. ``progress(n)``: told as each chunk of
     ``n`` lines finishes decoding (see :class:`Runner`); passed to the runner only when given.
     """
-    if not isinstance(decoder, Decoder):
+    if not callable(getattr(decoder, "decode", None)):  # a Decoder, or a wrapper with its decode()
         raise DecodeError(f"decode_lines() takes a Decoder first, got {type(decoder).__name__}")
     if isinstance(lines, (str, bytes, bytearray)) or not isinstance(lines, Iterable):
         raise DecodeError(

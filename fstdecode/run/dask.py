@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 import pickle
@@ -69,20 +70,95 @@ from fstdecode.run.base import (
     DASK_SCHEDULER_TASKS_PER_SECOND,
     DASK_TASK_SECONDS,
     DEFAULT_RETRIES,
+    LINGER_SECONDS,
     WINDOW_PER_WORKER,
     Chunk,
     ChunkSizer,
+    LineFeed,
     Progress,
     RunError,
+    check_chunk_size,
     check_retries,
-    check_workers,
-    chunked,
-    chunks_sized,
     decode_chunk,
 )
 from fstdecode.run.lines import Line
 
 log = logging.getLogger("fstdecode")
+
+
+#: Seconds an existing scheduler has to answer before the run fails. Dask's default, 30 s spent
+#: retrying even a refused connection (for a scheduler still starting), made a mistyped address
+#: look like a hang; a running scheduler answers in milliseconds, a starting one within a second
+#: or two.
+CONNECT_SECONDS = 5.0
+
+
+def _is_address(target: str) -> bool:
+    """Whether ``--scheduler TARGET`` names an address rather than a scheduler file: it has a
+    scheme (``tcp://``), or is ``host:port`` and no file of that name exists."""
+    if "://" in target:
+        return True
+    host, colon, port = target.rpartition(":")
+    return bool(colon) and port.isdigit() and "/" not in host and not os.path.exists(target)
+
+
+def check_address(address: str) -> None:
+    """RunError unless ``address`` is a Dask address this client can use: a known scheme, and for
+    ``tcp``/``tls`` (the default when there is none) a host and a port in 1..65535."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import backends
+
+    try:
+        scheme, location = parse_address(address)
+        if scheme not in backends:
+            raise ValueError(f"unknown scheme {scheme!r} (known: {', '.join(sorted(backends))})")
+        if scheme in ("tcp", "tls"):
+            host, port = parse_host_port(location)
+            if not host or not 1 <= port <= 65535:
+                raise ValueError("expected host:port with a port in 1..65535")
+    except ValueError as e:
+        raise RunError(f"--scheduler {address}: not a scheduler address (e.g. tcp://host:8786): {e}") from None
+
+
+def scheduler_address(target: str, wait: float = CONNECT_SECONDS) -> str:
+    """The address ``--scheduler TARGET`` names: TARGET itself, or the ``address`` in the scheduler
+    file TARGET (the JSON that ``dask scheduler --scheduler-file`` writes as the scheduler starts,
+    waited for up to ``wait`` seconds). RunError for a file that is missing or not a scheduler file."""
+    if _is_address(target):
+        check_address(target)
+        return target
+    deadline = time.monotonic() + wait
+    folder = os.path.dirname(os.path.abspath(target))
+    while not os.path.exists(target) and os.path.isdir(folder) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for _ in range(3):  # a file being written as we read it: the scheduler writes it in one go
+        try:
+            with open(target, encoding="utf-8") as f:
+                info = json.load(f)
+        except FileNotFoundError:
+            waited = f" (waited {wait:g} s for it)" if os.path.isdir(folder) else f" (no folder {folder})"
+            raise RunError(
+                f"--scheduler {target}: no such scheduler file{waited}, and not an address (tcp://host:8786)"
+            ) from None
+        except OSError as e:
+            raise RunError(f"--scheduler {target}: cannot read the scheduler file: {e.strerror or e}") from None
+        except (ValueError, UnicodeDecodeError):
+            info = None
+        if isinstance(info, dict) and isinstance(info.get("address"), str):
+            check_address(info["address"])
+            return info["address"]
+        time.sleep(0.05)
+    raise RunError(
+        f"--scheduler {target}: not a Dask scheduler file (the JSON with an \"address\" that "
+        "`dask scheduler --scheduler-file FILE` writes)"
+    )
+
+
+def _reason(error: BaseException) -> str:
+    """What went wrong, from the innermost cause of ``error`` (Dask wraps a worker's failure twice)."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return str(error) or type(error).__name__
 
 
 @dataclass(frozen=True)
@@ -100,12 +176,14 @@ class ClusterSpec:
     tls_key: str | None = None
     #: Start a LocalCluster's dashboard (on 127.0.0.1, a free port); the CLI does with -v.
     dashboard: bool = False
+    #: Seconds to reach the scheduler (and to wait for its scheduler file to appear).
+    connect_timeout: float = CONNECT_SECONDS
 
     def __post_init__(self) -> None:
         if (self.local_workers is None) == (self.scheduler is None):
             raise RunError("give exactly one of --cluster local:N and --scheduler ADDRESS")
-        if self.local_workers is not None:
-            check_workers(self.local_workers)
+        if self.local_workers is not None and self.local_workers < 1:
+            raise RunError(f"--cluster local:N takes N >= 1 worker processes, got local:{self.local_workers}")
         tls = (self.tls_ca_file, self.tls_cert, self.tls_key)
         if any(tls) and not all(tls):
             raise RunError("--tls-ca-file, --tls-cert and --tls-key go together")
@@ -113,6 +191,12 @@ class ClusterSpec:
             raise RunError("the TLS flags are for --scheduler; a LocalCluster listens on 127.0.0.1 only")
         if self.worker_memory is not None and self.scheduler is not None:
             raise RunError("--worker-memory sets a LocalCluster's workers; give `dask worker --memory-limit` to an existing cluster's")
+        if self.scheduler is not None and not self.scheduler.strip():
+            raise RunError("--scheduler takes a scheduler's address (tcp://host:8786) or its scheduler file, got ''")
+        if self.scheduler is not None and _is_address(self.scheduler):
+            check_address(self.scheduler)  # at once, before a model loads; a file is read as the run starts
+        if not self.connect_timeout > 0:
+            raise RunError(f"the connection timeout must be > 0 seconds, got {self.connect_timeout}")
 
     def security(self) -> Security | None:
         """The TLS settings of the flags; None: Dask's configuration decides."""
@@ -190,6 +274,7 @@ class DaskRunner:
         retries: int = DEFAULT_RETRIES,
         window: int | None = None,
     ) -> None:
+        check_chunk_size(chunk_size)
         check_retries(retries)
         self.spec = spec
         self.chunk_size = chunk_size
@@ -209,32 +294,63 @@ class DaskRunner:
         self.close()
 
     def start(self) -> Client:
+        """The client: connected to the scheduler, or to the LocalCluster started for it.
+
+        A RunError, naming the cluster, when it cannot be started or reached (within
+        ``spec.connect_timeout`` seconds for a scheduler)."""
         if self.client is not None:
             return self.client
         spec = self.spec
+        where = f"local:{spec.local_workers}" if spec.local_workers is not None else spec.scheduler
         try:
             if spec.local_workers is not None:
-                # Read when the scheduler starts: a task is tried on retries + 1 workers before
-                # KilledWorker; and tasks go to the workers as they are submitted (the window
-                # bounds them) rather than wait at the scheduler for a free thread, which cost a
-                # scheduler round trip of idle worker per chunk (docs/benchmarks.md, bench_scale).
-                # Read by the nannies as they start, and passed to their workers: no statistical
-                # profiler sampling the decoding thread every 10 ms, event-loop health ticks, system
-                # samples and memory checks 50, 4 and 5 times rarer (each wakes an event loop: the
-                # worker's, which then waits for the decoding thread's GIL, or the nannies' in this
-                # process; idle, the cluster's processes then use half the CPU they did), and
-                # glibc's malloc left to its own trim threshold (see the module's docstring).
-                settings = {
-                    "distributed.scheduler.allowed-failures": self.retries,
-                    "distributed.scheduler.worker-saturation": "inf",
-                    "distributed.worker.profile.enabled": False,
-                    "distributed.admin.tick.interval": "1s",
-                    "distributed.admin.system-monitor.interval": "2s",
-                    "distributed.worker.memory.monitor-interval": "500ms",
-                    "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
-                }
+                self.cluster = self._local_cluster()
+                self.client = Client(self.cluster)
+            else:
+                address = scheduler_address(spec.scheduler, spec.connect_timeout)
+                where = spec.scheduler if address == spec.scheduler else f"{address} (from {spec.scheduler})"
+                self.client = Client(address, security=spec.security(), timeout=spec.connect_timeout)
+        except (OSError, ValueError, TypeError, ImportError) as e:
+            self.close()
+            raise RunError(f"cannot start or reach the Dask cluster {where}: {e}") from None
+        except BaseException:
+            self.close()
+            raise
+        log.info("dask: scheduler %s, dashboard %s", self.client.scheduler.address, self._dashboard())
+        return self.client
+
+    def _local_cluster(self) -> LocalCluster:
+        """A LocalCluster of ``spec.local_workers`` single-threaded workers, started again (up to
+        ``retries`` times) when one of its workers dies before it is up.
+
+        Dask fails a LocalCluster as a whole when a worker process dies while it starts (killed,
+        out of memory: "Nanny failed to start"), although its nannies restart a worker that dies
+        at any later time. A fresh start costs a second or two; a setting Dask refuses
+        (ValueError, TypeError: a malformed --worker-memory) is not retried."""
+        spec = self.spec
+        # Read when the scheduler starts: a task is tried on retries + 1 workers before
+        # KilledWorker; and tasks go to the workers as they are submitted (the window
+        # bounds them) rather than wait at the scheduler for a free thread, which cost a
+        # scheduler round trip of idle worker per chunk (docs/benchmarks.md, bench_scale).
+        # Read by the nannies as they start, and passed to their workers: no statistical
+        # profiler sampling the decoding thread every 10 ms, event-loop health ticks, system
+        # samples and memory checks 50, 4 and 5 times rarer (each wakes an event loop: the
+        # worker's, which then waits for the decoding thread's GIL, or the nannies' in this
+        # process; idle, the cluster's processes then use half the CPU they did), and
+        # glibc's malloc left to its own trim threshold (see the module's docstring).
+        settings = {
+            "distributed.scheduler.allowed-failures": self.retries,
+            "distributed.scheduler.worker-saturation": "inf",
+            "distributed.worker.profile.enabled": False,
+            "distributed.admin.tick.interval": "1s",
+            "distributed.admin.system-monitor.interval": "2s",
+            "distributed.worker.memory.monitor-interval": "500ms",
+            "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+        }
+        for attempt in range(self.retries + 1):
+            try:
                 with dask.config.set(settings):
-                    self.cluster = LocalCluster(
+                    return LocalCluster(
                         n_workers=spec.local_workers,
                         threads_per_worker=1,
                         processes=True,
@@ -248,17 +364,20 @@ class DaskRunner:
                         # that fails for good is our RunError.
                         silence_logs=logging.WARNING if log.isEnabledFor(logging.INFO) else logging.CRITICAL,
                     )
-                self.client = Client(self.cluster)
-            elif os.path.isfile(spec.scheduler):
-                self.client = Client(scheduler_file=spec.scheduler, security=spec.security())
-            else:
-                self.client = Client(spec.scheduler, security=spec.security())
-        except (OSError, ValueError, TypeError) as e:
-            self.close()
-            where = f"local:{spec.local_workers}" if spec.local_workers is not None else spec.scheduler
-            raise RunError(f"cannot start or reach the Dask cluster {where}: {e}") from None
-        log.info("dask: scheduler %s, dashboard %s", self.client.scheduler.address, self._dashboard())
-        return self.client
+            except (ValueError, TypeError):
+                raise
+            except Exception as e:  # noqa: BLE001 (RuntimeError "Nanny failed to start", a closed comm)
+                failure = _reason(e)
+                if attempt == self.retries:
+                    raise RunError(
+                        f"cannot start the Dask cluster local:{spec.local_workers}: {failure}; "
+                        f"gave up after {self.retries} retries (out of memory?)"
+                    ) from None
+                log.warning(
+                    "a Dask worker died while the cluster started (%s); starting it again (retry %d of %d)",
+                    failure, attempt + 1, self.retries,
+                )
+        raise RunError(f"--retries must be >= 0, got {self.retries}")  # range() was empty
 
     def _dashboard(self) -> str:
         """The dashboard's address for the log (a LocalCluster's runs with -v only)."""
@@ -289,47 +408,55 @@ class DaskRunner:
         threads = sum(client.nthreads().values())
         window = self.window or max(2, threads * WINDOW_PER_WORKER)
         sizer = None if self.chunk_size else ChunkSizer(task_seconds(threads))
-        chunks = chunked(lines, self.chunk_size) if sizer is None else chunks_sized(lines, sizer)
         # Results come back as they complete (fetched in batches by as_completed), wait in `done`
         # (pickled) until their turn, and go out in input order; in flight + waiting <= window chunks.
         arrivals = as_completed(with_results=True, raise_errors=False)
         inflight: dict[str, Chunk] = {}
         done: dict[int, bytes] = {}
-        next_out = 0
+        submitted = next_out = 0
         exhausted = False
+        feed = LineFeed(lines)
 
-        def fill() -> bool:
-            """Submit chunks up to the window; False once the input is exhausted."""
-            while len(inflight) + len(done) < window:
-                chunk = next(chunks, None)
-                if chunk is None:
-                    return False
-                lines_bytes = pickle.dumps(chunk.lines, protocol=pickle.HIGHEST_PROTOCOL)
-                future = client.submit(decode_task, key, lines_bytes, key=f"fstdecode-{run}-{chunk.index}", pure=False)
-                inflight[future.key] = chunk
-                arrivals.add(future)
-                self.tasks += 1
-                self.lines_sent += len(chunk.lines)
-            return True
+        def submit(lines: tuple[Line, ...]) -> None:
+            nonlocal submitted
+            chunk = Chunk(submitted, lines)
+            lines_bytes = pickle.dumps(chunk.lines, protocol=pickle.HIGHEST_PROTOCOL)
+            future = client.submit(decode_task, key, lines_bytes, key=f"fstdecode-{run}-{chunk.index}", pure=False)
+            inflight[future.key] = chunk
+            arrivals.add(future)
+            submitted += 1
+            self.tasks += 1
+            self.lines_sent += len(chunk.lines)
 
         try:
-            exhausted = not fill()
-            for future, answer in arrivals:
-                chunk = inflight.pop(future.key)
-                if future.status == "error":
-                    _raise(chunk, future.exception())
-                done[chunk.index] = answer
-                if progress is not None:
-                    progress(len(chunk.lines))
+            while True:
+                room = not exhausted and len(inflight) + len(done) < window
+                if room:
+                    # Wait for input without limit only when nothing is in flight; else look at
+                    # the arrivals at least every LINGER_SECONDS, so that a finished line never
+                    # waits behind one the user has not typed yet.
+                    taken = feed.take(self.chunk_size or sizer.size, timeout=LINGER_SECONDS if inflight else None)
+                    exhausted = taken is None
+                    if taken:
+                        submit(taken)
+                        continue
+                if exhausted and not inflight:
+                    return
+                for future, answer in arrivals.next_batch(block=not room):
+                    chunk = inflight.pop(future.key)
+                    if future.status == "error":
+                        _raise(chunk, future.exception())
+                    done[chunk.index] = answer
+                    if progress is not None:
+                        progress(len(chunk.lines))
                 while next_out in done:
                     seconds, results = pickle.loads(done.pop(next_out))
                     if sizer is not None:
                         sizer.observe(len(results), seconds)
                     yield from results
                     next_out += 1
-                if not exhausted:
-                    exhausted = not fill()
         finally:
+            feed.close()
             arrivals.clear()
             if inflight:
                 client.cancel(list(inflight))

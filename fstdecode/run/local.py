@@ -25,13 +25,15 @@ from fstdecode.decoder import DecodeResult, Decoder
 from fstdecode.run.base import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_RETRIES,
+    LINGER_SECONDS,
     WINDOW_PER_WORKER,
     Chunk,
+    LineFeed,
     Progress,
     RunError,
+    check_chunk_size,
     check_retries,
     check_workers,
-    chunked,
     decode_chunk,
     decode_one,
 )
@@ -93,6 +95,7 @@ class ProcessRunner:
 
     def __init__(self, workers: int, chunk_size: int = DEFAULT_CHUNK_SIZE, retries: int = DEFAULT_RETRIES) -> None:
         check_workers(workers)
+        check_chunk_size(chunk_size)
         check_retries(retries)
         self.workers = workers
         self.chunk_size = chunk_size
@@ -105,13 +108,13 @@ class ProcessRunner:
         return [w.process.pid for w in self._pool if w.process.pid is not None]
 
     def map(self, decoder: Decoder, lines: Iterable[Line], progress: Progress | None = None) -> Iterator[DecodeResult]:
-        chunks = chunked(lines, self.chunk_size)
         window = self.workers * WINDOW_PER_WORKER
         done: dict[int, list[DecodeResult]] = {}
         todo: deque[Chunk] = deque()  # read, not yet (re)sent; retried chunks go first
         deaths: dict[int, int] = {}
         read = next_out = 0  # chunks read from the input; the next chunk to yield
         exhausted = False
+        feed = LineFeed(lines)
         try:
             self._pool = []
             for _ in range(self.workers):
@@ -122,17 +125,24 @@ class ProcessRunner:
                     next_out += 1
                 for k, w in enumerate(self._pool):
                     if w.chunk is None and not todo and not exhausted and read - next_out < window:
-                        chunk = next(chunks, None)
-                        exhausted = chunk is None
-                        if chunk is not None:
-                            todo.append(chunk)
+                        # Wait for input only when no worker has anything to answer: a busy
+                        # worker's results must not wait behind a line the user has not typed yet.
+                        idle = all(x.chunk is None for x in self._pool)
+                        taken = feed.take(self.chunk_size, timeout=None if idle else 0)
+                        exhausted = taken is None
+                        if taken:
+                            todo.append(Chunk(read, taken))
                             read += 1
                     if w.chunk is None and todo:
                         self._send(k, todo.popleft(), decoder)
                 if exhausted and next_out == read:
                     return
-                self._collect(decoder, done, todo, deaths, progress)
+                if any(w.chunk is not None for w in self._pool):
+                    # An idle worker and room in the window: look at the input again soon.
+                    hungry = not exhausted and read - next_out < window and any(w.chunk is None for w in self._pool)
+                    self._collect(decoder, done, todo, deaths, progress, LINGER_SECONDS / 2 if hungry else None)
         finally:
+            feed.close()
             self._stop()
 
     def close(self) -> None:
@@ -158,11 +168,14 @@ class ProcessRunner:
             self._pool[k].conn.send((chunk.index, chunk.lines))
         self._pool[k].chunk = chunk
 
-    def _collect(self, decoder: Decoder, done: dict, todo: deque, deaths: dict, progress: Progress | None) -> None:
-        """Wait for a busy worker to answer or die; file its results (telling ``progress``), or requeue its chunk."""
+    def _collect(
+        self, decoder: Decoder, done: dict, todo: deque, deaths: dict, progress: Progress | None, timeout: float | None
+    ) -> None:
+        """Wait (up to ``timeout`` seconds; None: without limit) for a busy worker to answer or die;
+        file its results (telling ``progress``), or requeue its chunk."""
         busy = [k for k, w in enumerate(self._pool) if w.chunk is not None]
         watched = {self._pool[k].conn: k for k in busy} | {self._pool[k].process.sentinel: k for k in busy}
-        for k in sorted({watched[obj] for obj in wait(list(watched))}):
+        for k in sorted({watched[obj] for obj in wait(list(watched), timeout)}):
             w = self._pool[k]
             chunk = w.chunk
             assert chunk is not None  # only busy workers are watched: an internal invariant

@@ -15,6 +15,8 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
+import time
 
 import pytest
 
@@ -146,6 +148,72 @@ def test_cli_unreachable_scheduler_is_a_clean_error():
     proc = run_cli(["decode", "--scheduler", "tcp://127.0.0.1:1"], "das\n", DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s")
     assert proc.returncode == 2, proc.stderr
     assert "cannot start or reach the Dask cluster tcp://127.0.0.1:1" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cli_refused_scheduler_fails_fast_in_one_line():
+    # Dask's own default spent 30 s retrying a refused port; the run gives up after 5 s.
+    proc = run_cli(["decode", "--scheduler", "tcp://127.0.0.1:1"], "das\n", timeout=20)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("fstdecode: error: cannot start or reach the Dask cluster tcp://127.0.0.1:1")
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+
+
+def _children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (Linux /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(entry))
+    return found
+
+
+def _worker_of(pid: int) -> int | None:
+    """A Dask worker process of the run ``pid`` (a spawned multiprocessing child), if one is up."""
+    for child in _children(pid):
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if b"multiprocessing" in cmdline and b"resource_tracker" not in cmdline:
+            return child
+    return None
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the worker processes in /proc")
+def test_cli_worker_killed_while_the_cluster_starts_costs_only_time():
+    # The first worker process is SIGKILLed as soon as it exists: while the LocalCluster starts
+    # (Dask then fails the whole cluster: it is started again) or just after (its nanny restarts
+    # it). Either way every line comes out, in order, as the serial run writes them.
+    lines = list(itertools.islice(itertools.cycle(LINES), 1200))
+    source = ("\n".join(lines) + "\n").encode()
+    expected = run_cli(["decode", "--method", "stack"], source).stdout
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fstdecode", "decode", "--method", "stack", "--cluster", "local:2"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    killed = None
+    with proc:
+        proc.stdin.write(source)
+        proc.stdin.close()
+        proc.stdin = None  # closed: communicate() has nothing to send
+        deadline = time.monotonic() + 30
+        while killed is None and proc.poll() is None and time.monotonic() < deadline:
+            killed = _worker_of(proc.pid)
+            if killed is None:
+                time.sleep(0.01)
+        assert killed is not None, "no worker process appeared"
+        os.kill(killed, signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    assert out.decode() == expected
+    assert b"Traceback" not in err
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="makes its TLS certificate with the openssl command")

@@ -11,9 +11,11 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -21,9 +23,9 @@ from hypothesis import given, settings, strategies as st
 from faulty import KillAlways, KillOnce, Slow, SlowAt
 from shared import EXAMPLE_DATA, ROOT, run_cli
 
-from fstdecode.cli.output import json_line, resume_point, text
+from fstdecode.cli.output import OutputError, json_line, resume_point, text
 from fstdecode.run import Line, ProcessRunner, RunError, SerialRunner, decode_lines, runner_for
-from fstdecode.run.base import ChunkSizer, chunked, chunks_sized
+from fstdecode.run.base import ChunkSizer, LineFeed
 from fstdecode.run.lines import ShardError, count_lines, parse_shard, shard_span
 
 EXAMPLE_LINES = (EXAMPLE_DATA / "input.txt").read_text(encoding="utf-8").splitlines()
@@ -180,21 +182,49 @@ def test_chunk_sizer_doubles_up_to_the_target_then_follows_the_rate():
             ChunkSizer(**bad)
 
 
-def test_chunks_sized_reads_the_size_as_each_chunk_is_cut():
-    sizer = ChunkSizer(1.0, first=2, most=8)
+def test_line_feed_cuts_a_fast_input_into_full_chunks_of_the_size_asked_for():
     lines = [Line(k, str(k)) for k in range(20)]
-    got = []
-    for chunk in chunks_sized(lines, sizer):
-        got.append(chunk)
-        sizer.observe(len(chunk.lines), 0.0)  # as fast as can be: the size doubles up to 8
-    assert [len(c.lines) for c in got] == [2, 4, 8, 6]
-    assert [c.index for c in got] == [0, 1, 2, 3] and [ln for c in got for ln in c.lines] == lines
+    feed = LineFeed(lines)
+    got = [feed.take(size, timeout=30) for size in (2, 4, 8, 8)]
+    assert [len(c) for c in got] == [2, 4, 8, 6]  # the last one short: the input ended
+    assert [ln for c in got for ln in c] == lines
+    assert feed.take(8) is None and feed.take(8) is None  # over, and stays over
+
+
+def test_line_feed_sends_what_it_has_when_the_input_pauses():
+    """A line typed into a pipe must not wait for its chunk to fill: a paused input gives a short
+    chunk (the timeout of 30 s only bounds a hang), and a later line comes in the next one."""
+    typed = threading.Event()
+
+    def slow():
+        yield Line(0, "first")
+        typed.wait(60)  # the user reads the answer before typing on
+        yield Line(1, "second")
+
+    feed = LineFeed(slow())
+    assert feed.take(16, timeout=30) == (Line(0, "first"),)
+    assert feed.take(16, timeout=0) == ()  # nothing more yet, and no wait asked for
+    typed.set()
+    assert feed.take(16, timeout=30) == (Line(1, "second"),)
+    assert feed.take(16, timeout=30) is None
+    feed.close()
+
+
+def test_line_feed_raises_an_input_error_after_the_lines_before_it():
+    def failing():
+        yield Line(0, "a")
+        raise OSError("the disk went away")
+
+    feed = LineFeed(failing())
+    assert feed.take(4, timeout=30) == (Line(0, "a"),)
+    with pytest.raises(OSError, match="the disk went away"):
+        feed.take(4, timeout=30)
 
 
 def test_serial_and_bad_settings(stack_decoder, expected):
     assert [text(r) for r in SerialRunner().map(stack_decoder, [Line(k, s) for k, s in enumerate(LINES)])] == expected
     for make, flag in [(lambda: ProcessRunner(0), "--workers"), (lambda: ProcessRunner(2, retries=-1), "--retries"),
-                       (lambda: list(chunked([], 0)), "--chunk-size")]:
+                       (lambda: ProcessRunner(2, chunk_size=0), "--chunk-size")]:
         with pytest.raises(RunError, match=flag):
             make()
     assert isinstance(runner_for(1), SerialRunner) and isinstance(runner_for(3), ProcessRunner)
@@ -258,6 +288,32 @@ def test_resume_point_nbest_redoes_the_last_group(tmp_path):
     out.write_bytes(b"garbage\n")
     with pytest.raises(Exception, match=r":1: not an n-best line"):
         resume_point(str(out), "nbest")
+
+
+# Each a file that --resume must not take for this run's results: the id of the line named is wrong,
+# or the line is no result of the format at all.
+@pytest.mark.parametrize("fmt, data, first_id, line", [
+    ("json", b'{"id": 0}\n{"id": 1}\n', 5, 1),  # a whole run's output, resumed as shard 2 (ids from 5)
+    ("json", b'{"id": 0}\n{"id": 2}\n', 0, 2),  # a line missing
+    ("json", b'{"id": 0}\nnot json\n', 0, 2),  # a foreign line
+    ("json", b'{"id": 0}\n[0]\n', 0, 2),  # JSON, but not a result
+    ("json", b'{"id": true}\n', 1, 1),  # JSON's true is no line id, though Python's True == 1
+    ("nbest", b"0 ||| a |||\n2 ||| b |||\n", 0, 2),  # a group missing
+    ("nbest", b"3 ||| a |||\n", 0, 1),  # another shard's output
+])
+def test_resume_point_refuses_results_of_another_run(tmp_path, fmt, data, first_id, line):
+    out = tmp_path / "out"
+    out.write_bytes(data)
+    with pytest.raises(OutputError, match=rf"^{out}:{line}: "):
+        resume_point(str(out), fmt, first_id)
+
+
+def test_resume_point_checks_the_ids_of_a_shard(tmp_path):
+    out = tmp_path / "out"
+    out.write_bytes(b'{"id": 5}\n{"id": 6}\n{"id": 7')  # shard output from line id 5, cut in its third line
+    assert resume_point(str(out), "json", first_id=5) == (2, 20)
+    out.write_bytes(b"5 ||| a |||\n5 ||| b |||\n6 ||| c |||\n")
+    assert resume_point(str(out), "nbest", first_id=5) == (1, 24)
 
 
 # --- the CLI -----------------------------------------------------------------------------------
@@ -343,6 +399,55 @@ def test_cli_resume_refuses_a_longer_file(input_file, tmp_path):
     assert proc.returncode == 2 and "more than the 120 input lines" in proc.stderr
 
 
+def test_cli_resume_refuses_a_foreign_file(input_file, full_outputs, tmp_path):
+    """A JSON output whose second line is another run's (an id out of sequence) is refused, naming
+    the file and line, and left as it was."""
+    rows = full_outputs["json"].splitlines(keepends=True)
+    out = tmp_path / "out.json"
+    out.write_text(rows[0] + rows[2], encoding="utf-8")
+    proc = cli(["--format", "json", "--resume", str(out)], input_file)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{out}:2: holds the result of line id 2, where this run's output has id 1" in proc.stderr
+    assert out.read_text(encoding="utf-8") == rows[0] + rows[2]
+
+
+def answers_as_typed(args: list[str], lines: list[str], timeout: float = 60) -> tuple[list[str], list[str], str]:
+    """Run ``fstdecode decode --method stack ARGS`` on a pipe written one line at a time, each
+    after the answer to the one before: the answers as they came (stdin still open), then the
+    output left once stdin is closed, and stderr. An answer not there within ``timeout`` seconds
+    (a bound on a hang, not a speed check) ends the typing."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fstdecode", "decode", "--method", "stack", *args],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+        env={**os.environ, "PYTHONUTF8": "1"},
+    )
+    answers = []
+    try:
+        for line in lines:
+            proc.stdin.write(line.encode("utf-8") + b"\n")
+            proc.stdin.flush()
+            if not select.select([proc.stdout], [], [], timeout)[0]:
+                break
+            answers.append(proc.stdout.readline().decode("utf-8").rstrip("\n"))
+        proc.stdin.close()
+        rest = proc.stdout.read().decode("utf-8").splitlines()
+        err = proc.stderr.read().decode("utf-8")
+        assert proc.wait(timeout=60) == 0, err
+    finally:
+        proc.kill()
+        proc.wait()
+    return answers, rest, err
+
+
+def test_cli_pool_answers_a_slow_input_line_by_line(expected):
+    """A user typing into a pipe: each line is answered while the pipe stays open, though a chunk
+    holds 16 lines (the pool sends what it has when no new line comes); then nothing is left over,
+    and the answers are the serial run's."""
+    typed = LINES[:3]
+    answers, rest, _ = answers_as_typed(["--workers", "2"], typed)
+    assert answers == expected[:3] and rest == []
+
+
 def test_cli_workers_and_threads_alias(input_file, full_outputs):
     for flag in ("--workers", "--threads"):
         proc = cli([flag, "2", "--chunk-size", "3"], input_file)
@@ -376,7 +481,27 @@ def test_cli_without_dask_says_what_to_install(tmp_path):
     (["--chunk-size", "0"], "--chunk-size must be >= 1"),
     (["--retries", "-1"], "--retries must be >= 0"),
     (["--shard", "3/2"], "--shard takes I/N"),
+    (["--cluster", "local:0"], "--cluster local:N takes N >= 1 worker processes, got local:0"),  # not --workers'
+    (["--cluster", "local:-1"], "--cluster takes local:N"),
+    (["--cluster", "local:x"], "--cluster takes local:N"),
+    (["--cluster", "foo:2"], "--cluster takes local:N"),
 ])
 def test_cli_bad_run_flags(args, message):
     proc = run_cli(["decode", *args], "das\n")
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+# Each a --scheduler that is no scheduler: refused in one line, before any connection is tried.
+@pytest.mark.parametrize("target, message", [
+    ("README.md", "--scheduler README.md: not a Dask scheduler file"),  # a file, but not the JSON of one
+    ("/no/such/dir/sched.json", "no such scheduler file (no folder /no/such/dir)"),  # was: "missing port number"
+    ("tcp://", "--scheduler tcp://: not a scheduler address"),
+    ("127.0.0.1:99999", "port in 1..65535"),  # was tried for 30 s
+    ("http://127.0.0.1:8786", "unknown scheme 'http'"),
+    ("", "--scheduler takes a scheduler's address"),
+])
+def test_cli_bad_scheduler(target, message):
+    pytest.importorskip("distributed", reason="--scheduler needs the cluster extra")
+    proc = run_cli(["decode", "--scheduler", target], "das\n", timeout=20)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
