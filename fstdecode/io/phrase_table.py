@@ -12,7 +12,8 @@ Invariants of a loaded :class:`PhraseTable`:
 * every feature value is a natural-log score, finite and ``>= LOWEST_SCORE``;
 * ``lookup(source)`` returns pairs best first when a table limit was applied,
   otherwise in file order; duplicated ``(source, target)`` lines stay distinct
-  pairs, as in Moses.
+  pairs, as in Moses (its loader adds every line to the source's collection, and the
+  table limit ranks them all), with one warning per table (:class:`_Repeats`).
 """
 
 from __future__ import annotations
@@ -330,6 +331,85 @@ def _warn_if_empty(table: PhraseTable, sources_read: int) -> None:
     )
 
 
+#: Tables whose repeated pairs were reported already: a filtered decode reads its table once per
+#: batch of input lines, and one warning per table is enough.
+_REPEATS_REPORTED: set[str] = set()
+
+
+class _Repeats:
+    """Lines that repeat an earlier ``(source, target)`` pair of their table, for one warning.
+
+    Moses keeps such lines as distinct options, and so does fstdecode; a repeat with other
+    scores is most likely a mistake, so it is reported. Lines of one source phrase are compared
+    within each run of consecutive lines (a table sorted by source, as Moses writes them, has
+    one run per source), with their line numbers, whether or not the vocabulary filter keeps
+    them; memory stays bounded by the largest run. A source whose lines come back after other
+    sources (an unsorted table) is compared again over all its kept pairs once the file is
+    read, without line numbers.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.other_scores = 0
+        #: ``(line, line of the pair's first copy, "source ||| target", scores differ)``.
+        self.first: tuple[int, int, str, bool] | None = None
+        #: The current run's targets, each with its first line and scores (the caller fills it).
+        self.run: dict[tuple[str, ...], tuple[int, tuple[float, ...]]] = {}
+        self._within: dict[tuple[str, ...], tuple[int, int]] = {}
+        self._reopened: dict[tuple[str, ...], None] = {}  # a dict: file order, so the warning is stable
+
+    def new_run(self, reopened: tuple[str, ...] | None) -> None:
+        """Start a run of lines of a new source; ``reopened``: that source, if it was kept before."""
+        self.run.clear()
+        if reopened is not None:
+            self._reopened[reopened] = None
+
+    def repeat(self, lineno: int, source: tuple[str, ...], target: tuple[str, ...], scores: tuple[float, ...]) -> None:
+        """Line ``lineno`` repeats ``target``, already in :attr:`run`."""
+        earlier = self.run[target]
+        differs = earlier[1] != scores
+        self.count += 1
+        self.other_scores += differs
+        count, other = self._within.get(source, (0, 0))
+        self._within[source] = (count + 1, other + differs)
+        if self.first is None:
+            self.first = (lineno, earlier[0], f"{' '.join(source)} ||| {' '.join(target)}", differs)
+
+    def finish(self, groups: Mapping[tuple[str, ...], list[PhrasePair]]) -> None:
+        """Count the repeats of every reopened source over all its kept pairs (in place of its runs')."""
+        for source in self._reopened:
+            seen: dict[tuple[str, ...], tuple[float, ...]] = {}
+            count = other = 0
+            for pair in groups[source]:
+                if pair.target not in seen:
+                    seen[pair.target] = pair.scores
+                    continue
+                differs = seen[pair.target] != pair.scores
+                count, other = count + 1, other + differs
+                if self.first is None:
+                    self.first = (0, 0, f"{' '.join(source)} ||| {' '.join(pair.target)}", differs)
+            within = self._within.get(source, (0, 0))
+            self.count += count - within[0]
+            self.other_scores += other - within[1]
+
+    def warn(self, path: str) -> None:
+        """One warning on the ``fstdecode`` logger, once per table per process; none without repeats."""
+        if not self.count or path in _REPEATS_REPORTED or self.first is None:
+            return
+        _REPEATS_REPORTED.add(path)
+        lineno, original, pair, differs = self.first
+        how = " with other scores" if differs else ""
+        where = (
+            f"{path}:{lineno}: '{pair}' repeats line {original}{how}" if lineno
+            else f"{path}: '{pair}' is repeated{how}, in another block of its source phrase's lines"
+        )
+        _LOG.warning(
+            "%s; %d line(s) of this table repeat an earlier (source, target) pair, %d of them with other "
+            "scores; each is kept as a translation option of its own, as Moses keeps them",
+            where, self.count, self.other_scores,
+        )
+
+
 def load_phrase_table(
     path: str | os.PathLike[str],
     *,
@@ -363,7 +443,9 @@ def load_phrase_table(
     ``num_scores`` is ``num_features`` (or 0). An empty table, whether the file
     has no entries or the ``vocabulary`` filter kept none, is not an error but
     logs a warning on the ``fstdecode`` logger naming the file: every source
-    word will then be copied through as an unknown word.
+    word will then be copied through as an unknown word. Lines that repeat an earlier
+    ``(source, target)`` pair are kept, as Moses keeps them, and reported in one warning per
+    table and process (the first repeat's line, and how many there are; :class:`_Repeats`).
     """
     path_str = os.fspath(path)
     _check_arguments(path_str, score_format, num_features, table_limit)
@@ -376,6 +458,7 @@ def load_phrase_table(
     expected = num_features
     first_lineno: int | None = None
     patterns: dict[str, tuple[str, int, int]] = {"": ("", -1, -1)}
+    repeats = _Repeats()
     for lineno, text in numbered_lines(path_str, PhraseTableError):
         if not text.strip():
             continue
@@ -392,6 +475,11 @@ def load_phrase_table(
         if source != last_source:
             last_source, runs = source, runs + 1
             keep = vocabulary is None or bool(vocabulary(source))
+            repeats.new_run(source if keep and source in groups else None)
+        if target in repeats.run:  # inline, not a call per line: this loop reads every line of big tables
+            repeats.repeat(lineno, source, target, scores)
+        else:
+            repeats.run[target] = (lineno, scores)
         got = patterns.get(align_text)
         if got is None:
             got = patterns[align_text] = _alignment(align_text, where)
@@ -399,6 +487,8 @@ def load_phrase_table(
             _check_alignment(got, align_text, len(source), len(target), where)
         if keep:
             groups.setdefault(source, []).append(PhrasePair(source, target, scores, False, got[0]))
+    repeats.finish(groups)
+    repeats.warn(path_str)
     rank = ranker if ranker is not None else _sum_of_scores
     entries = {
         source: (_limit(pairs, table_limit, rank) if table_limit > 0 else tuple(pairs))

@@ -16,7 +16,9 @@ from fstdecode.io.moses_ini import (
     load_moses_ini,
 )
 
-from shared import data_path, expect_reader_error
+from fstdecode.model.model import load_model
+
+from shared import data_path, example_ini_text, expect_reader_error, run_cli
 
 
 def write(tmp_path: Path, text: str, name: str = "moses.ini") -> Path:
@@ -395,3 +397,48 @@ def test_error_invalid_utf8(tmp_path: Path) -> None:
     path = tmp_path / "moses.ini"
     path.write_bytes(b"[feature]\nKENLM path=\xff\n")
     expect_error(path, 2, "invalid UTF-8")
+
+
+# --------------------------------------------------------------------------
+# A second feature of one kind (issue 22): Moses reads each line as a feature of its own, with
+# its own weight (WordPenalty0, WordPenalty1); fstdecode's model has one weight per kind, so it
+# refuses the file, naming both lines, where it used to merge them into one weight without a word.
+
+
+@pytest.mark.parametrize(
+    ("kind", "what"),
+    [
+        ("WordPenalty", "word penalty"),  # the case found: WordPenalty0's weight was replaced by 1.0
+        ("Distortion", "distance-based distortion feature"),
+        ("PhrasePenalty", "phrase penalty"),
+        ("UnknownWordPenalty", "unknown-word penalty"),  # untuneable, with Moses' default weight
+    ],
+)
+def test_a_second_feature_of_one_kind_is_an_error_naming_both_lines(tmp_path: Path, kind: str, what: str) -> None:
+    # The example's [feature] lines: KENLM on line 6, Distortion 7, WordPenalty 8,
+    # UnknownWordPenalty 9, PhraseDictionaryMemory 10; the added lines go at 11 (and 12).
+    ini = example_ini_text()
+    present = f"\n{kind}\n" in ini
+    added = f"{kind}\n" if present else f"{kind}\n{kind}\n"
+    path = write(tmp_path, ini.replace("table-limit=0\n", f"table-limit=0\n{added}", 1))
+    first, second = ({"Distortion": 7, "WordPenalty": 8, "UnknownWordPenalty": 9}[kind], 11) if present else (11, 12)
+    with pytest.raises(MosesIniError) as info:
+        load_model(path)
+    message = str(info.value)
+    assert message.startswith(
+        f"{path}:{second}: a second {kind} feature ({kind}1; the first, {kind}0, is on line {first})"
+    ), message
+    assert f"fstdecode supports one {what}" in message
+
+
+def test_a_second_word_penalty_fails_the_cli_in_one_line(tmp_path: Path) -> None:
+    ini = example_ini_text().replace("WordPenalty\n", "WordPenalty\nWordPenalty\n", 1)
+    path = write(tmp_path, ini)
+    proc = run_cli(["decode", "-f", str(path), "--show-weights"])
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"fstdecode: error: {path}:9: a second WordPenalty feature (WordPenalty1; the first, WordPenalty0, "
+        "is on line 8); fstdecode supports one word penalty, remove all but one (Moses would read each line "
+        "as a feature of its own, with its own weight)"
+    ]

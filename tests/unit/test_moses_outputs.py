@@ -188,3 +188,44 @@ def test_main_returns_2_for_an_unwritable_alignment_file(tmp_path, monkeypatch, 
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"das\n"), encoding="utf-8"))
     assert main(["decode", "--alignment-output-file", str(tmp_path / "no" / "such" / "dir")]) == 2
     assert "dir (--alignment-output-file): cannot write" in capsys.readouterr().err
+
+
+def mert_features(line: str) -> list[tuple[str, int]]:
+    """The dense features of an n-best line as Moses' MERT/MIRA extractor reads them
+    (mert/Data.cpp): each ``NAME=`` token starts a feature, the number tokens after it are its values."""
+    out: list[tuple[str, int]] = []
+    for tok in line.split(" ||| ")[2].split():
+        if tok.endswith("="):
+            out.append((tok[:-1], 0))
+        else:
+            float(tok)  # the extractor converts every value
+            out[-1] = (out[-1][0], out[-1][1] + 1)
+    return out
+
+
+def test_a_failed_line_gives_an_nbest_entry_that_tuning_tools_read():
+    # Issue 22: a failed line's entry had the score -inf (which C++ stream reads refuse) and an
+    # empty feature field. MERT's extractor takes the feature names from the list's first line and
+    # reads every line's features, so a failed first line lost every name. Now: each name, as
+    # many zeros as the feature has values, and score 0 (Moses' score for a sentence it cannot
+    # translate). Line 1 fails (Moses' field separator), line 2 decodes.
+    proc = run_cli(["decode", "--format", "nbest", "--method", "stack"], "das ||| muss\ndas muss\n")
+    assert proc.returncode == 0, proc.stderr
+    failed, decoded = proc.stdout.splitlines()
+    assert failed.split(" ||| ")[:2] == ["0", "das &#124;&#124;&#124; muss"]
+    assert failed.split(" ||| ")[3] == "0"
+    assert mert_features(failed) == mert_features(decoded) == [
+        ("KENLM0", 1), ("Distortion0", 1), ("WordPenalty0", 1), ("PhraseDictionaryMemory0", 2),
+    ]
+    assert set(failed.split(" ||| ")[2].split()) == {"KENLM0=", "Distortion0=", "WordPenalty0=", "PhraseDictionaryMemory0=", "0"}
+
+
+def test_a_failed_nbest_entry_from_the_api_has_the_model_layout():
+    model = load_model()
+    failed = Decoder(model).decode(["das", "</s>"])  # a reserved token: the line fails
+    assert failed.derivations == ()
+    decoded = Decoder(model, "stack").decode("das muss")
+    for given in ({"features": model.weights}, {"features": model.features, "weights": model.weights}):
+        line = nbest_lines(failed, **given)[0]
+        assert mert_features(line) == mert_features(nbest_lines(decoded, model.features)[0])
+        assert float(line.split(" ||| ")[3]) == 0.0

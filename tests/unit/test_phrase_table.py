@@ -164,6 +164,52 @@ def test_duplicates_kept_and_file_order(tmp_path: Path) -> None:
     assert ("a",) in table and ("nope",) not in table
 
 
+def repeat_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "repeat" in r.getMessage()]
+
+
+def test_repeated_pairs_are_kept_and_reported_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Moses' loader adds every line to its source's collection, so a pair listed twice is two
+    # options; with other scores it is most likely a mistake, which used to pass without a word.
+    path = write(
+        tmp_path,
+        "das ||| that ||| 0.5 0.5\n"
+        "das ||| the ||| 0.4 0.4\n"
+        "das ||| that ||| 0.1 0.1\n"  # line 3 repeats line 1, other scores
+        "das ||| the ||| 0.4 0.4\n"  # line 4 repeats line 2, same scores
+        "muss ||| must ||| 1 1\n",
+    )
+    with caplog.at_level("WARNING", logger="fstdecode"):
+        table = load_phrase_table(path)
+        load_phrase_table(path, vocabulary=lambda source: source == ("muss",))  # a filtered batch: read again
+    assert targets(table, "das") == ["that", "the", "that", "the"]  # all kept, in file order
+    assert repeat_warnings(caplog) == [
+        f"{path}:3: 'das ||| that' repeats line 1 with other scores; 2 line(s) of this table repeat an "
+        "earlier (source, target) pair, 1 of them with other scores; each is kept as a translation "
+        "option of its own, as Moses keeps them"
+    ]
+
+
+def test_repeats_in_separate_blocks_of_an_unsorted_table_are_reported(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # The source 'a' comes back after 'b': its lines are compared again once the file is read.
+    path = write(tmp_path, "a ||| x ||| 0.1\nb ||| y ||| 0.9\na ||| z ||| 0.9\na ||| x ||| 0.5\n")
+    with caplog.at_level("WARNING", logger="fstdecode"):
+        load_phrase_table(path)
+    assert repeat_warnings(caplog) == [
+        f"{path}: 'a ||| x' is repeated with other scores, in another block of its source phrase's lines; "
+        "1 line(s) of this table repeat an earlier (source, target) pair, 1 of them with other scores; "
+        "each is kept as a translation option of its own, as Moses keeps them"
+    ]
+
+
+def test_no_repeat_no_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # The same target under two sources, and two targets under one source, are no repeat.
+    path = write(tmp_path, "a ||| x ||| 0.1\na ||| y ||| 0.1\nb ||| x ||| 0.1\n")
+    with caplog.at_level("WARNING", logger="fstdecode"):
+        load_phrase_table(path)
+    assert repeat_warnings(caplog) == []
+
+
 def test_max_source_len_and_empty_table(tmp_path: Path) -> None:
     path = write(tmp_path, "a ||| x ||| 1\na b c ||| y ||| 1\na b ||| z ||| 1\n")
     assert load_phrase_table(path).max_source_len == 3

@@ -41,6 +41,12 @@ def model():
          MarkedLine(("x", "y"), (XmlOption(1, 1, (("u",),), (1.0,)), XmlOption(0, 1, (("t",),), (1.0,))))),
         ('a <n>b</n>', MarkedLine(("a", "b"))),  # no translation: nothing to add, as in Moses
         ("a < b > c", MarkedLine(("a", "<", "b", ">", "c"))),  # '<' not followed by a letter is text
+        # Moses' placeholder: without a placeholder factor it leaves its word as is; removed.
+        ('a <ne entity="NUM">7</ne> b', MarkedLine(("a", "7", "b"))),
+        ('<np translation="x" prob="0">a</np>', MarkedLine(("a",), (XmlOption(0, 0, (("x",),), (0.0,)),))),  # ln 0, floored
+        ('<np translation="a\\"b">c</np>', MarkedLine(("c",), (XmlOption(0, 0, (('a\\"b',),), (1.0,)),))),  # \" kept
+        ('<np class="x" translation="t">a</np>', MarkedLine(("a",), (XmlOption(0, 0, (("t",),), (1.0,)),))),  # other attributes
+        ("<br/> a", MarkedLine(("a",))),  # a unary tag with no translation adds nothing
     ],
 )
 def test_parse_markup(line, expected):
@@ -58,13 +64,48 @@ def test_parse_markup(line, expected):
         ('<np translation="x" prob="-1">a</np>', "must be a probability"),
         ('<np translation="x||">a</np>', "empty translation"),
         ('<np translation="x" span="7">a</np>', "outside the line"),
-        ('a <wall/> b', "special tag <wall> is not supported"),
         ('<np translation="x>a</np>', "no closing"),
+        # Issue 22: cases Moses reads on silently, or reads as nonsense; each now names its problem.
+        ('<np translation="x" prob="1e308">a</np>', "prob '1e308' must be a probability, a number from 0 to 1"),
+        ('<np translation="x" prob="1.5">a</np>', "prob '1.5' must be a probability"),  # Moses: a bonus of ln 1.5
+        ('<np translation="x" prob="nan">a</np>', "prob 'nan' must be a probability"),
+        ('<np translation="x" prob="inf">a</np>', "prob 'inf' must be a probability"),
+        ("<np translation=x>a</np>", "the value of translation is not in double quotes ('translation=x')"),
+        ("<np translation='x'>a</np>", "the value of translation is not in double quotes"),
+        ('<np translation = "x">a</np>', "spaces around the '=' of translation"),
+        ('<np translation="x"prob="1">a</np>', "follows the value of translation with no space"),
+        ('<np translation="x" translation="y">a</np>', "the attribute translation is given twice"),
+        ("<np foo>a</np>", "'foo' is not an attribute"),
+        ('a <np translation="x"></np> b', "tag <np> has a translation but spans no word"),  # Moses drops it
+        ('a <np translation="x"/> b', "tag <np> has a translation but spans no word"),
+        # A tag ends at its first '>', so '<s>' in a value cuts it: the message says so.
+        ('das <np translation="<s>">muss</np>', "has no closing '\"' before the '>' that ends the tag"),
+        ('a <ne entity="x">b c</ne>', "tag <ne> must span exactly one word"),
+        ('a <np/ translation="x">b</np>', "malformed tag '<np/ translation=\"x\">': 'np/' is not a tag name"),
     ],
 )
 def test_malformed_markup_is_an_error(line, message):
     with pytest.raises(XmlInputError, match=re.escape(message)):
         parse_markup(line)
+
+
+# Moses applies these under every policy but pass-through, ignore included (walls and zones
+# constrain its search; the others change its model); fstdecode has none, so the line fails.
+@pytest.mark.parametrize("policy", ["ignore", "exclusive", "inclusive"])
+@pytest.mark.parametrize(
+    "line, tag",
+    [
+        ("das <wall/> muss", "<wall> is Moses' reordering wall"),
+        ("<zone>das muss</zone>", "<zone> is Moses' reordering zone"),
+        ('<weight-overwrite weights="WordPenalty0= 1"/> das', "<weight-overwrite> is a change of Moses' feature weights"),
+        ('<update name="PT0" source="a" target="b" alignment="0-0"/> das', "<update> is an update of Moses'"),
+    ],
+)
+def test_special_tags_fail_the_line_in_every_policy(model, policy, line, tag):
+    result = Decoder(model, "stack", xml_input=policy).decode(line)
+    assert result.derivations == ()
+    assert result.error.startswith(f"XML markup: tag {tag}")
+    assert "Moses applies it under --xml-input ignore too" in result.error
 
 
 # Both engines: the native searches run on the options built in Python (native_form's route).
@@ -129,3 +170,19 @@ def test_malformed_line_fails_alone_and_the_batch_goes_on():
     assert out[1] == 'das <np translation="x">muss'  # the failed line, passed through as written
     assert "qqq rrr" in out[2]
     assert "line 2: XML markup: tag <np> is never closed" in proc.stderr
+
+
+def test_markup_problems_fail_their_line_alone_naming_it():
+    # Issue 22: an unquoted attribute and an empty span were dropped without a word, and a wall
+    # failed the line under ignore with a message that did not say why.
+    lines = "das <np translation=that>muss</np>\n" + f"{LINE}\n" + "das <wall/> muss\n" + '<np translation="x"></np> das\n'
+    proc = run_cli(["decode", "--xml-input", "ignore", "--method", "stack"], lines)
+    assert proc.returncode == 0
+    out = proc.stdout.splitlines()
+    assert len(out) == 4
+    assert out[0] == "das <np translation=that>muss</np>"  # failed lines: the source, as written
+    assert out[2] == "das <wall/> muss"
+    assert "line 1: XML markup: tag <np>: the value of translation is not in double quotes" in proc.stderr
+    assert "line 3: XML markup: tag <wall> is Moses' reordering wall" in proc.stderr
+    assert "line 4: XML markup: tag <np> has a translation but spans no word" in proc.stderr
+    assert "line 2:" not in proc.stderr
