@@ -7,7 +7,7 @@
 // minus the option's length. Every floating-point sum is formed in the Python order, so scores
 // agree bit for bit with the Python engine given the same LM values.
 //
-// Layout: a coverage is a Cov<W> (coverage_set.h). LM contexts are interned per search
+// Layout: a coverage is a C (coverage_set.h). LM contexts are interned per search
 // (space::Contexts); the join of an <s> tape ending in a context with an option
 // (fstdecode.statespace.ngram.joined for a = (0, (), last_t, context), c = None) is cached per
 // (context, option) (space::BosJoins). A layer's hash index is freed once the layer is complete
@@ -43,9 +43,9 @@ struct Hyp {
   int option;  // Option::id (-1: the start)
 };
 
-template <int W>
+template <class C>
 struct State {
-  Cov<W> coverage;
+  C coverage;
   int last_t;
   int context;
   int last_s;  // the reordering state (coverage_dp.py; exact.cpp's State): 0 and -1 without one
@@ -55,14 +55,21 @@ struct State {
   Hyp best;   // nbest == 1: the hypothesis
 };
 
-template <int W>
+template <class C>
 struct Layer {
-  std::vector<State<W>> states;  // in order of creation (Python's dict order)
+  std::vector<State<C>> states;  // in order of creation (Python's dict order)
   std::vector<std::vector<Hyp>> lists;
   Index index;
 };
 
-struct BudgetExceeded {};
+struct BudgetExceeded {
+  std::string message;
+};
+
+// A DP over every coverage cannot skip one: a state beyond WinCov's window ends the search as the
+// budget does (the line then gets the stack decoder's derivation, not proven).
+constexpr const char* BEYOND_WINDOW =
+    "a coverage reached beyond the core's window of 448 positions right of its first gap";
 
 // insert_best(entries, item, k, first) of search/kbest.py, on a list of `count` hypotheses.
 // Returns the new count.
@@ -78,7 +85,7 @@ inline int insert_best(Hyp* list, int count, int k, const Hyp& item) {
   return kept;
 }
 
-template <int W>
+template <class C>
 class Search {
  public:
   Search(const Problem& problem, const CoverageOptions& options)
@@ -96,13 +103,13 @@ class Search {
     try {
       const WordId bos = p_.bos();
       const int context = contexts_.intern(&bos, 1);
-      const Cov<W> zero;
+      const C zero;
       const int start = add_state(layers_[0], zero, 0, context, 0, -1, hash_of(zero, 0, context, 0, -1));
       insert(layers_[0], start, {0.0, -1, -1, -1});
       for (int c = 0; c <= n_; ++c) expand(c);
-    } catch (const BudgetExceeded&) {
+    } catch (const BudgetExceeded& e) {
       result.status = "budget";
-      result.message = "more than " + std::to_string(o_.max_states) + " states (--max-states)";
+      result.message = e.message;
       result.states = states_;
       result.transitions = transitions_;
       return result;
@@ -115,9 +122,9 @@ class Search {
       int state, rank;
     };
     std::vector<Final> finals;
-    const Layer<W>& last = layers_[static_cast<std::size_t>(n_)];
+    const Layer<C>& last = layers_[static_cast<std::size_t>(n_)];
     for (std::size_t e = 0; e < last.states.size(); ++e) {
-      const State<W>& st = last.states[e];
+      const State<C>& st = last.states[e];
       if (!p_.moses() && end_ - st.last_t - 1 > d_) continue;
       const Joined closed = joins_.get(st.context, p_.eos_option());
       const double close = p_.charge_final() ? closed.score - eta_ * (end_ - st.last_t - 1) : closed.score;
@@ -142,7 +149,7 @@ class Search {
       out.score = f.score;
       int c = n_, state = f.state, rank = f.rank;
       while (true) {
-        const Layer<W>& layer = layers_[static_cast<std::size_t>(c)];
+        const Layer<C>& layer = layers_[static_cast<std::size_t>(c)];
         const Hyp& h = list_of(layer, layer.states[static_cast<std::size_t>(state)])[rank];
         if (h.option < 0) break;
         const Option& opt = p_.option(h.option);
@@ -159,18 +166,18 @@ class Search {
   }
 
  private:
-  const Hyp* list_of(const Layer<W>& layer, const State<W>& st) const {
+  const Hyp* list_of(const Layer<C>& layer, const State<C>& st) const {
     return nbest_ == 1 ? &st.best : layer.lists[static_cast<std::size_t>(st.list)].data();
   }
 
-  static std::uint64_t hash_of(const Cov<W>& cov, int t, int ctx, int last_s, int row) {
+  static std::uint64_t hash_of(const C& cov, int t, int ctx, int last_s, int row) {
     return key_hash(cov, t, ctx) ^
            mix((static_cast<std::uint64_t>(static_cast<std::uint32_t>(row)) << 20) ^ static_cast<std::uint32_t>(last_s));
   }
 
-  int add_state(Layer<W>& layer, const Cov<W>& cov, int last_t, int context, int last_s, int row, std::uint64_t h) {
+  int add_state(Layer<C>& layer, const C& cov, int last_t, int context, int last_s, int row, std::uint64_t h) {
     const int e = static_cast<int>(layer.states.size());
-    State<W> st;
+    State<C> st;
     st.coverage = cov;
     st.last_t = last_t;
     st.context = context;
@@ -189,30 +196,31 @@ class Search {
   }
 
   // The state (cov, last_t, context) of `layer`, created (and counted) if new.
-  int state_of(Layer<W>& layer, const Cov<W>& cov, int last_t, int context, int last_s, int row) {
+  int state_of(Layer<C>& layer, const C& cov, int last_t, int context, int last_s, int row) {
     const std::uint64_t h = hash_of(cov, last_t, context, last_s, row);
     const int e = layer.index.find(h, [&](int i) {
-      const State<W>& x = layer.states[static_cast<std::size_t>(i)];
+      const State<C>& x = layer.states[static_cast<std::size_t>(i)];
       return x.last_t == last_t && x.context == context && x.last_s == last_s && x.row == row && x.coverage == cov;
     });
     if (e >= 0) return e;
     ++states_;
-    if (o_.max_states >= 0 && states_ > o_.max_states) throw BudgetExceeded{};
+    if (o_.max_states >= 0 && states_ > o_.max_states)
+      throw BudgetExceeded{"more than " + std::to_string(o_.max_states) + " states (--max-states)"};
     return add_state(layer, cov, last_t, context, last_s, row, h);
   }
 
-  void insert(Layer<W>& layer, int e, const Hyp& item) {
-    State<W>& st = layer.states[static_cast<std::size_t>(e)];
+  void insert(Layer<C>& layer, int e, const Hyp& item) {
+    State<C>& st = layer.states[static_cast<std::size_t>(e)];
     Hyp* list = nbest_ == 1 ? &st.best : layer.lists[static_cast<std::size_t>(st.list)].data();
     st.count = insert_best(list, st.count, nbest_, item);
   }
 
   void expand(int c) {
-    Layer<W>& layer = layers_[static_cast<std::size_t>(c)];
+    Layer<C>& layer = layers_[static_cast<std::size_t>(c)];
     layer.index.release();  // complete: every transition into it comes from a smaller layer
     const auto& by_start = p_.by_start();
     for (std::size_t e = 0; e < layer.states.size(); ++e) {
-      const State<W> st = layer.states[e];  // a copy: the layer is not written while expanded
+      const State<C> st = layer.states[e];  // a copy: the layer is not written while expanded
       if (st.coverage == full_) continue;
       const Hyp* list = list_of(layer, layer.states[e]);
       scores_.assign(static_cast<std::size_t>(st.count), 0.0);
@@ -226,8 +234,8 @@ class Search {
         for (const Option& opt : by_start[static_cast<std::size_t>(s)]) {
           if (st.coverage.any_in_range(s - 1, opt.t - 1)) continue;
           if (moses && s != g && opt.t + 1 - g > d_) continue;  // Moses' gap rule
-          Cov<W> cov = st.coverage;
-          cov.set_range(s - 1, opt.t - 1);
+          C cov = st.coverage;
+          if (!cov.set_range(s - 1, opt.t - 1)) throw BudgetExceeded{BEYOND_WINDOW};
           // The final jump into </s> must be possible from a full coverage (paper's semantics).
           const bool full = cov == full_;
           if (full && !moses && end_ - opt.t - 1 > d_) continue;
@@ -240,7 +248,7 @@ class Search {
             last_s = p_.reordering_reads_start() ? opt.s : 0;
             row = p_.lr_row(opt.id);
           }
-          Layer<W>& target = layers_[static_cast<std::size_t>(c + opt.t - opt.s + 1)];
+          Layer<C>& target = layers_[static_cast<std::size_t>(c + opt.t - opt.s + 1)];
           const int to = state_of(target, cov, opt.t, joined.last, last_s, row);
           for (int r = 0; r < st.count; ++r)
             insert(target, to, {scores_[static_cast<std::size_t>(r)] + delta, static_cast<int>(e), r, opt.id});
@@ -254,10 +262,10 @@ class Search {
   const int n_, end_, d_;
   const double eta_;
   const int nbest_;
-  Cov<W> full_;
+  C full_;
   Contexts contexts_;
   BosJoins joins_;
-  std::vector<Layer<W>> layers_;
+  std::vector<Layer<C>> layers_;
   long states_ = 1, transitions_ = 0;  // the start state counts, as in Python
   std::vector<double> scores_;
 };
@@ -267,8 +275,7 @@ class Search {
 Result coverage_search(const Problem& problem, const CoverageOptions& options) {
   if (!problem.finished()) throw std::logic_error("coverage_search: call Problem.finish() first");
   if (options.nbest < 1) throw std::invalid_argument("nbest must be >= 1");
-  return with_width(problem, "the native coverage DP",
-                    [&](auto w) { return Search<decltype(w)::value>(problem, options).run(); });
+  return with_coverage(problem, [&](auto c) { return Search<typename decltype(c)::type>(problem, options).run(); });
 }
 
 }  // namespace fstdecode

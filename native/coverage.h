@@ -18,7 +18,8 @@ struct CoverageOptions {
 
 // The k best derivations (optimal = true). status "budget" when more than max_states states
 // would be built (no hypotheses then, as Python raises before any derivation is complete),
-// "none" when no derivation satisfies the distortion limit or n exceeds the core's 512 words.
+// "none" when no derivation satisfies the distortion limit. A sentence of more than 512 words
+// (WinCov) also ends with "budget" when a coverage reaches beyond the window.
 Result coverage_search(const Problem& problem, const CoverageOptions& options);
 
 }  // namespace fstdecode

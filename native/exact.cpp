@@ -158,38 +158,49 @@ void add_tape_bounds(const Problem& p, Contexts& contexts, BosJoins& joins,
 // appending option id can pay: over the spans (a, b) that may precede it (and <s>, whose
 // orientation charges no forward score), the backward score of the orientation plus the best
 // forward score of that orientation among the options of span (a, b).
+// The most words of any option of p (0 without options).
+int longest_option(const Problem& p) {
+  int longest = 0;
+  for (int a = 1; a <= p.n(); ++a)
+    for (const Option& q : p.by_start()[static_cast<std::size_t>(a)]) longest = std::max(longest, q.t - q.s + 1);
+  return longest;
+}
+
 void add_reordering_bounds(const Problem& p, std::vector<double>& beta) {
   const int n = p.n(), k = p.orientations();
   const int d = std::min(p.d(), n + 2);
-  const std::size_t width = static_cast<std::size_t>(n) + 2;
-  // best_next[(a * width + b) * k + o], and which spans have options.
-  std::vector<double> best_next(width * width * static_cast<std::size_t>(k), -kInf);
-  std::vector<char> has(width * width, 0);
+  const int longest = longest_option(p);
+  // Spans by (start, length - 1): at(a, b) = a * longest + b - a; best_next[at * k + o], and
+  // which spans have options.
+  const auto at = [&](int a, int b) { return static_cast<std::size_t>(a) * static_cast<std::size_t>(longest) + static_cast<std::size_t>(b - a); };
+  const std::size_t size = (static_cast<std::size_t>(n) + 2) * static_cast<std::size_t>(longest);
+  std::vector<double> best_next(size * static_cast<std::size_t>(k), -kInf);
+  std::vector<char> has(size, 0);
   const auto& by_start = p.by_start();
   for (int a = 1; a <= n; ++a)
     for (const Option& q : by_start[static_cast<std::size_t>(a)]) {
-      const std::size_t at = static_cast<std::size_t>(q.s) * width + static_cast<std::size_t>(q.t);
-      has[at] = 1;
+      has[at(q.s, q.t)] = 1;
       for (int o = 0; o < k; ++o) {
-        double& x = best_next[at * static_cast<std::size_t>(k) + static_cast<std::size_t>(o)];
+        double& x = best_next[at(q.s, q.t) * static_cast<std::size_t>(k) + static_cast<std::size_t>(o)];
         x = std::max(x, p.lr_next(p.lr_row(q.id), o));
       }
     }
   std::vector<double> best(static_cast<std::size_t>(k));
   for (int s = 1; s <= n; ++s)
-    for (int t = s; t <= n; ++t) {
-      if (!has[static_cast<std::size_t>(s) * width + static_cast<std::size_t>(t)]) continue;
+    for (int t = s; t <= n && t - s < longest; ++t) {
+      if (!has[at(s, t)]) continue;
       std::fill(best.begin(), best.end(), -kInf);
       if (s - 1 <= d) {
         const int o = p.orientation(0, 0, true, s, t);
         best[static_cast<std::size_t>(o)] = std::max(best[static_cast<std::size_t>(o)], 0.0);
       }
-      for (int a = 1; a <= n; ++a)
-        for (int b = a; b <= n; ++b) {
-          if (!has[static_cast<std::size_t>(a) * width + static_cast<std::size_t>(b)]) continue;
-          if (!(std::abs(b + 1 - s) <= d && (b < s || a > s))) continue;  // may_precede
+      // The spans (a, b) that may precede (s, t): |b + 1 - s| <= d, and a > s when b >= s.
+      for (int b = std::max(1, s - 1 - d); b <= std::min(n, s - 1 + d); ++b)
+        for (int a = std::max(1, b - longest + 1); a <= b; ++a) {
+          if (!has[at(a, b)]) continue;
+          if (!(b < s || a > s)) continue;
           const int o = p.orientation(a, b, false, s, t);
-          const double x = best_next[(static_cast<std::size_t>(a) * width + static_cast<std::size_t>(b)) * static_cast<std::size_t>(k) + static_cast<std::size_t>(o)];
+          const double x = best_next[at(a, b) * static_cast<std::size_t>(k) + static_cast<std::size_t>(o)];
           best[static_cast<std::size_t>(o)] = std::max(best[static_cast<std::size_t>(o)], x);
         }
       for (const Option& opt : by_start[static_cast<std::size_t>(s)]) {
@@ -203,7 +214,23 @@ void add_reordering_bounds(const Problem& p, std::vector<double>& beta) {
 
 // The heuristic's pieces over a search's contexts and joins (exact.py, bounds); with `tapes`,
 // the tape bounds' too.
-ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, bool tapes = false) {
+// Work: the size of build_bounds' work, counted so that a search can cap it (exact.h,
+// bounds_cap): each (phrase, predecessor) pair it lists and each (context, phrase) score its
+// option bounds and </s> bound take; past `cap` (< 0: none) the build stops with BoundsTooBig.
+// (The fixpoint of the contexts revisits the pairs, a few times over: bounded by them.)
+struct BoundsTooBig {
+  long cap;
+};
+
+struct Work {
+  long cap = -1, done = 0;
+  void operator()() {
+    if (++done > cap && cap >= 0) throw BoundsTooBig{cap};
+  }
+};
+
+ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, bool tapes = false, long cap = -1) {
+  Work work{cap};
   const int n = p.n(), k = p.order() - 1;
   const int d = std::min(p.d(), n + 2);
   const auto& by_start = p.by_start();
@@ -211,11 +238,16 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
   const WordId bos_word = p.bos();
   const int bos = contexts.intern(&bos_word, 1);
   // preceders[s]: the options that may precede a phrase starting at s.
+  // (q.t lies within d of s - 1, so q.s within d + longest - 1: the starts outside cannot.)
+  const int longest = longest_option(p);
   std::vector<std::vector<const Option*>> preceders(static_cast<std::size_t>(n) + 1);
   for (int s = 1; s <= n; ++s)
-    for (int a = 1; a <= n; ++a)
+    for (int a = std::max(1, s - d - longest); a <= std::min(n, s - 1 + d); ++a)
       for (const Option& q : by_start[static_cast<std::size_t>(a)])
-        if (may_precede(q, s, d)) preceders[static_cast<std::size_t>(s)].push_back(&q);
+        if (may_precede(q, s, d)) {
+          work();
+          preceders[static_cast<std::size_t>(s)].push_back(&q);
+        }
   // Lemma 1: after[q], the contexts a state whose last phrase is q can have; before[s], those
   // before a phrase starting at s. A phrase of k words or more fixes its context; a shorter one
   // extends the contexts before it, so the sets are grown to their fixpoint.
@@ -251,8 +283,10 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
       auto it = std::find_if(memo.begin(), memo.end(), [&](const auto& x) { return x.first == key; });
       if (it == memo.end()) {
         double best = -kInf;
-        for (int m : set)
+        for (int m : set) {
+          work();
           best = std::max(best, long_phrase ? prefix_score(p, contexts, m, o.words, k, seq) : joins.get(m, o).score);
+        }
         it = memo.insert(memo.end(), {key, best});
       }
       const double lm = long_phrase ? it->second + end_charge(p, o.words, k) : it->second;
@@ -266,9 +300,27 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
   for (int a = 1; a <= n; ++a)
     for (const Option& q : by_start[static_cast<std::size_t>(a)])
       if (p.moses() || p.end() - q.t - 1 <= d)
-        for (int m : after[static_cast<std::size_t>(q.id)]) b.eos = std::max(b.eos, joins.get(m, p.eos_option()).score);
+        for (int m : after[static_cast<std::size_t>(q.id)]) {
+          work();
+          b.eos = std::max(b.eos, joins.get(m, p.eos_option()).score);
+        }
   if (tapes) add_tape_bounds(p, contexts, joins, preceders, before, b);
-  // Lemma 4: cover[a][e], the best segmentation of a..e; cover[e + 1][e] = 0.
+  // Lemma 4: cover[a][e], the best segmentation of a..e; cover[e + 1][e] = 0. A long sentence's
+  // are held by Runs (the same recurrence, so the same values; the best beta of each span, as
+  // max(beta + rest) = max(beta) + rest in floating point too, rounding being monotone).
+  if (n > MAX_FIXED_COVERAGE) {
+    std::vector<std::vector<std::pair<int, double>>> spans(static_cast<std::size_t>(n) + 2);
+    for (int a = 1; a <= n; ++a)
+      for (const Option& o : by_start[static_cast<std::size_t>(a)]) {
+        auto& list = spans[static_cast<std::size_t>(a)];
+        const double value = b.beta[static_cast<std::size_t>(o.id)];
+        auto it = std::find_if(list.begin(), list.end(), [&](const auto& x) { return x.first == o.t; });
+        if (it == list.end()) list.emplace_back(o.t, value);
+        else it->second = std::max(it->second, value);
+      }
+    b.runs = Runs(n, std::move(spans));
+    return b;
+  }
   b.cover.assign(static_cast<std::size_t>(n) + 2, std::vector<double>(static_cast<std::size_t>(n) + 1, -kInf));
   for (int e = 0; e <= n; ++e) {
     b.cover[static_cast<std::size_t>(e) + 1][static_cast<std::size_t>(e)] = 0.0;
@@ -333,9 +385,12 @@ struct Stop {
   std::string message;
 };
 
-template <int W>
+constexpr const char* BEYOND_WINDOW =
+    "a coverage reached beyond the core's window of 448 positions right of its first gap";
+
+template <class C>
 struct State {
-  Cov<W> coverage;
+  C coverage;
   int last_t;
   int context;
   // The last phrase's reordering state (exact.py, SearchProblem.reordering_state): its start
@@ -348,13 +403,14 @@ struct State {
   double h;
 };
 
-template <int W>
+template <class C>
 class AStar {
  public:
   AStar(const Problem& problem, const ExactOptions& options)
       : p_(problem), o_(options), n_(problem.n()), end_(problem.end()), k_(problem.order() - 1),
         d_(std::min(problem.d(), problem.n() + 2)), eta_(problem.eta()), nbest_(std::max(1, options.nbest)),
-        contexts_(k_), joins_(problem, contexts_, true), bounds_(build_bounds(problem, contexts_, joins_)),
+        contexts_(k_), joins_(problem, contexts_, true),
+        bounds_(build_bounds(problem, contexts_, joins_, false, bounds_cap(options.max_states))),
         start_(std::chrono::steady_clock::now()) {
     if (n_ > 0) full_.set_range(0, n_ - 1);
     // spans_[s]: the options starting at s grouped by end (ascending), best beta first.
@@ -410,7 +466,7 @@ class AStar {
     Result result;
     try {
       const WordId bos = p_.bos();
-      const Cov<W> zero;
+      const C zero;
       const int ctx = contexts_.intern(&bos, 1);
       const int start = new_state(zero, 0, ctx, 0, -1, heuristic(zero, 0, ctx));
       if (start >= 0) push(start, 0.0, -1, -1);
@@ -422,6 +478,7 @@ class AStar {
       double ub = heap_.empty() ? -kInf : heap_.front().f;
       if (!result.hypotheses.empty()) ub = std::max(ub, result.hypotheses.front().score);
       if (std::isfinite(o_.lower_bound)) ub = std::max(ub, o_.lower_bound);
+      ub = std::max(ub, beyond_);
       result.upper_bound = ub;
     }
     result.states = states_;
@@ -432,7 +489,7 @@ class AStar {
  private:
   // The bound on every completion of a state (see exact.py, heuristic()).
   // (ctx is read only at full coverage.)
-  double heuristic(const Cov<W>& cov, int t, int ctx) {
+  double heuristic(const C& cov, int t, int ctx) {
     if (cov == full_) {
       if (!p_.moses() && end_ - t - 1 > d_) return -kInf;
       const double close = joins_.get(ctx, p_.eos_option()).score;
@@ -441,12 +498,12 @@ class AStar {
     return open_bound(bounds_, cov, t, n_, eta_, d_, p_.charge_final());
   }
 
-  static std::uint64_t hash_of(const Cov<W>& cov, int t, int ctx, int last_s, int row) {
+  static std::uint64_t hash_of(const C& cov, int t, int ctx, int last_s, int row) {
     return key_hash(cov, t, ctx) ^
            mix((static_cast<std::uint64_t>(static_cast<std::uint32_t>(row)) << 20) ^ static_cast<std::uint32_t>(last_s));
   }
 
-  int new_state(const Cov<W>& cov, int t, int ctx, int last_s, int row, double h) {
+  int new_state(const C& cov, int t, int ctx, int last_s, int row, double h) {
     ++states_;
     if (o_.max_states >= 0 && states_ > o_.max_states)
       throw Stop{"more than " + std::to_string(o_.max_states) + " states (--max-states)"};
@@ -459,7 +516,7 @@ class AStar {
 
   // Keeps g if it is among the nbest best seen at the state; false if it cannot matter.
   bool admit(int state, double g) {
-    State<W>& st = states_list_[static_cast<std::size_t>(state)];
+    State<C>& st = states_list_[static_cast<std::size_t>(state)];
     if (st.pops >= nbest_) return false;
     double* best = best_.data() + static_cast<std::size_t>(state) * static_cast<std::size_t>(nbest_);
     if (st.kept < nbest_) {
@@ -480,6 +537,14 @@ class AStar {
     std::push_heap(heap_.begin(), heap_.end(), Lower{});
   }
 
+  // A transition whose coverage WinCov cannot hold, from a state of f = `f`: not searched, but
+  // f bounds every derivation through it (h is consistent), so it joins the upper bound, and no
+  // derivation below it is proven (support mode, which must see every transition, stops).
+  void beyond(double f) {
+    beyond_ = std::max(beyond_, f);
+    if (o_.support) throw Stop{BEYOND_WINDOW};
+  }
+
   void check_time() {
     if (o_.time_limit <= 0.0 || (++ticks_ & 255) != 0) return;
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -498,6 +563,7 @@ class AStar {
       heap_.pop_back();
       const Node node = nodes_[static_cast<std::size_t>(top.node)];
       if (node.state < 0) {
+        if (top.f < beyond_) throw Stop{BEYOND_WINDOW};  // a skipped state might hold a better one
         if (static_cast<int>(result.hypotheses.size()) < nbest_) {
           if (result.hypotheses.empty()) result.upper_bound = top.f;
           result.hypotheses.push_back(derivation(top.node));
@@ -505,11 +571,12 @@ class AStar {
         if (static_cast<int>(result.hypotheses.size()) == nbest_ && !o_.support) break;
         continue;
       }
-      State<W>& st = states_list_[static_cast<std::size_t>(node.state)];
+      State<C>& st = states_list_[static_cast<std::size_t>(node.state)];
       if (st.pops >= nbest_) continue;  // a worse path to a state already expanded nbest times
       ++st.pops;
       expand(top.node, node);
     }
+    if (beyond_ > -kInf && static_cast<int>(result.hypotheses.size()) < nbest_) throw Stop{BEYOND_WINDOW};
     if (result.hypotheses.empty()) {
       result.status = "none";
       result.message = std::isfinite(o_.lower_bound)
@@ -532,7 +599,7 @@ class AStar {
   }
 
   void expand(int at, const Node& node) {
-    const State<W> st = states_list_[static_cast<std::size_t>(node.state)];  // a copy: the list grows
+    const State<C> st = states_list_[static_cast<std::size_t>(node.state)];  // a copy: the list grows
     if (st.coverage == full_) {  // its h is the exact closing score
       ++transitions_;
       push(-1, node.g + st.h, at, -1);
@@ -548,8 +615,11 @@ class AStar {
       for (const Span& span : spans_[static_cast<std::size_t>(s)]) {
         if (st.coverage.any_in_range(s - 1, span.t - 1)) break;  // so are the longer spans
         if (moses && s != g0 && span.t + 1 - g0 > d_) break;     // Moses' gap rule; so are the longer spans
-        Cov<W> cov = st.coverage;
-        cov.set_range(s - 1, span.t - 1);
+        C cov = st.coverage;
+        if (!cov.set_range(s - 1, span.t - 1)) {  // beyond WinCov's window, and so are the longer spans
+          beyond(node.g + st.h);
+          break;
+        }
         if (is_dead(cov, span.t, n_, d_, moses)) continue;  // no completion within the limit (full: the final jump)
         const bool full = cov == full_;
         // f <= g + beta(p) - eta jump + bound: beta bounds the option's LM (and reordering) part
@@ -572,7 +642,7 @@ class AStar {
           const double g = node.g + w;
           const std::uint64_t hash = hash_of(cov, span.t, context, last_s, row);
           int to = index_.find(hash, [&](int i) {
-            const State<W>& x = states_list_[static_cast<std::size_t>(i)];
+            const State<C>& x = states_list_[static_cast<std::size_t>(i)];
             return x.last_t == span.t && x.context == context && x.last_s == last_s && x.row == row &&
                    x.coverage == cov;
           });
@@ -596,7 +666,7 @@ class AStar {
   Contexts contexts_;
   BosJoins joins_;
   const ExactBounds bounds_;
-  Cov<W> full_;
+  C full_;
   struct Span {
     int t;
     std::vector<const Option*> options;
@@ -604,7 +674,7 @@ class AStar {
   std::vector<std::vector<Span>> spans_;
   double floor_;
   space::Index index_;
-  std::vector<State<W>> states_list_;
+  std::vector<State<C>> states_list_;
   std::vector<double> best_;  // nbest per state
   std::vector<Node> nodes_;
   std::vector<Entry> heap_;
@@ -616,11 +686,25 @@ class AStar {
   };
   std::vector<Edge> edges_;
   long seq_ = 0, states_ = 0, transitions_ = 0;
+  double beyond_ = -kInf;  // the largest f of a state with a transition beyond the window
   unsigned ticks_ = 0;
   std::chrono::steady_clock::time_point start_;
 };
 
+// The result of a search whose bounds were too big to build: over budget, with no derivation
+// and no upper bound (the line keeps the stack decoder's derivation, without a gap).
+Result too_big(const BoundsTooBig& e) {
+  Result result;
+  result.status = "budget";
+  result.message = "the A*'s bounds need more than " + std::to_string(e.cap) +
+                   " phrase pairs and context scores (the larger of --max-states and " + std::to_string(MIN_BOUNDS_CAP) +
+                   "); under a distortion limit they grow linearly with the sentence";
+  return result;
+}
+
 }  // namespace
+
+long bounds_cap(long max_states) { return max_states < 0 ? -1 : std::max(max_states, MIN_BOUNDS_CAP); }
 
 ExactSupport exact_support(const Problem& problem, const ExactOptions& options) {
   if (!problem.finished()) throw std::logic_error("exact_support: call Problem.finish() first");
@@ -628,19 +712,26 @@ ExactSupport exact_support(const Problem& problem, const ExactOptions& options) 
   o.nbest = 1;
   o.support = true;
   ExactSupport out;
-  out.result = with_width(problem, "the native exact search", [&](auto w) {
-    ExactSupport found = AStar<decltype(w)::value>(problem, o).run_support();
-    out.options = std::move(found.options);
-    return found.result;
-  });
+  try {
+    out.result = with_coverage(problem, [&](auto c) {
+      ExactSupport found = AStar<typename decltype(c)::type>(problem, o).run_support();
+      out.options = std::move(found.options);
+      return found.result;
+    });
+  } catch (const BoundsTooBig& e) {
+    out.result = too_big(e);
+  }
   return out;
 }
 
 Result exact_search(const Problem& problem, const ExactOptions& options) {
   if (!problem.finished()) throw std::logic_error("exact_search: call Problem.finish() first");
   if (options.nbest < 1) throw std::invalid_argument("nbest must be >= 1");
-  return with_width(problem, "the native exact search",
-                    [&](auto w) { return AStar<decltype(w)::value>(problem, options).run(); });
+  try {
+    return with_coverage(problem, [&](auto c) { return AStar<typename decltype(c)::type>(problem, options).run(); });
+  } catch (const BoundsTooBig& e) {
+    return too_big(e);
+  }
 }
 
 }  // namespace fstdecode

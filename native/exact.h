@@ -39,11 +39,16 @@ struct ExactSupport {
 // The pieces of the heuristic, for tests: beta[i] bounds ŵ(p) plus the join score of option id i
 // after any context that may precede it, plus (with lexicalized reordering) the best reordering
 // score any transition appending it can pay (exact.py, lemma 7); eos bounds the LM score of </s> after any last phrase; cover[a][b] (1 <= a <= b <= n) is the best segmentation of
-// positions a..b by beta.
+// positions a..b by beta: a table for n <= MAX_FIXED_COVERAGE, else empty and held by `runs`
+// (the same values in O(n) memory; cover_at reads either).
 struct ExactBounds {
   std::vector<double> beta;
   double eos = 0.0;
   std::vector<std::vector<double>> cover;
+  Runs runs;
+  double cover_at(int a, int b) const {
+    return cover.empty() ? runs.at(a, b) : cover[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)];
+  }
   // With tapes (bounds on other state spaces: the signature states of the cascade's pruned R,
   // reorder.cpp): before[s] (1 <= s <= n + 1), the LM contexts (words) that may precede a phrase
   // starting at s (s = n + 1: </s>), and lifts[s][i], the largest weighted backoff charge (at
@@ -68,19 +73,30 @@ double tape_bound(const Problem& problem, const ExactBounds& bounds, int s, cons
 // The heuristic of a state that does not cover every position (exact.py, heuristic): the covers
 // of its gaps, the </s> bound and the distortion bound. d is the limit clamped to n + 2.
 // final: the jump into </s> is charged (else Moses' Φ without it, exact.py lemma 8).
-template <int W>
-double open_bound(const ExactBounds& b, const Cov<W>& cov, int t, int n, double eta, int d, bool final = true) {
+template <class C>
+double open_bound(const ExactBounds& b, const C& cov, int t, int n, double eta, int d, bool final = true) {
   double sum = b.eos;
   int uncovered = 0;
   for (int a = cov.next(0, n, false); a < n;) {
     const int e = cov.next(a, n, true);  // positions a + 1 .. e are a gap
-    sum += b.cover[static_cast<std::size_t>(a) + 1][static_cast<std::size_t>(e)];
+    if constexpr (C::windowed) sum += b.runs.at(a + 1, e);
+    else sum += b.cover[static_cast<std::size_t>(a) + 1][static_cast<std::size_t>(e)];
     uncovered += e - a;
     a = cov.next(e, n, false);
   }
   if (eta >= 0.0) return sum - eta * remaining_distortion(cov, t, n, final);
   return sum - eta * d * (uncovered + 1);
 }
+
+// The A*'s bounds take time and memory the state budget does not count: the (phrase,
+// predecessor) pairs of lemma 1 and the (context, phrase) scores of the option bounds, about the
+// sentence's length times the options within the distortion limit, so quadratic in the length
+// with no limit (-1). So exact_search and exact_support build them within bounds_cap(max_states)
+// of those (the larger of max_states and MIN_BOUNDS_CAP; no cap without a budget), else end at
+// once with status "budget", no derivation and no upper bound. (A 5,000-word line at d = 6 of
+// the de-en regression model takes about 5 million; at d = -1, about 200 million.)
+constexpr long MIN_BOUNDS_CAP = 50000000;
+long bounds_cap(long max_states);
 
 // The k best derivations, optimal = true and upper_bound = the best score, or status "budget"
 // (max_states or time_limit ran out; upper_bound then bounds every derivation's score, and

@@ -6,7 +6,7 @@
 // engine given the same LM values; orders that decide ties are replicated (stable sorts, dict
 // insertion order = the order keys are first created, k-best lists with earlier insertions first).
 //
-// Layout: a coverage is a Cov<W> (coverage_set.h). LM contexts are interned per search
+// Layout: a coverage is a C (coverage_set.h). LM contexts are interned per search
 // (space::Contexts) and the <s>-tape joins cached per (context, option) (space::BosJoins); a
 // recombination key is (coverage, last_t, context id, last phrase's start, next-row id), the last
 // two set only with lexicalized reordering (Problem::set_reordering; stack.py's Key). Hypotheses live in one arena per search
@@ -39,8 +39,8 @@ using space::Joined;
 
 constexpr double NEG_INF = -std::numeric_limits<double>::infinity();
 
-template <int W>
-int mq_delta(const Cov<W>& cov, int last_t, int s, int t) {
+template <class C>
+int mq_delta(const C& cov, int last_t, int s, int t) {
   const int g = lowest_uncovered(cov);
   const int length = t - s + 1;
   if (s == g) return 0;
@@ -52,8 +52,8 @@ int mq_delta(const Cov<W>& cov, int last_t, int s, int t) {
 inline int plain_delta(int last_t, int s) { return std::abs(last_t + 1 - s); }
 
 // Under Moses' semantics (moses) a covered block reaching word n is never jumped over.
-template <int W>
-bool minimal_completion_fits(const Cov<W>& cov, int last_t, int n, int d, bool moses) {
+template <class C>
+bool minimal_completion_fits(const C& cov, int last_t, int n, int d, bool moses) {
   const int g = lowest_uncovered(cov);
   if (g > n) return moses || n - last_t <= d;
   if (std::abs(last_t + 1 - g) > d) return false;
@@ -71,26 +71,27 @@ struct Ranked {
 
 struct Tables {
   int n = 0;
-  std::vector<std::vector<int>> ends;            // ends[s]: ascending
-  std::vector<std::vector<Ranked>> options;      // options[s * (n + 2) + t]: best estimate first
-  std::vector<double> span;                      // span[i * (n + 2) + j]
-  std::vector<char> single;                      // single[p]: position p has a one-word option
+  std::vector<std::vector<int>> ends;                  // ends[s]: ascending
+  std::vector<std::vector<std::vector<Ranked>>> options;  // options[s][i]: span (s, ends[s][i]), best estimate first
+  std::vector<double> span;                            // span[i * (n + 2) + j] (a sentence of Cov<W>)
+  Runs runs;                                           // the same by Runs (a sentence of WinCov<W>)
+  std::vector<char> single;                            // single[p]: position p has a one-word option
 
-  const std::vector<Ranked>& at(int s, int t) const {
-    return options[static_cast<std::size_t>(s) * (n + 2) + t];
-  }
+  // The options of span (s, s) (ends[s][0] when single[s]).
+  const std::vector<Ranked>& at_single(int s) const { return options[static_cast<std::size_t>(s)].front(); }
   double span_of(int i, int j) const { return span[static_cast<std::size_t>(i) * (n + 2) + j]; }
 
   // future_of: the sum of span over the maximal uncovered runs, left to right.
-  template <int W>
-  double future_of(const Cov<W>& cov) const {
+  template <class C>
+  double future_of(const C& cov) const {
     double got = 0.0;
     int i = 0;
     while (i < n) {
       const int a = cov.next(i, n, false);
       if (a >= n) break;
       const int b = cov.next(a, n, true);  // positions a + 1 .. b are free
-      got += span_of(a + 1, b);
+      if constexpr (C::windowed) got += runs.at(a + 1, b);
+      else got += span_of(a + 1, b);
       i = b;
     }
     return got;
@@ -106,35 +107,61 @@ double option_estimate(const Problem& problem, const Option& opt) {
   return opt.score + extra;
 }
 
-Tables make_tables(const Problem& problem) {
+// dense: Pharaoh's span table as stack.py builds it, (n + 2)^2 entries by splits (the sums in
+// Python's order); else Runs, the best segmentation by the same estimates in O(n) memory (equal
+// but for the rounding of the sums' order: sentences the Python engine never searches).
+Tables make_tables(const Problem& problem, bool dense) {
   Tables tabs;
   const int n = tabs.n = problem.n();
   const std::size_t width = static_cast<std::size_t>(n) + 2;
-  tabs.options.assign(width * width, {});
+  tabs.ends.assign(width, {});
+  tabs.options.assign(width, {});
+  for (int s = 1; s <= n; ++s) {
+    auto& ends = tabs.ends[static_cast<std::size_t>(s)];
+    const auto& by_start = problem.by_start()[static_cast<std::size_t>(s)];
+    for (const Option& opt : by_start) ends.push_back(opt.t);
+    std::sort(ends.begin(), ends.end());
+    ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+    auto& options = tabs.options[static_cast<std::size_t>(s)];
+    options.assign(ends.size(), {});
+    for (const Option& opt : by_start) {
+      const auto at = std::lower_bound(ends.begin(), ends.end(), opt.t) - ends.begin();
+      options[static_cast<std::size_t>(at)].push_back({option_estimate(problem, opt), &opt});
+    }
+    for (auto& ranked : options)  // sorted(v, key=lambda e: -e[0]): stable, best first
+      std::stable_sort(ranked.begin(), ranked.end(),
+                       [](const Ranked& a, const Ranked& b) { return -a.estimate < -b.estimate; });
+  }
+  tabs.single.assign(width, 0);
+  for (int s = 1; s <= n; ++s) {
+    const auto& ends = tabs.ends[static_cast<std::size_t>(s)];
+    tabs.single[static_cast<std::size_t>(s)] = !ends.empty() && ends.front() == s;
+  }
+  if (!dense) {
+    std::vector<std::vector<std::pair<int, double>>> spans(width);
+    for (int s = 1; s <= n; ++s)
+      for (std::size_t i = 0; i < tabs.ends[static_cast<std::size_t>(s)].size(); ++i)
+        spans[static_cast<std::size_t>(s)].emplace_back(tabs.ends[static_cast<std::size_t>(s)][i],
+                                                        tabs.options[static_cast<std::size_t>(s)][i].front().estimate);
+    tabs.runs = Runs(n, std::move(spans));
+    return tabs;
+  }
+  std::vector<double> direct(width * width, NEG_INF);  // the best estimate of each span's options
   for (int s = 1; s <= n; ++s)
-    for (const Option& opt : problem.by_start()[static_cast<std::size_t>(s)])
-      tabs.options[static_cast<std::size_t>(s) * width + opt.t].push_back({option_estimate(problem, opt), &opt});
-  for (auto& ranked : tabs.options)  // sorted(v, key=lambda e: -e[0]): stable, best first
-    std::stable_sort(ranked.begin(), ranked.end(),
-                     [](const Ranked& a, const Ranked& b) { return -a.estimate < -b.estimate; });
+    for (std::size_t i = 0; i < tabs.ends[static_cast<std::size_t>(s)].size(); ++i)
+      direct[static_cast<std::size_t>(s) * width + static_cast<std::size_t>(tabs.ends[static_cast<std::size_t>(s)][i])] =
+          tabs.options[static_cast<std::size_t>(s)][i].front().estimate;
   tabs.span.assign(width * width, NEG_INF);
   for (int length = 1; length <= n; ++length)
     for (int i = 1; i <= n - length + 1; ++i) {
       const int j = i + length - 1;
-      const auto& ranked = tabs.at(i, j);
-      double best = ranked.empty() ? NEG_INF : ranked.front().estimate;
+      double best = direct[static_cast<std::size_t>(i) * width + static_cast<std::size_t>(j)];
       for (int k = i; k < j; ++k) {
         const double split = tabs.span_of(i, k) + tabs.span_of(k + 1, j);
         if (split > best) best = split;  // max(best, split) keeps best on ties
       }
       tabs.span[static_cast<std::size_t>(i) * width + j] = best;
     }
-  tabs.ends.assign(width, {});
-  for (int s = 1; s <= n; ++s)
-    for (int t = s; t <= n; ++t)
-      if (!tabs.at(s, t).empty()) tabs.ends[static_cast<std::size_t>(s)].push_back(t);
-  tabs.single.assign(width, 0);
-  for (int s = 1; s <= n; ++s) tabs.single[static_cast<std::size_t>(s)] = !tabs.at(s, s).empty();
   return tabs;
 }
 
@@ -147,17 +174,17 @@ struct Hyp {
   int option;  // Option::id, -1 for the start
 };
 
-template <int W>
+template <class C>
 struct Candidate {
   const Option* option;
   int delta_d;
-  Cov<W> coverage;
+  C coverage;
   double future;
 };
 
-template <int W>
+template <class C>
 struct Entry {  // one recombination key of a stack and its k-best hypotheses
-  Cov<W> coverage;
+  C coverage;
   int last_t;
   int context;
   // With lexicalized reordering, the last phrase's start and next-row id (Problem::lr_row;
@@ -170,13 +197,13 @@ struct Entry {  // one recombination key of a stack and its k-best hypotheses
 
 struct BudgetExceeded {};
 
-template <int W>
+template <class C>
 struct Stack {
-  std::vector<Entry<W>> entries;  // in order of creation (Python's dict order)
+  std::vector<Entry<C>> entries;  // in order of creation (Python's dict order)
   std::vector<std::vector<int>> lists;
   Index index;
   void release() {
-    std::vector<Entry<W>>().swap(entries);
+    std::vector<Entry<C>>().swap(entries);
     std::vector<std::vector<int>>().swap(lists);
     index.release();
   }
@@ -195,7 +222,7 @@ std::string py_float(double x) {  // Python's repr of a float (the shortest that
   return out;
 }
 
-template <int W>
+template <class C>
 class Search {
  public:
   Search(const Problem& problem, const StackOptions& options)
@@ -203,7 +230,7 @@ class Search {
       // keeps the arithmetic in range for "no limit" (UNLIMITED = 2**31 - 1).
       : p_(problem), o_(options), n_(problem.n()), d_(std::min(problem.d(), problem.n() + 2)),
         eta_(problem.eta()),
-        contexts_(problem.order() - 1), joins_(problem, contexts_, true), tabs_(make_tables(problem)) {
+        contexts_(problem.order() - 1), joins_(problem, contexts_, true), tabs_(make_tables(problem, !C::windowed)) {
     full_.set_range(0, n_ - 1);
     nbest_ = std::max(1, o_.nbest);
     threshold_ = o_.early_threshold >= 0 ? o_.early_threshold
@@ -217,7 +244,7 @@ class Search {
     try {
       const WordId bos = p_.bos();
       int context = contexts_.intern(&bos, 1);
-      Cov<W> zero;
+      C zero;
       double score = 0.0, future = tabs_.future_of(zero);
       int last_t = 0;
       if (n_ == 0) {  // nothing to translate: close <s> with </s> at once
@@ -227,22 +254,27 @@ class Search {
         last_t = p_.end();
         context = close.last;
       }
+      const WordId eos = p_.eos();
+      eos_context_ = contexts_.intern(&eos, 1);
       push(0, zero, last_t, context, 0, -1, future, score, -1, -1);
       for (int c = 0; c < n_; ++c) expand_stack(c);
     } catch (const BudgetExceeded&) {
       result.status = "budget";
-      result.message = "more than " + std::to_string(o_.max_states) + " hypotheses (--max-states)";
+      result.message = budget_message();
       result.states = states_;
       result.transitions = transitions_;
       return result;
     }
-    Stack<W>& last = stacks_[static_cast<std::size_t>(n_)];
+    Stack<C>& last = stacks_[static_cast<std::size_t>(n_)];
     std::vector<int> finals;
     for (std::size_t e = 0; e < last.entries.size(); ++e) for_each_hyp(last, e, [&](int h) { finals.push_back(h); });
     states_ += static_cast<long>(last.entries.size());
     result.states = states_;
     result.transitions = transitions_;
-    if (finals.empty()) {
+    if (exhausted_) {  // the derivations found, none proven anything
+      result.status = "budget";
+      result.message = budget_message();
+    } else if (finals.empty()) {
       result.status = "none";
       result.message =
           "no complete hypothesis: every partial hypothesis was pruned or could not finish within "
@@ -250,8 +282,8 @@ class Search {
           std::to_string(o_.beam_size) + ", beam threshold " +
           (o_.beam_threshold >= 0 ? py_float(o_.beam_threshold) : std::string("None")) +
           ", early threshold " + (o_.early_pruning ? py_float(threshold_) : std::string("None")) + ")";
-      return result;
     }
+    if (finals.empty()) return result;
     std::stable_sort(finals.begin(), finals.end(),
                      [&](int a, int b) { return -arena_[a].score < -arena_[b].score; });
     const std::size_t k = std::min<std::size_t>(finals.size(), static_cast<std::size_t>(nbest_));
@@ -268,38 +300,42 @@ class Search {
   }
 
  private:
+  std::string budget_message() const {
+    return "more than " + std::to_string(o_.max_states) + " hypotheses (--max-states)";
+  }
+
   // ---- stacks and k-best lists
 
   template <class F>
-  void for_each_hyp(const Stack<W>& stack, std::size_t e, F&& f) const {
-    const Entry<W>& entry = stack.entries[e];
+  void for_each_hyp(const Stack<C>& stack, std::size_t e, F&& f) const {
+    const Entry<C>& entry = stack.entries[e];
     if (nbest_ == 1) {
       f(entry.best);
     } else {
       for (int h : stack.lists[static_cast<std::size_t>(entry.best)]) f(h);
     }
   }
-  int head(const Stack<W>& stack, const Entry<W>& entry) const {
+  int head(const Stack<C>& stack, const Entry<C>& entry) const {
     return nbest_ == 1 ? entry.best : stack.lists[static_cast<std::size_t>(entry.best)].front();
   }
-  double estimate(const Stack<W>& stack, const Entry<W>& entry) const {
+  double estimate(const Stack<C>& stack, const Entry<C>& entry) const {
     return arena_[static_cast<std::size_t>(head(stack, entry))].score + entry.future;
   }
 
   // push(c, key, hyp) with insert_best into the key's list.
-  void push(int c, const Cov<W>& cov, int last_t, int context, int last_s, int row, double future,
+  void push(int c, const C& cov, int last_t, int context, int last_s, int row, double future,
             double score, int prev, int option) {
-    Stack<W>& stack = stacks_[static_cast<std::size_t>(c)];
+    Stack<C>& stack = stacks_[static_cast<std::size_t>(c)];
     const std::uint64_t h =
         key_hash(cov, last_t, context) ^ mix((static_cast<std::uint64_t>(static_cast<std::uint32_t>(row)) << 20) ^
                                              static_cast<std::uint32_t>(last_s));
     int e = stack.index.find(h, [&](int i) {
-      const Entry<W>& x = stack.entries[static_cast<std::size_t>(i)];
+      const Entry<C>& x = stack.entries[static_cast<std::size_t>(i)];
       return x.last_t == last_t && x.context == context && x.last_s == last_s && x.row == row && x.coverage == cov;
     });
     if (e < 0) {
       ++created_;
-      if (o_.max_states > 0 && created_ > o_.max_states) throw BudgetExceeded{};
+      if (!exhausted_ && o_.max_states > 0 && created_ > o_.max_states) throw BudgetExceeded{};
       e = static_cast<int>(stack.entries.size());
       stack.entries.push_back({cov, last_t, context, last_s, row, future, -1});
       stack.index.insert(h, e);
@@ -308,7 +344,7 @@ class Search {
         stack.lists.emplace_back();
       }
     }
-    Entry<W>& entry = stack.entries[static_cast<std::size_t>(e)];
+    Entry<C>& entry = stack.entries[static_cast<std::size_t>(e)];
     if (nbest_ == 1) {
       if (entry.best >= 0 && score <= arena_[static_cast<std::size_t>(entry.best)].score) return;
       entry.best = new_hyp(score, prev, option);
@@ -329,7 +365,7 @@ class Search {
 
   // ---- pruning (_prune)
 
-  bool fits(const Entry<W>& entry) const {
+  bool fits(const Entry<C>& entry) const {
     // not full & ~coverage & ~singles: every uncovered position has a one-word option
     for (int p = entry.coverage.next(0, n_, false); p < n_; p = entry.coverage.next(p + 1, n_, false))
       if (!tabs_.single[static_cast<std::size_t>(p) + 1]) return false;
@@ -337,7 +373,7 @@ class Search {
   }
 
   // kept: entry indices in rank order; returns the anchor's index into kept, or -1.
-  int prune(const Stack<W>& stack, std::vector<int>& kept) {
+  int prune(const Stack<C>& stack, std::vector<int>& kept) {
     const std::size_t size = stack.entries.size();
     ranked_.resize(size);
     estimates_.resize(size);
@@ -367,9 +403,9 @@ class Search {
 
   // ---- expansion (_candidates, _first_step, _extend)
 
-  void candidates(const Entry<W>& entry, double score, bool early, double min_ok,
-                  std::vector<Candidate<W>>& out) const {
-    const Cov<W>& cov = entry.coverage;
+  void candidates(const Entry<C>& entry, double score, bool early, double min_ok,
+                  std::vector<Candidate<C>>& out) const {
+    const C& cov = entry.coverage;
     const int last_t = entry.last_t;
     const bool mq = o_.distortion_estimate;
     const bool bound_by_distortion = early && eta_ >= 0;
@@ -385,18 +421,21 @@ class Search {
           continue;
         }
       }
-      for (int t : tabs_.ends[static_cast<std::size_t>(s)]) {
+      const auto& ends = tabs_.ends[static_cast<std::size_t>(s)];
+      for (std::size_t i = 0; i < ends.size(); ++i) {
+        const int t = ends[i];
         if (cov.any_in_range(s - 1, t - 1)) break;  // ends ascend: longer phrases overlap too
         if (moses_ && s != g && t + 1 - g > d_) break;  // Moses' gap rule; ends ascend
         const int delta_d = mq ? mq_delta(cov, last_t, s, t) : plain_delta(last_t, s);
         if (bound_by_distortion && estimate - eta_ * delta_d < min_ok) break;
-        Cov<W> new_cov = cov;
-        new_cov.set_range(s - 1, t - 1);
+        C new_cov = cov;
+        // Beyond WinCov's window (so are the longer phrases): not searched, as if pruned.
+        if (!new_cov.set_range(s - 1, t - 1)) break;
         if (is_dead(new_cov, t, n_, d_, moses_)) continue;
         const double future = tabs_.future_of(new_cov);
         if (future == NEG_INF) continue;
         const double base = score + future - eta_ * delta_d;
-        for (const Ranked& r : tabs_.at(s, t)) {
+        for (const Ranked& r : tabs_.options[static_cast<std::size_t>(s)][i]) {
           if (early && base + r.estimate < min_ok) break;
           out.push_back({r.option, delta_d, new_cov, future});
         }
@@ -404,77 +443,105 @@ class Search {
     }
   }
 
-  Candidate<W> first_step(const Entry<W>& entry) const {
+  Candidate<C> first_step(const Entry<C>& entry) const {
     const int g = lowest_uncovered(entry.coverage);
-    Cov<W> coverage = entry.coverage;
+    C coverage = entry.coverage;
     coverage.set_range(g - 1, g - 1);
     const int delta_d = o_.distortion_estimate ? mq_delta(entry.coverage, entry.last_t, g, g)
                                                : plain_delta(entry.last_t, g);
-    return {tabs_.at(g, g).front().option, delta_d, coverage, tabs_.future_of(coverage)};
+    return {tabs_.at_single(g).front().option, delta_d, coverage, tabs_.future_of(coverage)};
   }
 
   void expand_stack(int c) {
-    Stack<W>& stack = stacks_[static_cast<std::size_t>(c)];
+    Stack<C>& stack = stacks_[static_cast<std::size_t>(c)];
     const int anchor = prune(stack, kept_);
+    if (exhausted_) {
+      if (anchor < 0) throw BudgetExceeded{};  // no key here can complete
+      states_ += 1;
+      minimal_step(c, kept_[static_cast<std::size_t>(anchor)]);
+      stack.release();
+      return;
+    }
     states_ += static_cast<long>(kept_.size());
     const bool early = o_.early_pruning && !kept_.empty();
     const double min_ok = early ? estimates_[static_cast<std::size_t>(kept_[0])] - threshold_ : 0.0;
-    const bool mq = o_.distortion_estimate;
-    const WordId eos = p_.eos();
-    const int eos_context = contexts_.intern(&eos, 1);
-    for (std::size_t i = 0; i < kept_.size(); ++i) {
-      const Entry<W> entry = stack.entries[static_cast<std::size_t>(kept_[i])];
-      const int head_hyp = head(stack, entry);
-      const double head_score = arena_[static_cast<std::size_t>(head_hyp)].score;
-      cands_.clear();
-      candidates(entry, head_score, early, min_ok, cands_);
-      if (static_cast<int>(i) == anchor && early) {
-        // Early pruning may skip the anchor's minimal step; keep it (see stack.py).
-        const int g = lowest_uncovered(entry.coverage);
-        bool found = false;
-        for (const auto& cand : cands_)
-          if (cand.option->s == g && cand.option->t == g) { found = true; break; }
-        if (!found) cands_.push_back(first_step(entry));
-      }
-      // The hypotheses of the key (copied: pushes may grow the arena).
-      scores_.clear();
-      prevs_.clear();
-      for_each_hyp(stack, static_cast<std::size_t>(kept_[i]), [&](int h) {
-        scores_.push_back(arena_[static_cast<std::size_t>(h)].score);
-        prevs_.push_back(h);
-      });
-      for (const auto& cand : cands_) {
-        ++transitions_;
-        const Option& opt = *cand.option;
-        const Joined joined = joins_.get(entry.context, opt);
-        const int new_context = joined.last;
-        double delta = opt.score + joined.score - eta_ * cand.delta_d;
-        Cov<W> key_cov = cand.coverage;
-        int key_t = opt.t, key_context = new_context, key_s = 0, key_row = -1;
-        if (lr_) {
-          delta += p_.reordering_score(entry.last_s, entry.last_t, entry.row, opt);
-          key_s = opt.s;
-          key_row = p_.lr_row(opt.id);
+    try {
+      for (std::size_t i = 0; i < kept_.size(); ++i) {
+        const Entry<C> entry = stack.entries[static_cast<std::size_t>(kept_[i])];
+        const int head_hyp = head(stack, entry);
+        const double head_score = arena_[static_cast<std::size_t>(head_hyp)].score;
+        cands_.clear();
+        candidates(entry, head_score, early, min_ok, cands_);
+        if (static_cast<int>(i) == anchor && early) {
+          // Early pruning may skip the anchor's minimal step; keep it (see stack.py).
+          const int g = lowest_uncovered(entry.coverage);
+          bool found = false;
+          for (const auto& cand : cands_)
+            if (cand.option->s == g && cand.option->t == g) { found = true; break; }
+          if (!found) cands_.push_back(first_step(entry));
         }
-        double future = cand.future;
-        if (cand.coverage == full_) {
-          const double close = joins_.get(new_context, p_.eos_option()).score;
-          // stack.py's final_delta: uncharged, the modified Δd charged the jump in advance.
-          const int jump = p_.end() - 1 - opt.t;
-          const int final_delta = p_.charge_final() ? (mq ? 0 : jump) : (mq ? -jump : 0);
-          delta += close - eta_ * final_delta;
-          key_t = p_.end();
-          key_context = eos_context;
-          key_s = 0;
-          key_row = -1;
-          future = 0.0;
-        }
-        const int target = c + opt.t - opt.s + 1;
-        for (std::size_t h = 0; h < scores_.size(); ++h)
-          push(target, key_cov, key_t, key_context, key_s, key_row, future, scores_[h] + delta, prevs_[h], opt.id);
+        load_hyps(stack, kept_[i]);
+        for (const auto& cand : cands_) extend(c, entry, cand);
       }
+    } catch (const BudgetExceeded&) {
+      // The budget ran out (stack.py, _run): from here on each stack extends only its anchor,
+      // by the anchor's minimal step, so the best key whose minimal completion fits completes.
+      if (anchor < 0) throw;
+      exhausted_ = true;
+      minimal_step(c, kept_[static_cast<std::size_t>(anchor)]);
     }
     stack.release();  // expanded stacks are reached only through back-pointers
+  }
+
+  // Extends the key e of stack c by its minimal step alone (one transition).
+  void minimal_step(int c, int e) {
+    const Stack<C>& stack = stacks_[static_cast<std::size_t>(c)];
+    const Entry<C> entry = stack.entries[static_cast<std::size_t>(e)];
+    load_hyps(stack, e);
+    extend(c, entry, first_step(entry));
+  }
+
+  // The hypotheses of key e of `stack` into scores_ and prevs_ (copied: pushes may grow the arena).
+  void load_hyps(const Stack<C>& stack, int e) {
+    scores_.clear();
+    prevs_.clear();
+    for_each_hyp(stack, static_cast<std::size_t>(e), [&](int h) {
+      scores_.push_back(arena_[static_cast<std::size_t>(h)].score);
+      prevs_.push_back(h);
+    });
+  }
+
+  // One transition (stack.py, _extend): every hypothesis of `entry` (load_hyps) extended by cand.
+  void extend(int c, const Entry<C>& entry, const Candidate<C>& cand) {
+    ++transitions_;
+    const bool mq = o_.distortion_estimate;
+    const Option& opt = *cand.option;
+    const Joined joined = joins_.get(entry.context, opt);
+    const int new_context = joined.last;
+    double delta = opt.score + joined.score - eta_ * cand.delta_d;
+    C key_cov = cand.coverage;
+    int key_t = opt.t, key_context = new_context, key_s = 0, key_row = -1;
+    if (lr_) {
+      delta += p_.reordering_score(entry.last_s, entry.last_t, entry.row, opt);
+      key_s = opt.s;
+      key_row = p_.lr_row(opt.id);
+    }
+    double future = cand.future;
+    if (cand.coverage == full_) {
+      const double close = joins_.get(new_context, p_.eos_option()).score;
+      // stack.py's final_delta: uncharged, the modified Δd charged the jump in advance.
+      const int jump = p_.end() - 1 - opt.t;
+      const int final_delta = p_.charge_final() ? (mq ? 0 : jump) : (mq ? -jump : 0);
+      delta += close - eta_ * final_delta;
+      key_t = p_.end();
+      key_context = eos_context_;
+      key_s = 0;
+      key_row = -1;
+      future = 0.0;
+    }
+    const int target = c + opt.t - opt.s + 1;
+    for (std::size_t h = 0; h < scores_.size(); ++h)
+      push(target, key_cov, key_t, key_context, key_s, key_row, future, scores_[h] + delta, prevs_[h], opt.id);
   }
 
   const Problem& p_;
@@ -484,26 +551,27 @@ class Search {
   const bool moses_ = p_.moses(), lr_ = p_.has_reordering();
   int nbest_ = 1;
   double threshold_ = 0.0;
-  Cov<W> full_;
+  bool exhausted_ = false;  // the budget ran out: minimal steps only (expand_stack)
+  int eos_context_ = 0;
+  C full_;
   Contexts contexts_;
   BosJoins joins_;
   Tables tabs_;
-  std::vector<Stack<W>> stacks_;
+  std::vector<Stack<C>> stacks_;
   std::vector<Hyp> arena_;
   long created_ = 0, states_ = 0, transitions_ = 0;
   // scratch
   std::vector<int> kept_, ranked_;
   std::vector<double> estimates_, scores_;
   std::vector<int> prevs_;
-  std::vector<Candidate<W>> cands_;
+  std::vector<Candidate<C>> cands_;
 };
 
 }  // namespace
 
 Result stack_search(const Problem& problem, const StackOptions& options) {
   if (!problem.finished()) throw std::logic_error("stack_search: call Problem.finish() first");
-  return with_width(problem, "the native stack decoder",
-                    [&](auto w) { return Search<decltype(w)::value>(problem, options).run(); });
+  return with_coverage(problem, [&](auto c) { return Search<typename decltype(c)::type>(problem, options).run(); });
 }
 
 }  // namespace fstdecode

@@ -95,7 +95,7 @@ from dataclasses import dataclass, field
 from fstdecode.model.lexical_reordering import first_orientation, orientation
 from fstdecode.problem.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult
 from fstdecode.search import stack
-from fstdecode.search.base import SearchOptions, option, register
+from fstdecode.search.base import OptionsError, SearchOptions, option, register
 from fstdecode.statespace.ngram import joined
 
 #: The state budget of ``--method exact``. The native search keeps about 200,000 states (4M
@@ -113,8 +113,17 @@ class ExactOptions(SearchOptions):
     )
     time_limit: float | None = field(
         default=None,
-        metadata=option("exact: seconds of search per sentence before giving up the proof (default: none)", minimum=0),
+        metadata=option("exact: seconds of search per sentence before giving up the proof, > 0 (default: none)"),
     )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # One meaning in both engines: a limit is a positive number of seconds. 0 is refused, not
+        # read as "no limit" (as the core once did) nor as "stop at once" (as the Python engine did).
+        if self.time_limit is not None and self.time_limit <= 0:
+            raise OptionsError(
+                f"time_limit (--time-limit) must be > 0 seconds (leave it out for no limit), got {self.time_limit:g}"
+            )
 
 
 @dataclass(frozen=True)

@@ -308,7 +308,7 @@ def stack_search(problem: SearchProblem, options: StackOptions = StackOptions())
         early_threshold=float(options.threshold),
     )
     result = _core.stack_search(native_form(problem).core, core_options)
-    if result.status == "none" and problem.n <= 512:
+    if result.status == "none":
         # The Python engine's message, formatted by Python.
         raise SearchError(
             f"no complete hypothesis: every partial hypothesis was pruned or could not finish within "

@@ -6,30 +6,25 @@ returns the k best derivations with the Python engine's scores, ``states`` and
 :class:`~fstdecode.problem.problem.SearchLimitError` and a sentence without a derivation
 :class:`~fstdecode.problem.problem.SearchError`, with the Python engine's messages.
 
-The core keeps coverages in at most eight 64-bit words: a sentence of more than
-:data:`MAX_WORDS` words is searched by the Python DP (the same search).
+A sentence of any length stays in the core: beyond 512 words its coverages are held in a
+sliding window (``WinCov``, native/coverage_set.h), and a coverage the window cannot hold
+ends the search as the budget does (:class:`~fstdecode.problem.problem.SearchLimitError`).
 """
 
 from __future__ import annotations
 
 from fstdecode._native import core as _core
 from fstdecode.problem.problem import SearchProblem, SearchResult
-from fstdecode.search import coverage_dp
 from fstdecode.search.base import attach_native
 from fstdecode.search.coverage_dp import CoverageOptions
 from fstdecode.search.native import native_form, to_result
 
-__all__ = ["coverage_search", "MAX_WORDS"]
-
-#: The longest sentence the core's coverage vectors hold.
-MAX_WORDS = 512
+__all__ = ["coverage_search"]
 
 
 def coverage_search(problem: SearchProblem, options: CoverageOptions = CoverageOptions()) -> SearchResult:
     """:func:`fstdecode.search.coverage_dp.search` in the native core: the same derivations,
     scores, ``states`` and ``transitions``, and the same errors."""
-    if problem.n > MAX_WORDS:
-        return coverage_dp.search(problem, options)
     core_options = _core.CoverageOptions(
         nbest=options.nbest,
         max_states=-1 if options.max_states is None else options.max_states,

@@ -5,8 +5,10 @@ states, bounds and budgets) and :func:`fstdecode.search.exact.finish` turns its 
 searcher's answer, as for the Python engine. Scores agree with the Python engine's to rounding
 (the sums are formed in the same order; ties may pop in another order).
 
-The core keeps coverages in at most eight 64-bit words: a sentence of more than
-:data:`MAX_WORDS` words is searched by the Python reference (the same search).
+A sentence of any length stays in the core: beyond 512 words its coverages are held in a
+sliding window (``WinCov``, native/coverage_set.h). A transition the window cannot hold is
+not searched; the largest ``f`` of the states it leaves joins the upper bound, and no
+derivation below it is claimed optimal (the line is then over budget, with its gap).
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ from __future__ import annotations
 import math
 
 from fstdecode._native import core as _core
-from fstdecode.problem.problem import SearchProblem, SearchResult
+from fstdecode.problem.problem import SearchLimitError, SearchProblem, SearchResult
 from fstdecode.search import exact
-from fstdecode.search.base import attach_native
+from fstdecode.search.base import OptionsError, attach_native
 from fstdecode.search.exact import ExactOptions
 from fstdecode.search.native import native_form, stack_search
-from fstdecode.search.native_coverage import MAX_WORDS
+from fstdecode.search.stack import StackOptions
 
 __all__ = ["exact_search"]
 
@@ -36,15 +38,35 @@ def _core_result(problem: SearchProblem, result) -> tuple[SearchResult, str]:
     return SearchResult(hypotheses, result.optimal, result.states, result.transitions, bound), status
 
 
+def _core_time_limit(seconds: float | None) -> float:
+    """The core's time limit: -1 for none (None). A limit must be positive, as ExactOptions
+    checks: the core reads any value <= 0 as none, so 0 must never reach it as a limit."""
+    if seconds is None:
+        return -1.0
+    if not seconds > 0:
+        raise OptionsError(f"time_limit (--time-limit) must be > 0 seconds (leave it out for no limit), got {seconds:g}")
+    return float(seconds)
+
+
+def _stack_lower_bound(problem: SearchProblem, options: StackOptions) -> SearchResult:
+    """The native stack decoder's k best; over its budget, the derivations it completed anyway
+    (real derivations, so still a lower bound: a line too long for the stack decoder's budget
+    keeps one for the A*)."""
+    try:
+        return stack_search(problem, options)
+    except SearchLimitError as e:
+        if e.best is None:
+            raise
+        return e.best
+
+
 def exact_search(problem: SearchProblem, options: ExactOptions = ExactOptions()) -> SearchResult:
     """:func:`fstdecode.search.exact.search` in the native core."""
-    if problem.n > MAX_WORDS:
-        return exact.search(problem, options)
-    lower = exact.lower_bound(problem, options.nbest, stack_search)
+    lower = exact.lower_bound(problem, options.nbest, _stack_lower_bound)
     core_options = _core.ExactOptions(
         nbest=options.nbest,
         max_states=-1 if options.max_states is None else options.max_states,
-        time_limit=-1.0 if options.time_limit is None else float(options.time_limit),
+        time_limit=_core_time_limit(options.time_limit),
         lower_bound=exact.kth_score(lower, options.nbest),
     )
     result, status = _core_result(problem, _core.exact_search(native_form(problem).core, core_options))
@@ -60,12 +82,12 @@ def support(
 ) -> tuple[list | None, SearchResult, str]:
     """:func:`fstdecode.search.exact.support` in the native core (the same A*, transitions and β)."""
     form = native_form(problem)
-    if problem.n > MAX_WORDS or not form.flat:  # (no Python options to name: a problem the core built)
+    if not form.flat:  # (no Python options to name: a problem the core built)
         return exact.support(problem, threshold, max_states, time_limit)
     core_options = _core.ExactOptions(
         nbest=1,
         max_states=-1 if max_states is None else max_states,
-        time_limit=-1.0 if time_limit is None else float(time_limit),
+        time_limit=_core_time_limit(time_limit),
         lower_bound=threshold,
     )
     out = _core.exact_support(form.core, core_options)

@@ -543,8 +543,12 @@ def search(problem: SearchProblem, options: StackOptions = StackOptions()) -> Se
     distortion accounting). ``states`` counts the hypotheses (keys) kept
     after pruning, summed over stacks (a stack may keep ``beam_size + 1``:
     the anchor of :func:`_prune`); ``transitions`` the extensions scored
-    (M&Q's "partial hypotheses evaluated"). Raises SearchLimitError once
-    more than ``max_states`` hypotheses (keys) have been created, and
+    (M&Q's "partial hypotheses evaluated"). Once more than ``max_states``
+    hypotheses (keys) have been created, each stack extends only its anchor
+    (:func:`_prune`) by its minimal step (:func:`_first_step`), one new key
+    per stack, so that the best hypothesis whose minimal completion fits is
+    completed; then SearchLimitError carries those derivations as ``best``
+    (no derivation if no key could complete). Raises
     SearchError if no complete hypothesis survives (possible only when
     some word has no one-word option, so that no anchor exists).
     """
@@ -559,6 +563,7 @@ def _run(problem: SearchProblem, settings: StackOptions, recombine: bool = True)
     fresh = itertools.count()
     stacks: list[dict] = [{} for _ in range(n + 1)]
     created = states = transitions = 0
+    over: SearchLimitError | None = None  # the budget ran out: minimal steps only, from then on
 
     def push(c: int, key: Key, hyp: Hypothesis) -> None:
         nonlocal created
@@ -567,7 +572,7 @@ def _run(problem: SearchProblem, settings: StackOptions, recombine: bool = True)
         entries = stacks[c].get(key)
         if entries is None:
             created += 1
-            if settings.max_states is not None and created > settings.max_states:
+            if over is None and settings.max_states is not None and created > settings.max_states:
                 raise SearchLimitError(f"more than {settings.max_states} hypotheses (--max-states)")
             entries = stacks[c][key] = []
         insert_best(entries, hyp, settings.nbest, _score)
@@ -585,32 +590,58 @@ def _run(problem: SearchProblem, settings: StackOptions, recombine: bool = True)
             hyp.coverage, hyp.last_t, n, d, moses
         )
 
+    def extend(c: int, entries: list[Hypothesis], cand: Candidate) -> None:
+        nonlocal transitions
+        transitions += 1
+        key, delta = _extend(problem, entries[0], cand, full, settings.distortion_estimate)
+        future = 0.0 if cand.coverage == full else cand.future
+        target = c + cand.option.t - cand.option.s + 1
+        for hyp in entries:
+            push(target, key, Hypothesis(*key[:3], hyp.score + delta, future, hyp, cand.option, key[3]))
+
+    def minimal_step(c: int, anchor: list[Hypothesis]) -> None:
+        extend(c, anchor, _first_step(problem, tabs, anchor[0], settings.distortion_estimate))
+
     for c in range(n):
         kept, anchor = _prune(stacks[c], settings.beam_size, settings.beam_threshold, fits)
         stacks[c] = {}  # expanded stacks are reached only through back-pointers
+        if over is not None:
+            if anchor is None:  # no key here can complete
+                raise over
+            states += 1
+            minimal_step(c, anchor)
+            continue
         states += len(kept)
         min_ok = None
         if settings.early_pruning and kept:
             min_ok = kept[0][0].estimate - settings.threshold
-        for entries in kept:
-            head = entries[0]
-            cands = list(_candidates(problem, tabs, head, settings, min_ok))
-            if entries is anchor and min_ok is not None:
-                # Early pruning may skip the anchor's minimal step; keep it (the safety net
-                # of _prune; M&Q's footnote 6 argues their Δd keeps such a step, but our
-                # distortion limit and the plain Δd can defeat that argument).
-                g = lowest_uncovered(head.coverage)
-                if not any(cand.option.s == cand.option.t == g for cand in cands):
-                    cands.append(_first_step(problem, tabs, head, settings.distortion_estimate))
-            for cand in cands:
-                transitions += 1
-                key, delta = _extend(problem, head, cand, full, settings.distortion_estimate)
-                future = 0.0 if cand.coverage == full else cand.future
-                target = c + cand.option.t - cand.option.s + 1
-                for hyp in entries:
-                    push(target, key, Hypothesis(*key[:3], hyp.score + delta, future, hyp, cand.option, key[3]))
+        try:
+            for entries in kept:
+                head = entries[0]
+                cands = list(_candidates(problem, tabs, head, settings, min_ok))
+                if entries is anchor and min_ok is not None:
+                    # Early pruning may skip the anchor's minimal step; keep it (the safety net
+                    # of _prune; M&Q's footnote 6 argues their Δd keeps such a step, but our
+                    # distortion limit and the plain Δd can defeat that argument).
+                    g = lowest_uncovered(head.coverage)
+                    if not any(cand.option.s == cand.option.t == g for cand in cands):
+                        cands.append(_first_step(problem, tabs, head, settings.distortion_estimate))
+                for cand in cands:
+                    extend(c, entries, cand)
+        except SearchLimitError as e:
+            # The budget ran out: from here on each stack extends only its anchor (the best key
+            # whose minimal completion fits) by its minimal step, so that the line still gets a
+            # derivation, the best the budget allowed; one key per stack, so bounded.
+            if anchor is None:
+                raise
+            over = e
+            minimal_step(c, anchor)
     finals = [hyp for entries in stacks[n].values() for hyp in entries]
     states += len(stacks[n])
+    if over is not None:
+        finals.sort(key=lambda h: -h.score)
+        best = tuple((h.score, h.phrases()) for h in finals[: settings.nbest])
+        raise SearchLimitError(str(over), SearchResult(best, False, states, transitions) if best else None)
     if not finals:
         raise SearchError(
             f"no complete hypothesis: every partial hypothesis was pruned or could not finish within "

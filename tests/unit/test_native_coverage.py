@@ -115,15 +115,6 @@ def test_native_equals_python_beyond_64_words(copies):
     assert_same(problem, CoverageOptions(nbest=2))
 
 
-def test_longer_than_the_core_goes_to_python(monkeypatch):
-    # Beyond MAX_WORDS the seam runs the Python DP; checked here with a small stand-in limit.
-    problem = Decoder(load_model(distortion_limit=1)).problem(EXAMPLE * 2)
-    monkeypatch.setattr(native_coverage, "MAX_WORDS", 6)
-    calls = []
-    monkeypatch.setattr(coverage_dp, "search", lambda p, o: calls.append(p) or "python")
-    assert native_coverage.coverage_search(problem, CoverageOptions()) == "python" and calls == [problem]
-
-
 def test_budget_raises_as_in_python():
     problem = Decoder(load_model()).problem(EXAMPLE)
     with pytest.raises(SearchLimitError, match="more than 5 states") as raised:

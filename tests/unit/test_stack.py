@@ -293,6 +293,25 @@ def test_empty_input_is_just_the_sentence_markers(example_decoder):
     assert result.hypotheses[0][0] == pytest.approx(coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET)).hypotheses[0][0], abs=1e-12)
 
 
+@settings(max_examples=40, **SETTINGS)
+@given(data=st.data())
+def test_over_budget_completes_its_best_hypotheses_by_minimal_steps(data):
+    # Over budget, each stack extends only its anchor by its minimal step: the line still gets
+    # complete derivations, scored as the scorer scores them, within the limit, never above the
+    # proven optimum, and never marked optimal.
+    problem = problem_of(data.draw(random_case(max_n=7, order=2)))
+    budget = data.draw(st.integers(1, 12))
+    best = coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET)).hypotheses[0][0]
+    try:
+        result = stack.search(problem, stack.StackOptions(max_states=budget, nbest=3))
+    except SearchLimitError as e:
+        assert e.best is not None, "an anchor always exists here: every word has a one-word option"
+        result = e.best
+    assert not result.optimal
+    assert_scored_derivations(problem, result)
+    assert result.hypotheses[0][0] <= best + 1e-9
+
+
 def test_max_states_raises_search_limit_error(example_decoder):
     problem = example_decoder.problem("das muss unsere sorge gleichermaßen sein".split())
     with pytest.raises(SearchLimitError, match="more than 5 hypotheses"):
