@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.files import numbered_lines
+from fstdecode.io.tokens import split_tokens
 from fstdecode.io.values import parse_number
 
 __all__ = [
@@ -226,13 +227,13 @@ def _split_line(
             f"{where}: expected 'source ||| target ||| scores', found "
             f"{len(fields)} field(s); separate the fields with '|||'"
         )
-    source = tuple(sys.intern(w) for w in fields[0].split())
-    target = tuple(sys.intern(w) for w in fields[1].split())
+    source = tuple(sys.intern(w) for w in split_tokens(fields[0]))
+    target = tuple(sys.intern(w) for w in split_tokens(fields[1]))
     if not source:
         raise PhraseTableError(f"{where}: empty source phrase; every pair needs source words")
     if not target:
         raise PhraseTableError(f"{where}: empty target phrase; every pair needs target words")
-    return source, target, fields[2].split(), fields[3] if len(fields) > 3 else ""
+    return source, target, split_tokens(fields[2]), fields[3] if len(fields) > 3 else ""
 
 
 def _alignment(text: str, where: str) -> tuple[str, int, int]:
@@ -243,7 +244,7 @@ def _alignment(text: str, where: str) -> tuple[str, int, int]:
     Raises PhraseTableError naming ``where`` for a point that is not ``i-j``.
     """
     points = set()
-    for token in text.split():
+    for token in split_tokens(text):
         a, dash, b = token.partition("-")
         if not (dash and a.isdigit() and b.isdigit()):
             raise PhraseTableError(
@@ -259,7 +260,7 @@ def _check_alignment(got: tuple[str, int, int], text: str, source_len: int, targ
     """Raise PhraseTableError unless every point of ``got`` lies inside the pair."""
     if got[1] >= source_len or got[2] >= target_len:
         bad = next(
-            t for t in text.split()
+            t for t in split_tokens(text)
             if int(t.partition("-")[0]) >= source_len or int(t.partition("-")[2]) >= target_len
         )
         raise PhraseTableError(

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.files import numbered_lines
 from fstdecode.io.phrase_table import LOWEST_SCORE
+from fstdecode.io.tokens import split_tokens
 from fstdecode.io.values import parse_number
 
 __all__ = ["ReorderingTable", "ReorderingTableError", "load_reordering_table", "reordering_score"]
@@ -87,13 +88,13 @@ def _split(text: str, where: str, with_target: bool) -> tuple[Key, list[str]]:
         raise ReorderingTableError(
             f"{where}: expected {shape} for a table conditioned on {kind}, found {len(fields)} field(s)"
         )
-    source = tuple(sys.intern(w) for w in fields[0].split())
-    target = tuple(sys.intern(w) for w in fields[1].split()) if with_target else ()
+    source = tuple(sys.intern(w) for w in split_tokens(fields[0]))
+    target = tuple(sys.intern(w) for w in split_tokens(fields[1])) if with_target else ()
     if not source:
         raise ReorderingTableError(f"{where}: empty source phrase")
     if with_target and not target:
         raise ReorderingTableError(f"{where}: empty target phrase")
-    tokens = fields[-1].split()
+    tokens = split_tokens(fields[-1])
     if not tokens:
         raise ReorderingTableError(f"{where}: no probabilities; the last field must hold numbers")
     return (source, target), tokens

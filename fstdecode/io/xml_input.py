@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from fstdecode.errors import FstdecodeError
+from fstdecode.io.tokens import split_tokens
 
 #: ``--xml-input``: Moses' ``-xml-input`` policies (Moses' default is pass-through too).
 XML_INPUT_MODES = ("pass-through", "exclusive", "inclusive", "ignore")
@@ -125,7 +126,7 @@ def attributes(tag: str, content: str) -> dict[str, str]:
         pos = end + 1
         if pos < len(content) and not content[pos].isspace():
             raise XmlInputError(
-                f"tag <{tag}>: {content[pos:].split()[0]!r} follows the value of {name} with no space; "
+                f"tag <{tag}>: {split_tokens(content[pos:])[0]!r} follows the value of {name} with no space; "
                 "separate attributes with spaces"
             )
     return found
@@ -139,7 +140,7 @@ def _not_an_attribute(tag: str, text: str) -> XmlInputError:
             f"tag <{tag}>: spaces around the '=' of {spaced.group(1)}; write {spaced.group(1)}=\"...\" "
             "(Moses would ignore the attribute)"
         )
-    token = text.split()[0]
+    token = split_tokens(text)[0]
     key, equals, value = token.partition("=")
     if equals and key and not value.startswith('"'):
         return XmlInputError(
@@ -193,7 +194,7 @@ def _option(name: str, content: str, start: int, end: int, n: int) -> XmlOption 
             f"<{name} ...> and </{name}>, or give span= (Moses warns and drops such a tag)"
         )
     values = [_probability(name, p) for p in probs or ["1"] * len(texts)]
-    translations = tuple(tuple(t.split()) for t in texts)
+    translations = tuple(tuple(split_tokens(t)) for t in texts)
     if any(not t for t in translations):
         raise XmlInputError(f"tag <{name}>: an empty translation; give words between the '||'")
     return XmlOption(start, end - 1, translations, tuple(values))
@@ -220,7 +221,7 @@ def parse_markup(line: str) -> MarkedLine:
     found: list[tuple[str, str, int, int]] = []
     pos = 0
     for match in _TAG.finditer(line):
-        words.extend(line[pos : match.start()].split())
+        words.extend(split_tokens(line[pos : match.start()]))
         pos = match.end()
         tag = match.group(1).strip()
         closing, unary = tag.startswith("/"), tag.endswith("/")
@@ -247,7 +248,7 @@ def parse_markup(line: str) -> MarkedLine:
             if opened != name:
                 raise XmlInputError(f"tag <{opened}> is closed by </{name}>")
             found.append((name, content, start, len(words)))
-    words.extend(line[pos:].split())
+    words.extend(split_tokens(line[pos:]))
     if stack:
         raise XmlInputError(f"tag <{stack[-1][0]}> is never closed")
     if "<" in line[pos:] and re.search(r"<[/A-Za-z]", line[pos:]):

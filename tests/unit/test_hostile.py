@@ -253,6 +253,22 @@ def test_unicode_spaces_are_part_of_a_token_as_in_moses(model, space):
     assert f"das{space}muss" in result.best.translation.split(" ")  # unknown: copied through whole
 
 
+@pytest.mark.parametrize("space", ["\u00a0", "\u3000"])
+def test_unicode_spaces_are_part_of_a_token_in_the_model_files_too(tmp_path, space):
+    # One rule for input and tables: a phrase-table word holding U+00A0 is one word, and the
+    # input token holding it finds it (a table split on it would hold a two-word phrase).
+    word = f"new{space}york"
+    (tmp_path / "pt").write_text(f"{word} ||| nueva{space}york ||| 0.5 0.5 0.5 0.5\nist ||| is ||| 0.5 0.5 0.5 0.5\n", encoding="utf-8")
+    (tmp_path / "lm").write_text(
+        "\\data\\\nngram 1=4\n\n\\1-grams:\n-1\t<s>\n-1\t</s>\n-1\tis\n-1\t<unk>\n\n\\end\\\n", encoding="utf-8"
+    )
+    from fstdecode import load_model
+
+    model = load_model(phrase_table=tmp_path / "pt", lm=tmp_path / "lm")
+    result = Decoder(model, "stack").decode(f"{word} ist")
+    assert result.best.translation == f"nueva{space}york is"
+
+
 def test_ascii_whitespace_splits_tokens(model):
     assert Decoder(model, "stack").decode("das\tmuss \x0bunsere").source == ("das", "muss", "unsere")
 
