@@ -286,14 +286,18 @@ class Search {
     if (finals.empty()) return result;
     std::stable_sort(finals.begin(), finals.end(),
                      [&](int a, int b) { return -arena_[a].score < -arena_[b].score; });
-    const std::size_t k = std::min<std::size_t>(finals.size(), static_cast<std::size_t>(nbest_));
-    for (std::size_t i = 0; i < k; ++i) {
+    for (std::size_t i = 0; i < finals.size() && result.hypotheses.size() < static_cast<std::size_t>(nbest_); ++i) {
       Hypothesis out;
       out.score = arena_[static_cast<std::size_t>(finals[i])].score;
       for (int h = finals[i]; h >= 0 && arena_[static_cast<std::size_t>(h)].option >= 0;
            h = arena_[static_cast<std::size_t>(h)].prev)
         out.options.push_back(p_.option(arena_[static_cast<std::size_t>(h)].option).index);
       std::reverse(out.options.begin(), out.options.end());
+      // Over budget the anchor's minimal step may be taken twice (once among its candidates, once
+      // after the budget ran out): the same derivation is then listed once (stack.py does so too).
+      if (exhausted_ && std::any_of(result.hypotheses.begin(), result.hypotheses.end(),
+                                    [&](const Hypothesis& x) { return x.options == out.options; }))
+        continue;
       result.hypotheses.push_back(std::move(out));
     }
     return result;

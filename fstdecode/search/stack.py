@@ -639,8 +639,15 @@ def _run(problem: SearchProblem, settings: StackOptions, recombine: bool = True)
     finals = [hyp for entries in stacks[n].values() for hyp in entries]
     states += len(stacks[n])
     if over is not None:
+        # The anchor's minimal step may have been taken twice (among its candidates, then after
+        # the budget ran out): each derivation is listed once, the k best of them.
         finals.sort(key=lambda h: -h.score)
-        best = tuple((h.score, h.phrases()) for h in finals[: settings.nbest])
+        unique: dict[tuple, float] = {}
+        for h in finals:
+            if len(unique) == settings.nbest:
+                break
+            unique.setdefault(h.phrases(), h.score)
+        best = tuple((score, phrases) for phrases, score in unique.items())
         raise SearchLimitError(str(over), SearchResult(best, False, states, transitions) if best else None)
     if not finals:
         raise SearchError(

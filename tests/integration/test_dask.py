@@ -124,7 +124,7 @@ def test_cluster_spec_refuses_bad_combinations():
     for kwargs, message in [
         ({}, "exactly one of"),
         ({"local_workers": 2, "scheduler": "tcp://x:1"}, "exactly one of"),
-        ({"local_workers": 0}, "--workers"),
+        ({"local_workers": 0}, "--cluster local:N takes N >= 1"),
         ({"scheduler": "tls://x:1", "tls_ca_file": "ca.pem"}, "go together"),
         ({"local_workers": 2, "tls_ca_file": "a", "tls_cert": "b", "tls_key": "c"}, "loopback|127.0.0.1"),
         ({"scheduler": "tcp://x:1", "worker_memory": "1GB"}, "--memory-limit"),

@@ -309,6 +309,7 @@ def test_over_budget_completes_its_best_hypotheses_by_minimal_steps(data):
         result = e.best
     assert not result.optimal
     assert_scored_derivations(problem, result)
+    assert len({phrases for _, phrases in result.hypotheses}) == len(result.hypotheses)  # each listed once
     assert result.hypotheses[0][0] <= best + 1e-9
 
 
