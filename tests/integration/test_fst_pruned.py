@@ -27,7 +27,7 @@ def derivation(phrases) -> tuple:
     return tuple((p.start, p.end, p.pair.target, p.pair.scores) for p in phrases)
 
 
-@pytest.mark.parametrize("order", [2, 3])
+@pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # trigram: seconds
 @settings(max_examples=40, **SETTINGS)
 @given(data=st.data())
 def test_pruned_cascade_equals_the_oracle_with_a_certificate(order, data):
@@ -40,7 +40,7 @@ def test_pruned_cascade_equals_the_oracle_with_a_certificate(order, data):
     assert got.upper_bound == pytest.approx(best, abs=1e-6)
 
 
-@pytest.mark.parametrize("order", [2, 3])
+@pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # trigram: seconds
 @settings(max_examples=30, **SETTINGS)
 @given(data=st.data())
 def test_pruned_lattice_keeps_every_derivation_within_the_margin(order, data):
@@ -74,7 +74,7 @@ def test_pruned_reordering_is_much_smaller_on_hansards():
     assert out.reordering.states < 1000
 
 
-@pytest.mark.parametrize("engine", ["native", "python"])
+@pytest.mark.parametrize("engine", [pytest.param("native", marks=pytest.mark.slow), "python"])  # native: 8 s
 @settings(max_examples=8, **SETTINGS)
 @given(case=random_case(min_n=4, max_n=6, order=3, any_sign=True))
 def test_pruned_cascade_over_budget_gives_a_valid_gap(engine, case):

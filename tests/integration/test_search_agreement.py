@@ -18,7 +18,7 @@ from shared import SEARCH_SETTINGS as SETTINGS
 
 
 @pytest.mark.slow
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=30, **SETTINGS)
 @given(random_case(max_n=5))
 def test_dp_coverage_figure2_and_oracle_agree(case):
     problem = problem_of(case)
