@@ -56,7 +56,7 @@ def test_exact_equals_the_oracle_for_any_order_and_sign(order, data):
     assert (python.states, python.transitions) == (native.states, native.transitions)
 
 
-@pytest.mark.parametrize("order", [1, 2, 3])
+@pytest.mark.parametrize("order", [1, 2, pytest.param(3, marks=pytest.mark.slow)])  # trigram: ~4 s
 @settings(max_examples=25, **SETTINGS)
 @given(data=st.data())
 def test_support_holds_every_derivation_above_the_threshold(order, data):
@@ -115,6 +115,7 @@ def test_the_heuristic_pieces_agree_between_engines(order, data):
             assert native.cover[a][b] == pytest.approx(python.cover[a][b], abs=1e-12)
 
 
+@pytest.mark.slow  # the exhaustive oracle on trigram cases: ~15 s
 @settings(max_examples=30, **SETTINGS)
 @given(random_case(min_n=4, max_n=5, order=3, any_sign=True))
 def test_over_budget_gives_a_valid_gap(case):

@@ -126,7 +126,7 @@ def machine(f) -> tuple:
     return f.start(), states
 
 
-@settings(max_examples=30, **SEARCH_SETTINGS)
+@settings(max_examples=15, **SEARCH_SETTINGS)
 @given(case=moses_case(), pruned=st.booleans())
 def test_native_r_equals_python_r_under_moses(case, pruned):
     # The same R: its states and arcs (gaprule's states, one arc per transition, no distortion on
@@ -157,7 +157,7 @@ def test_native_r_equals_python_r_under_moses(case, pruned):
         assert nat.best == pytest.approx(threshold, abs=1e-9)  # the oracle's derivation stays in R
 
 
-@settings(max_examples=40, **SEARCH_SETTINGS)
+@settings(max_examples=20, **SEARCH_SETTINGS)
 @given(case=moses_case())
 def test_native_signature_searches_equal_exhaustive_under_moses(case):
     model, sentence = case

@@ -56,7 +56,7 @@ def test_same_options_trigram(case):
     assert_same_problem(Decoder(model), sentence)
 
 
-@pytest.mark.parametrize("method", ["stack", "beam", "dp", "coverage"])
+@pytest.mark.parametrize("method", ["stack", "beam", pytest.param("dp", marks=pytest.mark.slow), "coverage"])  # dp: ~25 s
 @settings(max_examples=25, **SETTINGS)
 @given(case=random_case(max_n=6, order=3))
 def test_decoder_same_output(method, case):
