@@ -15,9 +15,14 @@
 namespace py = pybind11;
 using namespace fstdecode;
 
+namespace fstdecode {
+void bind_kenlm(py::module_& m);  // bind_kenlm.cpp: KenLMBinary
+}  // namespace fstdecode
+
 PYBIND11_MODULE(_core, m) {
   m.doc() = "fstdecode's native search core";
   py::register_exception<ArpaFormatError>(m, "ArpaFormatError", PyExc_ValueError);
+  bind_kenlm(m);  // (section: kenlm binary) in bind_kenlm.cpp
 
   // ---- LM -------------------------------------------------------------------------------
   // (section: lm)
