@@ -7,8 +7,10 @@ at all it loads the built-in example (:func:`example_model`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import time
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -352,14 +354,20 @@ def load_model(
     order = lm_order or (ini_lm.int_arg("order", 0) if ini_lm and lm is None else 0) or None
     if engine not in ENGINES:
         raise ModelError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
-    language_model = load_lm(lm_path, order, engine)
+    with _phase("language model", lm_path) as said:
+        language_model = load_lm(lm_path, order, engine)
+        said(f"order {language_model.order}, {sum(getattr(language_model, 'counts', ())):,} n-grams")
     num = ini_pt.num_features if ini_pt and phrase_table is None and "num-features" in ini_pt.args else None
     read_table = table is None
     if table is None:
-        table = load_phrase_table(
-            pt_path, score_format=tm_score_format or "prob", num_features=num, vocabulary=source_vocabulary
-        )
-    reordering = _reordering_model(cfg, source_vocabulary)
+        with _phase("phrase table", pt_path, filtered=source_vocabulary is not None) as said:
+            table = load_phrase_table(
+                pt_path, score_format=tm_score_format or "prob", num_features=num, vocabulary=source_vocabulary
+            )
+            said(f"{len(table):,} phrase pairs kept")
+    with _phase("reordering table", _reordering_path(cfg), filtered=source_vocabulary is not None) as said:
+        reordering = _reordering_model(cfg, source_vocabulary)
+        said(f"{len(reordering.table):,} entries kept" if reordering is not None and hasattr(reordering.table, "__len__") else "")
     if cfg is not None:
         _warn_missing_ini_weights(cfg)
         for message in cfg.ignored:
@@ -389,6 +397,33 @@ def load_model(
     )
 
 
+@contextlib.contextmanager
+def _phase(what: str, path: object, filtered: bool = False):
+    """Log (INFO, ``-v``) the loading of one model file: its size as it starts, then what was
+    kept and the seconds it took, so that a long load is never silent. Yields ``said(text)``,
+    which sets the summary; nothing is logged when ``path`` is None (no such file)."""
+    if path is None:
+        yield lambda text: None
+        return
+    summary = [""]
+    try:
+        size = f", {os.path.getsize(path) / 2**20:,.1f} MiB" if os.path.isfile(path) else ""
+    except OSError:
+        size = ""
+    how = " (filtered to the input)" if filtered else ""
+    _LOG.info("reading the %s %s%s%s", what, path, size, how)
+    start = time.perf_counter()
+    yield lambda text: summary.__setitem__(0, text)
+    seconds = time.perf_counter() - start
+    _LOG.info("%s %s: %s%s%.1f s", what, path, summary[0], ", " if summary[0] else "", seconds)
+
+
+def _reordering_path(cfg: MosesConfig | None) -> str | None:
+    """The path of the ini's lexicalized reordering table, or None."""
+    feat = cfg.lexical_reordering() if cfg is not None else None
+    return None if feat is None else feat.path
+
+
 def _ini_switch(cfg: MosesConfig | None, section: str) -> bool:
     """Whether a moses.ini's boolean section is on (present with no value, or a true word)."""
     if cfg is None or section not in cfg.other:
@@ -415,9 +450,11 @@ def refiltered(model: Model, vocabulary: Callable[[tuple[str, ...]], bool] | Non
     spec = model.table_source
     if spec is None:
         raise ModelError(f"{model.name}: its phrase table was given in memory; there is no file to filter")
-    table = load_phrase_table(
-        spec.path, score_format=spec.score_format, num_features=spec.num_features or None, vocabulary=vocabulary
-    )
+    with _phase("phrase table", spec.path, filtered=vocabulary is not None) as said:
+        table = load_phrase_table(
+            spec.path, score_format=spec.score_format, num_features=spec.num_features or None, vocabulary=vocabulary
+        )
+        said(f"{len(table):,} phrase pairs kept")
     table = table.limited(spec.table_limit, moses_ranker(model.lm, model.weights))
     reordering = model.reordering
     if reordering is not None:  # its table is filtered to the same source phrases

@@ -767,3 +767,16 @@ def test_ini_distortion_limit_minus_one_means_unlimited(tmp_path):
     assert load_model(tmp_path / "moses.ini").distortion_limit == UNLIMITED
     (tmp_path / "moses.ini").write_text(ini.replace("[distortion-limit]\n-1\n", ""), encoding="utf-8")
     assert load_model(tmp_path / "moses.ini").distortion_limit == 6
+
+
+def test_verbose_reports_each_model_file_as_it_loads():
+    # A long load is never silent: -v names each file with its size as it starts, then what was
+    # kept and the seconds it took (issue 23: five silent minutes on a real-size model).
+    proc = run_cli(["-v", "decode", "--method", "stack"], "das\n")
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr.splitlines()
+    for what in ("language model", "phrase table"):
+        start = next(i for i, line in enumerate(err) if line.startswith(f"fstdecode: info: reading the {what} "))
+        done = next(i for i, line in enumerate(err) if line.startswith(f"fstdecode: info: {what} "))
+        assert start < done and " MiB" in err[start] and err[done].endswith(" s")
+    assert any("phrase pairs kept" in line for line in err)
