@@ -319,18 +319,24 @@ class Decoder:
 
 
 def _engine_for_lm(model: Model, engine: str) -> str:
-    """``engine``, but ``python`` for ``auto`` when the LM is a KenLM binary, which the native core cannot read.
+    """``engine``, but ``python`` for ``auto`` when the LM is a KenLM binary that the native core
+    cannot read (quantized or array-compressed, opened with the ``kenlm`` package).
 
-    ``native`` with a KenLM binary raises KenLMError, saying what to do instead.
+    ``native`` with such a binary raises KenLMError: the core reader's message and what to do.
+    Every other binary runs natively (its ``_core.KenLMBinary``: :meth:`KenLMBinaryLM.native_core`).
     """
-    if not isinstance(model.lm, KenLMBinaryLM):
+    if not isinstance(model.lm, KenLMBinaryLM) or engine == "python":
         return engine
-    if engine == "native":
-        raise KenLMError(
-            f"{model.lm.path}: the native engine reads ARPA language models only; decode this KenLM "
-            "binary with --engine python (or auto), or give the ARPA file it was built from"
-        )
-    return "python" if engine == "auto" else engine
+    try:
+        model.lm.native_core()
+    except KenLMError as err:
+        if engine == "native":
+            raise KenLMError(
+                f"{err}; decode this KenLM binary with --engine python (the kenlm package reads it), "
+                "or give the ARPA file it was built from"
+            ) from None
+        return "python"
+    return engine
 
 
 def _rebuild_decoder(model: Model, method: str, options: SearchOptions, settings: dict[str, Any]) -> Decoder:

@@ -1,5 +1,6 @@
 // The Python face of KenLMBinary (kenlm_binary.h): `_core.KenLMBinary(path)`, registered by
-// bindings.cpp's module definition. Queries take word ids (checked) or words (a str out of the
+// bindings.cpp's module definition after its base `_core.LanguageModel` (bind_language_model.cpp),
+// so Problem and PhraseIndex take it. Queries take word ids (checked) or words (a str out of the
 // vocabulary, or not encodable as UTF-8, is <unk>); KenLMFormatError becomes
 // `_core.KenLMFormatError`, a ValueError.
 #include <pybind11/pybind11.h>
@@ -48,7 +49,7 @@ int size_of(const std::vector<WordId>& v) { return static_cast<int>(v.size()); }
 void bind_kenlm(py::module_& m) {
   py::register_exception<KenLMFormatError>(m, "KenLMFormatError", PyExc_ValueError);
 
-  py::class_<KenLMBinary, std::shared_ptr<KenLMBinary>>(
+  py::class_<KenLMBinary, LanguageModel, std::shared_ptr<KenLMBinary>>(
       m, "KenLMBinary",
       "A KenLM binary LM (probing or plain trie) read natively by mmap; NgramLM's queries in "
       "natural logs. Word ids are 0..vocab_size-1, <unk> = 0.")

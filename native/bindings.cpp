@@ -16,13 +16,15 @@ namespace py = pybind11;
 using namespace fstdecode;
 
 namespace fstdecode {
-void bind_kenlm(py::module_& m);  // bind_kenlm.cpp: KenLMBinary
+void bind_language_model(py::module_& m);  // bind_language_model.cpp: LanguageModel, RestrictedLM
+void bind_kenlm(py::module_& m);           // bind_kenlm.cpp: KenLMBinary
 }  // namespace fstdecode
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "fstdecode's native search core";
   py::register_exception<ArpaFormatError>(m, "ArpaFormatError", PyExc_ValueError);
-  bind_kenlm(m);  // (section: kenlm binary) in bind_kenlm.cpp
+  bind_language_model(m);  // first: the base class of NgramLM and KenLMBinary
+  bind_kenlm(m);           // (section: kenlm binary) in bind_kenlm.cpp
 
   // ---- LM -------------------------------------------------------------------------------
   // (section: lm)
@@ -76,7 +78,7 @@ PYBIND11_MODULE(_core, m) {
     }
   };
 
-  py::class_<NgramLM, std::shared_ptr<NgramLM>>(
+  py::class_<NgramLM, LanguageModel, std::shared_ptr<NgramLM>>(
       m, "NgramLM",
       "A back-off n-gram LM read from ARPA text with KenLM's semantics (fstdecode.io.arpa.ArpaLM, "
       "value for value); scores are natural logs. Words are interned to ids 0..vocab_size-1.")
@@ -264,8 +266,9 @@ PYBIND11_MODULE(_core, m) {
   // (section: problem)
   py::class_<Problem>(m, "Problem",
                       "One sentence's search problem (fstdecode.problem.problem.SearchProblem): "
-                      "options over the problem's word ids, scored with an NgramLM through lm_id.")
-      .def(py::init<const NgramLM&, std::vector<WordId>, int, int, double, double, WordId, WordId>(),
+                      "options over the problem's word ids, scored with a LanguageModel (NgramLM or "
+                      "KenLMBinary) through lm_id.")
+      .def(py::init<const LanguageModel&, std::vector<WordId>, int, int, double, double, WordId, WordId>(),
            py::arg("lm"), py::arg("lm_id"), py::arg("n"), py::arg("d"), py::arg("eta"),
            py::arg("lm_weight"), py::arg("bos"), py::arg("eos"),
            py::keep_alive<1, 2>())  // the problem keeps its LM alive
@@ -393,7 +396,7 @@ PYBIND11_MODULE(_core, m) {
   py::class_<PhraseIndex>(m, "PhraseIndex",
                           "The model's phrase table with each pair's ŵ(p), registered per source "
                           "phrase; builds a sentence's Problem natively (table.h).")
-      .def(py::init([](const NgramLM& lm, std::vector<double> tm, double word, double phrase, double unknown,
+      .def(py::init([](const LanguageModel& lm, std::vector<double> tm, double word, double phrase, double unknown,
                        double lm_weight, double unknown_value) {
              return std::make_unique<PhraseIndex>(
                  lm, PairWeights{std::move(tm), word, phrase, unknown, lm_weight}, unknown_value);

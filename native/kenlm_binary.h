@@ -1,5 +1,6 @@
 // KenLM binary language models (build_binary's "probing" and "trie" files) read natively, by
-// mmap, with the queries of NgramLM (lm.h) in the same natural-log units.
+// mmap: a LanguageModel (language_model.h) with NgramLM's (lm.h) answers in the same natural-log
+// units, so the native searches decode with either.
 //
 // The file format (KenLM's binary format version 5, little-endian, as KenLM writes it):
 //
@@ -45,7 +46,7 @@
 #include <string_view>
 #include <vector>
 
-#include "lm.h"  // WordId
+#include "language_model.h"
 
 namespace fstdecode {
 
@@ -55,26 +56,26 @@ struct KenLMFormatError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-class KenLMBinary {
+class KenLMBinary final : public LanguageModel {
  public:
   enum class Kind { kProbing, kTrie };
 
   explicit KenLMBinary(const std::string& path);
-  ~KenLMBinary();
+  ~KenLMBinary() override;
   KenLMBinary(const KenLMBinary&) = delete;
   KenLMBinary& operator=(const KenLMBinary&) = delete;
 
   const std::string& path() const { return path_; }
   Kind kind() const { return kind_; }
-  int order() const { return order_; }
+  int order() const override { return order_; }
   // The header's n-gram counts (with blanks for a trie; probing's unigram count excludes a
   // <unk> the ARPA file lacked).
-  const std::vector<long>& counts() const { return counts_; }
+  const std::vector<long>& counts() const override { return counts_; }
   // Word ids are 0 .. vocab_size()-1; <unk> is 0.
-  std::size_t vocab_size() const { return bound_; }
-  WordId unk() const { return 0; }
+  std::size_t vocab_size() const override { return bound_; }
+  WordId unk() const override { return 0; }
   // The id of `word`, or <unk>'s (0) when out of vocabulary.
-  WordId index(std::string_view word) const;
+  WordId index(std::string_view word) const override;
   // True iff the file stores its words (build_binary does by default).
   bool has_words() const { return !words_.empty(); }
   // The word of an id (has_words(), 0 <= id < vocab_size()); views into the mapped file.
@@ -82,14 +83,14 @@ class KenLMBinary {
 
   // Queries as NgramLM's (natural logs; ids must be valid; ctx's most recent word last, only
   // its last order()-1 words used).
-  double logprob(const WordId* ctx, int n, WordId w) const;
-  double unigram(WordId w) const;
+  double logprob(const WordId* ctx, int n, WordId w) const override;
+  double unigram(WordId w) const override;
   // ln backoff of the n-gram ctx[0..n) (0 when absent or n >= order()).
-  double backoff(const WordId* ctx, int n) const;
+  double backoff(const WordId* ctx, int n) const override;
   // KenLM's right-state test: ctx[0..n) is stored with a backoff other than its
   // "no extension" -0.0. True whenever a stored longer n-gram starts with ctx (as
   // NgramLM::extends), and also for a non-extending n-gram the ARPA file gave a backoff.
-  bool extends(const WordId* ctx, int n) const;
+  bool extends(const WordId* ctx, int n) const override;
 
  private:
   // A position while reading an n-gram from its last word leftwards.

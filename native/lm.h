@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-namespace fstdecode {
+#include "language_model.h"
 
-using WordId = std::int32_t;
+namespace fstdecode {
 
 // A malformed or unreadable ARPA file. `line` is 1-based (0: no particular line). The Python
 // layer re-reads such a file with its own parser, so the user sees one canonical message.
@@ -50,30 +50,31 @@ class Vocab {
   std::vector<std::pair<std::string, WordId>> aliases_;
 };
 
-class NgramLM {
+class NgramLM final : public LanguageModel {
  public:
   // Parses the text of an ARPA file (already read and decompressed by the Python layer) up to
   // `max_order` (0: the file's order); throws ArpaFormatError on anything ArpaLM.from_file
   // would refuse.
   static NgramLM parse_arpa(std::string_view text, int max_order);
 
-  int order() const { return order_; }
+  int order() const override { return order_; }
   const Vocab& vocab() const { return vocab_; }
+  std::size_t vocab_size() const override { return vocab_.size(); }
   // The LM's id of a word: its own, or <unk>'s when out of vocabulary.
-  WordId index(std::string_view word) const;
-  WordId unk() const { return unk_; }
+  WordId index(std::string_view word) const override;
+  WordId unk() const override { return unk_; }
 
   // ln p(w | ctx[0..n)), the context's most recent word last; only the last order-1 are used.
-  double logprob(const WordId* ctx, int n, WordId w) const;
+  double logprob(const WordId* ctx, int n, WordId w) const override;
   // ln p(w) as stored (ArpaLM.unigram_logprob); w must be a valid id.
-  double unigram(WordId w) const { return unigrams_[static_cast<std::size_t>(w)].prob; }
+  double unigram(WordId w) const override { return unigrams_[static_cast<std::size_t>(w)].prob; }
   // ln backoff of the n-gram ctx[0..n) (0 when absent).
-  double backoff(const WordId* ctx, int n) const;
+  double backoff(const WordId* ctx, int n) const override;
   // True iff some stored n-gram longer than ctx[0..n) starts with it (KenLM's right-state
   // minimisation may drop ctx[0] when this is false).
-  bool extends(const WordId* ctx, int n) const;
+  bool extends(const WordId* ctx, int n) const override;
   // The number of n-grams of each order read from the file (ARPA's \data\ counts).
-  const std::vector<long>& counts() const { return counts_; }
+  const std::vector<long>& counts() const override { return counts_; }
 
   // A model using only n-grams up to `order` (1 <= order <= order()), exactly as
   // parse_arpa(text, order) would read it: the backoffs of order `order` are dropped and

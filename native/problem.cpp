@@ -12,7 +12,7 @@
 
 namespace fstdecode {
 
-Problem::Problem(const NgramLM& lm, std::vector<WordId> lm_id, int n, int d, double eta,
+Problem::Problem(const LanguageModel& lm, std::vector<WordId> lm_id, int n, int d, double eta,
                  double lm_weight, WordId bos, WordId eos)
     : lm_(lm), lm_id_(std::move(lm_id)), n_(n), d_(d), eta_(eta), lm_weight_(lm_weight),
       bos_(bos), eos_(eos) {
@@ -21,7 +21,7 @@ Problem::Problem(const NgramLM& lm, std::vector<WordId> lm_id, int n, int d, dou
   if (d_ < 0) throw std::invalid_argument("d must be >= 0, got " + std::to_string(d_));
   const auto size = static_cast<WordId>(lm_id_.size());
   for (WordId id : lm_id_)
-    if (id < 0 || static_cast<std::size_t>(id) >= lm_.vocab().size())
+    if (id < 0 || static_cast<std::size_t>(id) >= lm_.vocab_size())
       throw std::invalid_argument("lm_id holds " + std::to_string(id) +
                                   ", not an id of the LM's vocabulary");
   if (bos_ < 0 || bos_ >= size || eos_ < 0 || eos_ >= size)

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "lm.h"
+#include "language_model.h"
 
 namespace fstdecode {
 
@@ -27,18 +27,18 @@ struct Option {
   WordId last() const { return words.back(); }
 };
 
-inline int search_order(const NgramLM& lm) { return lm.order() < 2 ? 2 : lm.order(); }
+inline int search_order(const LanguageModel& lm) { return lm.order() < 2 ? 2 : lm.order(); }
 
 class Problem {
  public:
-  Problem(const NgramLM& lm, std::vector<WordId> lm_id, int n, int d, double eta, double lm_weight,
+  Problem(const LanguageModel& lm, std::vector<WordId> lm_id, int n, int d, double eta, double lm_weight,
           WordId bos, WordId eos);
   Problem(const Problem&) = delete;  // option() and the searches point into by_start
   Problem& operator=(const Problem&) = delete;
   void add_option(Option option);  // a phrase option (1 <= s <= t <= n)
   void finish();                   // adds </s> and groups options; call once, before searching
 
-  const NgramLM& lm() const { return lm_; }
+  const LanguageModel& lm() const { return lm_; }
   int n() const { return n_; }
   int end() const { return n_ + 1; }
   int d() const { return d_; }
@@ -124,7 +124,7 @@ class Problem {
   }
 
  private:
-  const NgramLM& lm_;
+  const LanguageModel& lm_;
   std::vector<WordId> lm_id_;
   int n_, d_;
   double eta_, lm_weight_;

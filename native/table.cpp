@@ -8,7 +8,7 @@
 
 namespace fstdecode {
 
-PhraseIndex::PhraseIndex(const NgramLM& lm, PairWeights weights, double unknown_value)
+PhraseIndex::PhraseIndex(const LanguageModel& lm, PairWeights weights, double unknown_value)
     : lm_(lm), weights_(std::move(weights)), unknown_value_(unknown_value) {
   if (lm_.order() < 1) throw std::invalid_argument("the search needs an LM of order >= 1");
   bos_ = intern("<s>");

@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "lm.h"
+#include "language_model.h"
 #include "problem.h"
 
 namespace fstdecode {
@@ -31,7 +31,7 @@ struct PairWeights {
 class PhraseIndex {
  public:
   // Invariant: every registered pair has weights.tm.size() scores and a non-empty target.
-  PhraseIndex(const NgramLM& lm, PairWeights weights, double unknown_value);
+  PhraseIndex(const LanguageModel& lm, PairWeights weights, double unknown_value);
 
   // Registers the pairs of one source phrase, in table order: targets[i] are pair i's words and
   // scores[i * tm + k] its k-th score. Returns its handle. Each source is registered once.
@@ -55,7 +55,7 @@ class PhraseIndex {
   double pair_score(const double* scores, const std::vector<int>& words, bool unknown,
                     int source_length) const;
 
-  const NgramLM& lm_;
+  const LanguageModel& lm_;
   PairWeights weights_;
   double unknown_value_;
   std::unordered_map<std::string, int> ids_;  // target word -> global id

@@ -41,7 +41,7 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model (flags override moses.ini; no model flags = the built-in example)")
     g.add_argument("-f", "--config", metavar="moses.ini", help="Moses configuration file")
     g.add_argument("--phrase-table", metavar="FILE", help="Moses phrase table (plain or .gz)")
-    g.add_argument("--lm", metavar="FILE", help="language model: ARPA (plain or .gz), or a KenLM binary with the kenlm extra (Python engine)")
+    g.add_argument("--lm", metavar="FILE", help="language model: ARPA (plain or .gz), or a KenLM binary (probing or trie; the kenlm extra for --engine python)")
     g.add_argument("--lm-order", type=int, metavar="N", help="read the LM up to order N (default: moses.ini's, else the file's)")
     g.add_argument(
         "--distortion-limit", "-d", type=int, metavar="D",

@@ -32,8 +32,20 @@ How the ArpaLM queries are answered with KenLM's API (scores, states, n-gram len
 * ``restrict(k)``: contexts are cut to ``k - 1`` words, which is what a model read up to
   order ``k`` does (its ``k``-grams' backoffs are never reached).
 
-The native core reads ARPA files only: a native search given a binary LM raises
-:class:`KenLMError` with the way out (``--engine python``, or the ARPA file).
+Two backends, chosen when the file is opened (:meth:`KenLMBinaryLM.from_file`'s ``engine``):
+
+* native (``auto``, ``native``): the core's own reader (``_core.KenLMBinary``, an mmap of the
+  file; :attr:`KenLMBinaryLM.core`) answers every query, and the native searches score with
+  it directly (it is a ``_core.LanguageModel``, as the ARPA reader's ``NgramLM``): no Python
+  and no ``kenlm`` package in the query path. :meth:`~KenLMBinaryLM.restrict` is the core's
+  ``restrict`` (a ``_core.RestrictedLM``). Quantized (``build_binary -q``) and
+  array-compressed (``-a``) binaries are refused with the reader's one-line message, as a
+  :class:`KenLMError`.
+* ``python`` (the reference engine): the ``kenlm`` package, as described above; ``core`` is
+  None. A native search given such a model opens the file with the core reader once
+  (:meth:`KenLMBinaryLM.native_core`).
+
+Both answer ``extends`` as KenLM's states do, so both decode alike.
 """
 
 from __future__ import annotations
@@ -60,7 +72,7 @@ _STATE_CACHE = 1 << 18
 
 
 class KenLMError(FstdecodeError):
-    """A KenLM binary that cannot be used: ``kenlm`` missing, an unreadable file, a native search."""
+    """A KenLM binary that cannot be used: ``kenlm`` missing (Python engine), an unreadable or unsupported file."""
 
 
 def is_kenlm_binary(path: str | os.PathLike[str]) -> bool:
@@ -103,26 +115,46 @@ class KenLMBinaryLM:
     Built with :meth:`from_file`. ``path``, ``order`` (the order searches use: the file's,
     or lower after :meth:`restrict`) and the queries ``in``, :meth:`logprob`,
     :meth:`score_sentence`, :meth:`phrase_estimate`, :meth:`word`, :attr:`vocabulary`,
-    :meth:`backoff`, :meth:`extends`, :meth:`unigram_logprob`, as ArpaLM's. ``counts`` is
-    empty: the kenlm package does not report them. Pickles by path (workers reopen the file).
+    :meth:`backoff`, :meth:`extends`, :meth:`unigram_logprob`, as ArpaLM's.
+
+    Invariant: exactly one backend answers the queries: ``core`` (a ``_core.LanguageModel``
+    of order ``order``) when it is not None, else the ``kenlm`` package's model. ``counts``
+    are the core's (the header's, cut to ``order``), empty with the ``kenlm`` package, which
+    does not report them. Pickles by path and backend (workers reopen the file).
     """
 
-    def __init__(self, path: str, model: Any, kenlm: Any, order: int) -> None:
+    def __init__(
+        self, path: str, model: Any, kenlm: Any, order: int, *, core: Any = None, base: Any = None
+    ) -> None:
         self.path = path
         self.order = order
-        self.counts: tuple[int, ...] = ()
+        #: The native model the queries and the native searches use (None: the kenlm package's).
+        self.core = core
+        self.counts: tuple[int, ...] = tuple(core.counts) if core is not None else ()
+        self._base = base if base is not None else core  # the file's order, for restrict()
         self._model = model
         self._kenlm = kenlm
         self._vocabulary: frozenset[str] | None = None
         self._state = lru_cache(maxsize=_STATE_CACHE)(self._compute_state)
         self._fallbacks: tuple[str, ...] | None = None
+        self._native: Any = None  # native_core()'s, for a kenlm-package model
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str], max_order: int | None = None) -> KenLMBinaryLM:
-        """Open a KenLM binary; ``max_order`` below the file's order restricts it (:meth:`restrict`)."""
+    def from_file(
+        cls, path: str | os.PathLike[str], max_order: int | None = None, engine: str = "auto"
+    ) -> KenLMBinaryLM:
+        """Open a KenLM binary; ``max_order`` below the file's order restricts it (:meth:`restrict`).
+
+        ``engine`` ``python`` reads it with the ``kenlm`` package; any other value with the
+        native core's reader (no ``kenlm`` needed).
+        """
         spath = os.fsdecode(os.fspath(path))
         if max_order is not None and max_order < 1:
             raise KenLMError(f"{spath}: max_order must be >= 1, got {max_order}")
+        if engine != "python":
+            base = _open_native(spath)
+            order = base.order if max_order is None else min(max_order, base.order)
+            return cls(spath, None, None, order, core=base.restrict(order), base=base)
         kenlm = require_kenlm(spath)
         try:
             model = kenlm.Model(spath)
@@ -132,10 +164,11 @@ class KenLMBinaryLM:
         return cls(spath, model, kenlm, order)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return _reopen, (self.path, self.order)
+        return _reopen, (self.path, self.order, "python" if self.core is None else "native")
 
     def __repr__(self) -> str:
-        return f"KenLMBinaryLM(path={self.path!r}, order={self.order!r})"
+        backend = "kenlm" if self.core is None else "native"
+        return f"KenLMBinaryLM(path={self.path!r}, order={self.order!r}, backend={backend!r})"
 
     def restrict(self, order: int) -> KenLMBinaryLM:
         """The model read up to ``order`` (1 <= order <= self.order)."""
@@ -143,7 +176,22 @@ class KenLMBinaryLM:
             raise KenLMError(f"{self.path}: cannot restrict an order-{self.order} model to order {order}")
         if order == self.order:
             return self
+        if self.core is not None:
+            return KenLMBinaryLM(self.path, None, None, order, core=self._base.restrict(order), base=self._base)
         return KenLMBinaryLM(self.path, self._model, self._kenlm, order)
+
+    def native_core(self) -> Any:
+        """The ``_core.LanguageModel`` the native searches score with: ``core``, or (a model
+        read with the kenlm package) the file opened once by the core's reader at ``order``.
+
+        Raises KenLMError with the reader's message for a binary it cannot read (quantized,
+        array-compressed).
+        """
+        if self.core is not None:
+            return self.core
+        if self._native is None:
+            self._native = _open_native(self.path).restrict(self.order)
+        return self._native
 
     # ------------------------------------------------------------------ states
 
@@ -171,10 +219,20 @@ class KenLMBinaryLM:
 
     def __contains__(self, word: object) -> bool:
         """True iff ``word`` is in the vocabulary (``<unk>`` always is)."""
-        return word == UNK or (isinstance(word, str) and word in self._model)
+        if word == UNK:
+            return True
+        if not isinstance(word, str):
+            return False
+        if self.core is not None:
+            return self.core.index(word) != self.core.unk
+        return word in self._model
 
     def logprob(self, context: Sequence[str], word: str) -> float:
         """Natural-log p(word | context) with back-off (last ``order - 1`` context words)."""
+        if self.core is not None:
+            if isinstance(context, str):
+                raise TypeError("context must be a sequence of words, not a str")
+            return self.core.logprob_words(context, word)
         return self._full(self._context(context), word).log_prob * LN10
 
     def score_sentence(self, words: Sequence[str], bos: bool = True, eos: bool = True) -> float:
@@ -186,6 +244,8 @@ class KenLMBinaryLM:
         return self._score_span(history, seq)
 
     def _score_span(self, history: list[str], words: Sequence[str]) -> float:
+        if self.core is not None:  # history is [] or [<s>]
+            return sum(self.core.score_words(list(words), bool(history), False))
         total = 0.0
         n = self.order - 1
         for w in words:
@@ -215,11 +275,15 @@ class KenLMBinaryLM:
 
     def unigram_logprob(self, word: str) -> float:
         """Natural-log unigram probability of ``word`` (``<unk>``'s if out of vocabulary)."""
+        if self.core is not None:
+            return self.core.logprob_words((), word)
         return self._full((), word).log_prob * LN10
 
     def extends(self, context: Sequence[str]) -> bool:
         """True iff KenLM keeps ``context`` in its state: a stored n-gram extends it, or the
         ARPA file wrote a backoff for it (even 0). See the module docstring."""
+        if self.core is not None:
+            return self.core.extends_words(list(context))
         c = tuple(self.word(w) for w in context)
         if not c or len(c) >= self.order:
             return False
@@ -227,6 +291,8 @@ class KenLMBinaryLM:
 
     def backoff(self, context: Sequence[str]) -> float:
         """ln backoff weight of the n-gram ``context`` (0 if it is not in the model)."""
+        if self.core is not None:
+            return self.core.backoff_words(list(context))
         c = tuple(self.word(w) for w in context)
         if not c or len(c) >= self.order:
             return 0.0
@@ -252,6 +318,16 @@ class KenLMBinaryLM:
         return self._fallbacks
 
 
-def _reopen(path: str, order: int) -> KenLMBinaryLM:
-    """Unpickle a :class:`KenLMBinaryLM`: open ``path`` again, at ``order``."""
-    return KenLMBinaryLM.from_file(path, max_order=order)
+def _open_native(path: str) -> Any:
+    """The core's reader of the binary ``path`` (``_core.KenLMBinary``); its refusal as a KenLMError."""
+    from fstdecode._native import core as _core
+
+    try:
+        return _core.KenLMBinary(path)
+    except _core.KenLMFormatError as err:
+        raise KenLMError(str(err)) from None
+
+
+def _reopen(path: str, order: int, engine: str = "python") -> KenLMBinaryLM:
+    """Unpickle a :class:`KenLMBinaryLM`: open ``path`` again, at ``order``, with the same backend."""
+    return KenLMBinaryLM.from_file(path, max_order=order, engine=engine)

@@ -265,12 +265,13 @@ def _model_paths(
 def load_lm(path: str | Path, order: int | None, engine: str = "auto") -> ArpaLM | NativeLM | KenLMBinaryLM:
     """The LM in ``path`` read up to ``order`` (None: the file's order).
 
-    A KenLM binary (detected by its magic bytes, whatever its name) is read through the
-    ``kenlm`` package (:class:`~fstdecode.io.kenlm_binary.KenLMBinaryLM`); an ARPA file by
-    the Python reader for ``engine="python"``, else by the native core's.
+    A KenLM binary (detected by its magic bytes, whatever its name) is a
+    :class:`~fstdecode.io.kenlm_binary.KenLMBinaryLM`, and an ARPA file is read, by the
+    ``kenlm`` package (binary) or the Python reader (ARPA) for ``engine="python"``, else by
+    the native core's readers.
     """
     if is_kenlm_binary(path):
-        return KenLMBinaryLM.from_file(path, max_order=order)
+        return KenLMBinaryLM.from_file(path, max_order=order, engine=engine)
     reader = ArpaLM if engine == "python" else NativeLM
     return reader.from_file(path, max_order=order)
 

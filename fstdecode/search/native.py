@@ -7,10 +7,12 @@ option's weighted ``lr_back``/``lr_next`` rows, and the distortion semantics), :
 into a :class:`~fstdecode.problem.problem.SearchResult` over the problem's Phrase objects, and
 :func:`stack_search` is the native twin of :func:`fstdecode.search.stack.search`.
 
-The core scores with an ``NgramLM``: the problem's LM's own (``problem.lm.core``, a
-:class:`fstdecode.io.native_lm.NativeLM`), or, for a Python :class:`~fstdecode.io.arpa.ArpaLM`
-(``--engine python`` models), one parsed from the same file once per (path, order) and kept
-for the process.
+The core scores with a ``_core.LanguageModel``: the problem's LM's own (``problem.lm.core``: a
+:class:`fstdecode.io.native_lm.NativeLM`'s ``NgramLM``, or a
+:class:`fstdecode.io.kenlm_binary.KenLMBinaryLM`'s ``KenLMBinary``), or, for a Python
+:class:`~fstdecode.io.arpa.ArpaLM` (``--engine python`` models), one parsed from the same file
+once per (path, order) and kept for the process (a KenLMBinaryLM read with the ``kenlm``
+package opens its file with the core's reader once: :meth:`KenLMBinaryLM.native_core`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 from fstdecode._native import core as _core
 from fstdecode.io.arpa import LN10, ArpaLM
+from fstdecode.io.kenlm_binary import KenLMBinaryLM
 from fstdecode.io.native_lm import NativeLM
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable
 from fstdecode.model.features import UNKNOWN_WORD_VALUE, Weights
@@ -42,8 +45,9 @@ _CORES_LOCK = threading.Lock()
 
 
 def lm_core(lm: Any) -> Any:
-    """The ``_core.NgramLM`` that scores like ``lm``: ``lm.core`` if it has one, else the
-    ARPA file of ``lm`` (an ArpaLM) parsed by the core at ``lm.order``, cached per (path, order).
+    """The ``_core.LanguageModel`` that scores like ``lm``: ``lm.core`` if it has one, a KenLM
+    binary's core reader (:meth:`KenLMBinaryLM.native_core`), else the ARPA file of ``lm`` (an
+    ArpaLM) parsed by the core at ``lm.order``, cached per (path, order).
 
     An ArpaLM whose file is gone (a model read from a temporary file) is written out from
     memory instead (:func:`_arpa_bytes`), and cached for that object only.
@@ -51,6 +55,8 @@ def lm_core(lm: Any) -> Any:
     core = getattr(lm, "core", None)
     if core is not None:
         return core
+    if isinstance(lm, KenLMBinaryLM):
+        return lm.native_core()
     with _CORES_LOCK:
         core = _BY_OBJECT.get(lm)
         if core is not None:

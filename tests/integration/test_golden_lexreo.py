@@ -34,11 +34,16 @@ def close(a: float, b: float) -> bool:
     return a == pytest.approx(b, rel=REL, abs=ABS)
 
 
-@pytest.fixture(scope="module", params=["native", "python"])  # both ARPA readers, at order 5
+# Both ARPA readers at order 5, and the native reader of the probing binary (moses.binlm.ini).
+@pytest.fixture(scope="module", params=["native", "python", "binlm"])
 def golden(request):
     folder = data_path("moses-lexreo-europarl-fr-en")
     # The scorer needs every pair, not the top 20.
-    model = load_model(folder / "moses.ini", table_limit=0, engine=request.param)
+    if request.param == "binlm":
+        model = load_model(folder / "moses.binlm.ini", table_limit=0, engine="native")
+        assert model.lm.core is not None  # the core's KenLMBinary, not the kenlm package
+    else:
+        model = load_model(folder / "moses.ini", table_limit=0, engine=request.param)
     inputs = [line.split() for line in (folder / "to-translate.txt").read_text(encoding="utf-8").splitlines()]
     entries = parse_nbest((folder / "truth" / "moses-nbest-100.txt").read_text(encoding="utf-8"))
     results = (folder / "truth" / "results.txt").read_text(encoding="utf-8")
@@ -97,14 +102,15 @@ def test_the_model_comes_from_the_ini(golden):
 
 # Unfiltered, and filtered two lines at a time (each batch re-reads the phrase table and the
 # reordering table filtered to its own sentences: a row lost there would change the scores).
+@pytest.mark.parametrize("ini", ["moses.ini", "moses.binlm.ini"])  # the ARPA LM, the probing binary
 @pytest.mark.parametrize("filtering", [["--no-filter"], ["--filter", "--filter-chunk", "2"]])
-def test_cli_stack_nbest_lines_are_moses_one_best_lines(filtering):
+def test_cli_stack_nbest_lines_are_moses_one_best_lines(filtering, ini):
     # End to end: `fstdecode decode -f moses.ini --method stack --format nbest` prints, for each
     # sentence, Moses' own 1-best: the same translation and segmentation, and the same features
     # (LexicalReordering0 included) and total to the 6 digits printed (Moses sums in float).
     folder = data_path("moses-lexreo-europarl-fr-en")
     proc = run_cli(
-        ["decode", "-f", str(folder / "moses.ini"), "--method", "stack", "--format", "nbest", *filtering],
+        ["decode", "-f", str(folder / ini), "--method", "stack", "--format", "nbest", *filtering],
         (folder / "to-translate.txt").read_text(encoding="utf-8"),
         timeout=300,
     )

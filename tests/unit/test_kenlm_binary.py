@@ -1,13 +1,16 @@
 """Tests of fstdecode.io.kenlm_binary: KenLM binaries score as the ARPA file they were built from.
 
 The reference is the gold folder's ARPA file read by ArpaLM; its two binaries (probing and
-trie, not quantized) were built from it with KenLM's build_binary (SOURCE.md). The tests
-that need the optional ``kenlm`` package skip, with the reason, without it.
+trie, not quantized) were built from it with KenLM's build_binary (SOURCE.md). Each scoring
+test runs both backends of KenLMBinaryLM: the native core's reader (``engine`` ``native``)
+and the ``kenlm`` package (``python``, the reference engine's); the latter skip, with the
+reason, without the package. Native decoding: test_kenlm_native_decode.py.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import pickle
 import random
 import sys
@@ -31,6 +34,8 @@ BINARIES = ["europarl.probing.binlm", "europarl.trie.binlm"]
 TOLERANCE = 1e-4
 # The gold model's weights, without its LexicalReordering (tested on the branch that adds it).
 GOLD_WEIGHTS = ["word=-1", "lm=0.5", "distortion=0.5", "tm=0.2,0.2,0.2,0.2,0.2"]
+#: KenLMBinaryLM's backends: the core's reader, and the kenlm package (needs it).
+ENGINES = ["native", pytest.param("python", marks=needs_kenlm)]
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +56,9 @@ def test_magic_bytes_detect_binaries() -> None:
 def test_without_kenlm_a_binary_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     path = data_path(GOLD, BINARIES[0])
     monkeypatch.setitem(sys.modules, "kenlm", None)  # import kenlm now raises ImportError
+    load_model(phrase_table=EXAMPLE_DATA / "phrase-table", lm=path)  # the native reader needs no kenlm
     with pytest.raises(KenLMError) as info:
-        load_model(phrase_table=EXAMPLE_DATA / "phrase-table", lm=path)
+        load_model(phrase_table=EXAMPLE_DATA / "phrase-table", lm=path, engine="python")
     message = str(info.value)
     assert message.startswith(f"{path}: this is a KenLM binary") and "pip install 'fstdecode[kenlm]'" in message
 
@@ -61,17 +67,20 @@ def test_cli_without_kenlm_exits_2(tmp_path: Path) -> None:
     path = data_path(GOLD, BINARIES[0])
     blocker = tmp_path / "kenlm.py"  # shadows any installed kenlm: importing it fails
     blocker.write_text("raise ImportError('blocked for the test')\n")
-    proc = run_cli(["decode", "--phrase-table", str(EXAMPLE_DATA / "phrase-table"), "--lm", str(path)],
-                   "das muss\n", PYTHONPATH=str(tmp_path))
+    pythonpath = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH", "")) if p)
+    args = ["decode", "--phrase-table", str(EXAMPLE_DATA / "phrase-table"), "--lm", str(path)]
+    native = run_cli(args, "das muss\n", PYTHONPATH=pythonpath)
+    assert native.returncode == 0, native.stderr  # the native engine reads the binary itself
+    proc = run_cli([*args, "--engine", "python"], "das muss\n", PYTHONPATH=pythonpath)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("fstdecode: error: ") and "pip install" in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
 
 
-@needs_kenlm
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name", BINARIES)
-def test_every_stored_ngram_scores_as_in_the_arpa(arpa: ArpaLM, name: str) -> None:
-    lm = KenLMBinaryLM.from_file(data_path(GOLD, name))
+def test_every_stored_ngram_scores_as_in_the_arpa(arpa: ArpaLM, name: str, engine: str) -> None:
+    lm = KenLMBinaryLM.from_file(data_path(GOLD, name), engine=engine)
     assert lm.order == arpa.order == 5 and lm.vocabulary == arpa.vocabulary
     for ngram in arpa._probs:
         context, word = ngram[:-1], ngram[-1]
@@ -85,10 +94,10 @@ def test_every_stored_ngram_scores_as_in_the_arpa(arpa: ArpaLM, name: str) -> No
                 assert lm.extends(ngram), ngram
 
 
-@needs_kenlm
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name", BINARIES)
-def test_sentences_and_random_sequences_score_as_in_the_arpa(arpa: ArpaLM, name: str) -> None:
-    lm = KenLMBinaryLM.from_file(data_path(GOLD, name))
+def test_sentences_and_random_sequences_score_as_in_the_arpa(arpa: ArpaLM, name: str, engine: str) -> None:
+    lm = KenLMBinaryLM.from_file(data_path(GOLD, name), engine=engine)
     rng = random.Random(13)
     vocabulary = sorted(arpa.vocabulary)
     ngrams = [ng for ng in arpa._probs if len(ng) >= 3]
@@ -107,11 +116,11 @@ def test_sentences_and_random_sequences_score_as_in_the_arpa(arpa: ArpaLM, name:
     assert "<unk>" in lm and "the" in lm and "never-seen-word" not in lm
 
 
-@needs_kenlm
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("order", [1, 2, 3, 4])
-def test_lower_orders_read_as_the_arpa_read_up_to_them(order: int) -> None:
+def test_lower_orders_read_as_the_arpa_read_up_to_them(order: int, engine: str) -> None:
     arpa = ArpaLM.from_file(data_path(GOLD, "europarl.lm"), max_order=order)
-    lm = KenLMBinaryLM.from_file(data_path(GOLD, BINARIES[0]), max_order=order)
+    lm = KenLMBinaryLM.from_file(data_path(GOLD, BINARIES[0]), max_order=order, engine=engine)
     assert lm.order == order and lm.restrict(order) is lm
     full = ArpaLM.from_file(data_path(GOLD, "europarl.lm"))
     for ngram in list(full._probs)[::5]:
@@ -123,11 +132,11 @@ def test_lower_orders_read_as_the_arpa_read_up_to_them(order: int) -> None:
                 assert lm.extends(context), context
 
 
-@needs_kenlm
-def test_pickles_by_path() -> None:
-    lm = KenLMBinaryLM.from_file(data_path(GOLD, BINARIES[1]), max_order=3)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_pickles_by_path(engine: str) -> None:
+    lm = KenLMBinaryLM.from_file(data_path(GOLD, BINARIES[1]), max_order=3, engine=engine)
     again = pickle.loads(pickle.dumps(lm))
-    assert again.order == 3 and again.path == lm.path
+    assert again.order == 3 and again.path == lm.path and (again.core is None) == (lm.core is None)
     words = "the european parliament has".split()
     assert again.score_sentence(words) == lm.score_sentence(words)
 
@@ -140,9 +149,9 @@ def test_gold_sentences_decode_as_with_the_arpa_file() -> None:
     common = dict(phrase_table=table, weights=GOLD_WEIGHTS, table_limit=20, distortion_limit=6)
     arpa_model = load_model(lm=data_path(GOLD, "europarl.lm"), engine="python", **common)
     for name in BINARIES:
-        model = load_model(lm=data_path(GOLD, name), **common)  # engine auto: Python, for a binary
-        assert isinstance(model.lm, KenLMBinaryLM)
-        decoder = Decoder(model, "stack")
+        model = load_model(lm=data_path(GOLD, name), engine="python", **common)  # the kenlm package
+        assert isinstance(model.lm, KenLMBinaryLM) and model.lm.core is None
+        decoder = Decoder(model, "stack", engine="python")
         assert decoder.engine == "python"
         reference = Decoder(arpa_model, "stack", engine="python")
         for sentence in sentences:
@@ -153,11 +162,24 @@ def test_gold_sentences_decode_as_with_the_arpa_file() -> None:
 
 
 @needs_kenlm
-def test_the_native_engine_refuses_a_binary_and_says_what_to_do() -> None:
-    model = load_model(phrase_table=EXAMPLE_DATA / "phrase-table", lm=data_path(GOLD, BINARIES[0]))
+def test_the_native_engine_refuses_a_binary_it_cannot_read_and_says_what_to_do(tmp_path: Path) -> None:
+    # A kenlm-package model runs natively when the core reads its file ...
+    model = load_model(phrase_table=EXAMPLE_DATA / "phrase-table", lm=data_path(GOLD, BINARIES[0]), engine="python")
+    assert Decoder(model, "stack").engine == "native"
+    # ... else auto falls back to the Python engine, and native says why and what to do.
+    path = tmp_path / "array.binlm"
+    data = bytearray(data_path(GOLD, BINARIES[1]).read_bytes())
+    data[96:100] = (4).to_bytes(4, "little")  # a trie with array-compressed pointers
+    path.write_bytes(bytes(data))
+    # (kenlm cannot read this patched copy either: the model reads the real file, named as the copy.)
+    model = load_model(phrase_table=EXAMPLE_DATA / "phrase-table", lm=data_path(GOLD, BINARIES[1]), engine="python")
+    model.lm.path = str(path)
+    assert Decoder(model, "stack").engine == "python"
     with pytest.raises(KenLMError) as info:
         Decoder(model, "stack", engine="native")
-    assert "--engine python" in str(info.value) and "ARPA" in str(info.value)
+    message = str(info.value)
+    assert message.startswith(str(path)) and "\n" not in message
+    assert "--engine python" in message and "ARPA" in message
 
 
 @needs_kenlm

@@ -1,0 +1,53 @@
+// The n-gram LM the native searches score with: the queries Problem and PhraseIndex need,
+// implemented by NgramLM (lm.h, an ARPA file), KenLMBinary (kenlm_binary.h, a KenLM binary)
+// and RestrictedLM (restricted_lm.h, either read up to a lower order).
+//
+// Invariants every implementation keeps: order() >= 1; word ids are 0 .. vocab_size()-1 and
+// unk() is one of them; every score is a natural log; a context is given oldest word first and
+// only its last order()-1 words are used; queries are const and never allocate Python objects.
+// Problem caches logprob per (context, word), so the virtual call is off the searches' hot path;
+// backoff and extends are called by right-state minimisation (statespace.h) per new state.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace fstdecode {
+
+using WordId = std::int32_t;
+
+class LanguageModel {
+ public:
+  virtual ~LanguageModel() = default;
+
+  virtual int order() const = 0;
+  // The number of word ids (ids are 0 .. vocab_size()-1).
+  virtual std::size_t vocab_size() const = 0;
+  // The LM's id of a word: its own, or unk()'s when out of vocabulary.
+  virtual WordId index(std::string_view word) const = 0;
+  virtual WordId unk() const = 0;
+  // ln p(w | ctx[0..n)), the context's most recent word last; only the last order()-1 are used.
+  virtual double logprob(const WordId* ctx, int n, WordId w) const = 0;
+  // ln p(w) as stored.
+  virtual double unigram(WordId w) const = 0;
+  // ln backoff of the n-gram ctx[0..n) (0 when absent or n >= order()).
+  virtual double backoff(const WordId* ctx, int n) const = 0;
+  // KenLM's right-state test: false only if no stored n-gram longer than ctx[0..n) starts with
+  // it (so a context may drop its first word, its backoff charged). Always false for
+  // n >= order(). Implementations may answer true for more contexts (KenLMBinary does, as
+  // KenLM): minimisation stays exact, only the number of distinct states changes.
+  virtual bool extends(const WordId* ctx, int n) const = 0;
+  // The number of n-grams of each order 1..order() (what the file says it holds).
+  virtual const std::vector<long>& counts() const = 0;
+
+ protected:
+  LanguageModel() = default;
+  LanguageModel(const LanguageModel&) = default;
+  LanguageModel& operator=(const LanguageModel&) = default;
+  LanguageModel(LanguageModel&&) = default;
+  LanguageModel& operator=(LanguageModel&&) = default;
+};
+
+}  // namespace fstdecode
