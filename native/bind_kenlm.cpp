@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bindings.h"
 #include "kenlm_binary.h"
 
 namespace py = pybind11;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bindings.h"
 #include "language_model.h"
 #include "restricted_lm.h"
 

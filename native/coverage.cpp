@@ -141,7 +141,8 @@ class Search {
     }
     if (finals.empty()) {
       result.status = "none";
-      result.message = "no derivation satisfies the distortion limit d=" + std::to_string(p_.d());
+      // message "": no derivation satisfies the distortion limit (Python writes the text:
+      // fstdecode.problem.problem.no_derivation_message)
       return result;
     }
     for (const Final& f : finals) {
@@ -274,7 +275,7 @@ class Search {
 
 Result coverage_search(const Problem& problem, const CoverageOptions& options) {
   if (!problem.finished()) throw std::logic_error("coverage_search: call Problem.finish() first");
-  if (options.nbest < 1) throw std::invalid_argument("nbest must be >= 1");
+  if (options.nbest < 1) throw std::invalid_argument("coverage_search: options.nbest < 1");
   return with_coverage(problem, [&](auto c) { return Search<typename decltype(c)::type>(problem, options).run(); });
 }
 

@@ -10,10 +10,12 @@
 
 namespace fstdecode {
 
+// fstdecode.search.coverage_dp.CoverageOptions, the source of truth for every default and check:
+// only Python builds these (bind_coverage.cpp takes every field), so no default is restated here.
 struct CoverageOptions {
-  int nbest = 1;
-  long max_states = 200000;  // < 0: no budget
-  bool minimize = true;
+  int nbest;  // >= 1
+  long max_states;  // < 0: no budget
+  bool minimize;
 };
 
 // The k best derivations (optimal = true). status "budget" when more than max_states states

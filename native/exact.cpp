@@ -579,9 +579,10 @@ class AStar {
     if (beyond_ > -kInf && static_cast<int>(result.hypotheses.size()) < nbest_) throw Stop{BEYOND_WINDOW};
     if (result.hypotheses.empty()) {
       result.status = "none";
-      result.message = std::isfinite(o_.lower_bound)
-                           ? "no derivation scores at least the lower bound (a bug: it came from one)"
-                           : "no derivation satisfies the distortion limit d=" + std::to_string(p_.d());
+      // finite lower bound: a bug (it came from a derivation); else, message "": no derivation
+      // satisfies the distortion limit (Python writes that text: problem.no_derivation_message)
+      if (std::isfinite(o_.lower_bound))
+        result.message = "no derivation scores at least the lower bound (a bug: it came from one)";
       return;
     }
     result.optimal = true;
@@ -726,7 +727,7 @@ ExactSupport exact_support(const Problem& problem, const ExactOptions& options) 
 
 Result exact_search(const Problem& problem, const ExactOptions& options) {
   if (!problem.finished()) throw std::logic_error("exact_search: call Problem.finish() first");
-  if (options.nbest < 1) throw std::invalid_argument("nbest must be >= 1");
+  if (options.nbest < 1) throw std::invalid_argument("exact_search: options.nbest < 1");
   try {
     return with_coverage(problem, [&](auto c) { return AStar<typename decltype(c)::type>(problem, options).run(); });
   } catch (const BoundsTooBig& e) {

@@ -15,13 +15,16 @@
 
 namespace fstdecode {
 
+// fstdecode.search.exact.ExactOptions (through native_exact.py), the source of truth for every
+// default and check: only Python builds these (bind_exact.cpp takes every field but `support`),
+// so no default is restated here.
 struct ExactOptions {
-  int nbest = 1;
-  long max_states = -1;      // < 0: no budget
-  double time_limit = -1.0;  // seconds of search; <= 0: none
+  int nbest;  // >= 1
+  long max_states;  // < 0: no budget
+  double time_limit;  // seconds of search; <= 0: none
   // The score of a known derivation (with nbest > 1, of the nbest-th of known ones): states
-  // whose bound is below it cannot hold a better one and are not kept.
-  double lower_bound = -std::numeric_limits<double>::infinity();
+  // whose bound is below it cannot hold a better one and are not kept (-inf: none known).
+  double lower_bound;
   // Support mode (exact.py, support): do not stop at the k-th goal; expand every state whose
   // bound reaches lower_bound, record every transition that can, and return in
   // ExactSupport::options the options of every derivation scoring at least lower_bound.

@@ -20,14 +20,16 @@
 
 namespace fstdecode {
 
+// fstdecode.fst.reorder.build_reordering_native's arguments, the source of truth for their
+// defaults: only Python builds these (bind_reorder.cpp takes every field).
 struct ReorderOptions {
-  long max_states = -1;  // < 0: no budget
-  bool minimize = true;  // KenLM-style right-state minimisation (orders > 2)
+  long max_states;  // < 0: no budget
+  bool minimize;  // KenLM-style right-state minimisation (orders > 2)
   // Finite: keep only what can lie on a derivation scoring at least this (issue 12's pruned R):
   // a transition is dropped when the best score of a path to its source, plus its own score,
   // plus an upper bound on every completion of its target (exact.h: the best covers of the
   // positions left, each open tape's first words at their best, the </s> bound), is below it.
-  double threshold = -std::numeric_limits<double>::infinity();
+  double threshold;  // -inf: keep everything
 };
 
 struct Reordering {

@@ -803,7 +803,9 @@ Result dp(Space& space, const SignatureDpOptions& o) {
   } catch (const Budget&) {
     return budget_result(o.max_states);
   }
-  return chart.result(true, "no derivation satisfies the distortion limit d=" + std::to_string(space.p.d()));
+  // "": no derivation satisfies the distortion limit (Python writes the text:
+  // fstdecode.problem.problem.no_derivation_message)
+  return chart.result(true, "");
 }
 
 // make_beam: beam(T_j), the best `size` states by α + β within `threshold` of the best, after
@@ -996,12 +998,15 @@ BeamHeuristic heuristic_of(const std::string& name) {
 
 Result signature_dp(const Problem& problem, const SignatureDpOptions& options) {
   check(problem, "signature_dp");
+  if (options.nbest < 1) throw std::invalid_argument("signature_dp: options.nbest < 1");
   Space space(problem, options.minimize);
   return dp(space, options);
 }
 
 Result signature_beam(const Problem& problem, const SignatureBeamOptions& options) {
   check(problem, "signature_beam");
+  if (options.nbest < 1 || options.beam_size < 1)
+    throw std::invalid_argument("signature_beam: options.nbest or options.beam_size < 1");
   Space space(problem, options.minimize);
   Memory memory;
   return beam_search(space, options, memory);
@@ -1009,6 +1014,7 @@ Result signature_beam(const Problem& problem, const SignatureBeamOptions& option
 
 Result signature_bounded(const Problem& problem, const SignatureDpOptions& options) {
   check(problem, "signature_bounded");
+  if (options.nbest < 1) throw std::invalid_argument("signature_bounded: options.nbest < 1");
   Space space(problem, options.minimize);
   return bounded(space, options);
 }

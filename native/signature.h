@@ -16,17 +16,22 @@
 
 namespace fstdecode {
 
-// fstdecode.search.signature_dp.DpOptions (and BoundedOptions: the same fields).
+// fstdecode.search.signature_dp.DpOptions (and BoundedOptions: the same fields), the source of
+// truth for every default and check: only Python builds these (bind_signature.cpp takes every
+// field), so no default is restated here.
 struct SignatureDpOptions {
-  int nbest = 1;
-  long max_states = 200000;  // < 0: no budget
-  bool minimize = true;      // KenLM-style right-state minimisation (orders > 2)
+  int nbest;  // >= 1
+  long max_states;  // < 0: no budget
+  bool minimize;  // KenLM-style right-state minimisation (orders > 2)
 };
 
 // The beam's ranking estimate β (fstdecode.search.signature_beam.HEURISTICS).
 enum class BeamHeuristic { Bound, UnigramDistortion, Unigram, None };
 
-// fstdecode.search.signature_beam.BeamOptions.
+// fstdecode.search.signature_beam.BeamOptions, the source of truth for every default and check
+// (bind_signature.cpp takes every field from it). The initialisers below are BeamOptions'
+// defaults, kept because the core builds one itself: signature_bounded's lower-bound beam
+// (bounded.py: BeamOptions(max_states=max_states)). Keep them in step with BeamOptions.
 struct SignatureBeamOptions {
   int nbest = 1;
   long max_states = 2000000;  // < 0: no budget

@@ -575,6 +575,8 @@ class Search {
 
 Result stack_search(const Problem& problem, const StackOptions& options) {
   if (!problem.finished()) throw std::logic_error("stack_search: call Problem.finish() first");
+  if (options.nbest < 1 || options.beam_size < 1)
+    throw std::invalid_argument("stack_search: options.nbest or options.beam_size < 1");
   return with_coverage(problem, [&](auto c) { return Search<typename decltype(c)::type>(problem, options).run(); });
 }
 

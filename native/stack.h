@@ -9,14 +9,16 @@
 
 namespace fstdecode {
 
+// fstdecode.search.stack.StackOptions, the source of truth for every default and check: only
+// Python builds these (bind_stack.cpp takes every field), so no default is restated here.
 struct StackOptions {
-  int nbest = 1;
-  long max_states = 2000000;
-  int beam_size = 100;
-  double beam_threshold = -1.0;   // < 0: off
-  bool distortion_estimate = true;
-  bool early_pruning = true;
-  double early_threshold = -1.0;  // < 0: beam_threshold, else ln 1e5
+  int nbest;  // >= 1
+  long max_states;  // < 0: no budget
+  int beam_size;  // >= 1
+  double beam_threshold;  // < 0: off
+  bool distortion_estimate;
+  bool early_pruning;
+  double early_threshold;  // < 0: beam_threshold, else ln 1e5
 };
 
 Result stack_search(const Problem& problem, const StackOptions& options);

@@ -37,6 +37,13 @@ class SearchError(FstdecodeError):
     """A search that cannot run or cannot finish within its limits."""
 
 
+def no_derivation_message(d: int) -> str:
+    """The message of the SearchError raised when no derivation satisfies the distortion limit
+    ``d``: written here once, for every engine (the native core reports that case as status
+    ``"none"`` with an empty message, and fstdecode.search.native.to_result fills it in)."""
+    return f"no derivation satisfies the distortion limit d={d}"
+
+
 class SearchLimitError(SearchError):
     """The search hit its budget (``--max-states``) before it could prove a result.
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fstdecode.model.distortion import final_allowed, step_allowed
-from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
+from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult, no_derivation_message
 from fstdecode.problem.sentence import Phrase
 from fstdecode.search.base import SearchOptions, option, register
 
@@ -86,7 +86,7 @@ def search(problem: SearchProblem, options: ExhaustiveOptions = ExhaustiveOption
     except SearchLimitError as e:
         raise SearchLimitError(str(e), best=_best(scored, options.nbest, False, options.max_states)) from None
     if not scored:
-        raise SearchError(f"no derivation satisfies the distortion limit d={problem.d}")
+        raise SearchError(no_derivation_message(problem.d))
     return _best(scored, options.nbest, True, len(scored))
 
 

@@ -9,7 +9,7 @@ more independent solver. Best score only (no derivation).
 
 from __future__ import annotations
 
-from fstdecode.problem.problem import SearchError, SearchProblem
+from fstdecode.problem.problem import SearchError, SearchProblem, no_derivation_message
 from fstdecode.statespace.signature import valid
 
 PHI = None
@@ -60,5 +60,5 @@ def best_score(problem: SearchProblem) -> tuple[float, int, int]:
                     alpha[new] = total
     goal = (problem.end, frozenset({(0, problem.bos, problem.end, problem.eos)}))
     if goal not in alpha:
-        raise SearchError(f"no derivation satisfies the distortion limit d={problem.d}")
+        raise SearchError(no_derivation_message(problem.d))
     return alpha[goal], len(alpha), tried

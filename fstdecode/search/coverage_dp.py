@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
+from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult, no_derivation_message
 from fstdecode.search.base import SearchOptions, register
 from fstdecode.search.kbest import first, insert_best
 from fstdecode.search.signature_dp import minimize_field
@@ -101,7 +101,7 @@ def search(problem: SearchProblem, options: CoverageOptions = CoverageOptions())
         for rank, hyp in enumerate(hyps):
             insert_best(finals, (hyp[0] + close, (key, rank)), nbest, first)
     if not finals:
-        raise SearchError(f"no derivation satisfies the distortion limit d={d}")
+        raise SearchError(no_derivation_message(d))
     out = []
     for score, (key, rank) in finals:
         phrases = []

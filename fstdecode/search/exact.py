@@ -93,7 +93,7 @@ import time
 from dataclasses import dataclass, field
 
 from fstdecode.model.lexical_reordering import first_orientation, orientation
-from fstdecode.problem.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult
+from fstdecode.problem.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult, no_derivation_message
 from fstdecode.search import stack
 from fstdecode.search.base import OptionsError, SearchOptions, option, register
 from fstdecode.statespace.ngram import joined
@@ -608,7 +608,7 @@ def finish(problem: SearchProblem, result: SearchResult, status: str, lower: Sea
     if status == "none" or not result.hypotheses:
         if lower is not None:
             raise SearchError("the exact search lost the stack decoder's derivation (a bug)")
-        raise SearchError(f"no derivation satisfies the distortion limit d={problem.d}")
+        raise SearchError(no_derivation_message(problem.d))
     if lower is not None and result.hypotheses[0][0] < lower.hypotheses[0][0] - 1e-6 * max(1.0, abs(lower.hypotheses[0][0])):
         raise SearchError("the exact search scored below the stack decoder's derivation (a bug)")
     return SearchResult(result.hypotheses, True, states, transitions, result.upper_bound)

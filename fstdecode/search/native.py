@@ -32,7 +32,7 @@ from fstdecode.io.native_lm import NativeLM
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable
 from fstdecode.model.features import UNKNOWN_WORD_VALUE, Weights
 from fstdecode.model.lexical_reordering import BACKWARD, FORWARD
-from fstdecode.problem.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult
+from fstdecode.problem.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult, no_derivation_message
 from fstdecode.problem.sentence import Phrase, unknown_pair
 from fstdecode.search.base import attach_native
 from fstdecode.search.stack import StackOptions
@@ -289,8 +289,8 @@ def to_result(problem: SearchProblem, result: Any) -> SearchResult:
     if status == "budget":
         best = SearchResult(hypotheses, False, result.states, result.transitions) if hypotheses else None
         raise SearchLimitError(result.message, best)
-    if status == "none":
-        raise SearchError(result.message)
+    if status == "none":  # an empty message: no derivation within the distortion limit
+        raise SearchError(result.message or no_derivation_message(problem.d))
     if status:
         raise SearchError(f"the native search ended with an unknown status {status!r}: {result.message}")
     return SearchResult(hypotheses, result.optimal, result.states, result.transitions)

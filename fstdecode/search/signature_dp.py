@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
+from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult, no_derivation_message
 from fstdecode.search.base import SearchOptions, option, register
 from fstdecode.search.kbest import first, insert_best
 from fstdecode.statespace.ngram import state_space
@@ -128,7 +128,7 @@ def result(problem: SearchProblem, chart: Chart, *, optimal: bool, empty: str) -
 def search(problem: SearchProblem, options: DpOptions = DpOptions()) -> SearchResult:
     """The k best derivations under the distortion limit, exactly (``optimal`` is True)."""
     chart = run(problem, nbest=options.nbest, max_states=options.max_states, minimize=options.minimize)
-    return result(problem, chart, optimal=True, empty=f"no derivation satisfies the distortion limit d={problem.d}")
+    return result(problem, chart, optimal=True, empty=no_derivation_message(problem.d))
 
 
 register(

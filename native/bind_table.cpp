@@ -1,0 +1,47 @@
+// The Python face of PhraseIndex (table.h): `_core.PhraseIndex`, whose sentence() gives a
+// `_core.Problem` (bind_problem.cpp).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bindings.h"
+#include "language_model.h"
+#include "problem.h"
+#include "table.h"
+
+namespace py = pybind11;
+
+namespace fstdecode {
+
+void bind_table(py::module_& m) {
+  py::class_<PhraseIndex>(m, "PhraseIndex",
+                          "The model's phrase table with each pair's ŵ(p), registered per source "
+                          "phrase; builds a sentence's Problem natively (table.h).")
+      .def(py::init([](const LanguageModel& lm, std::vector<double> tm, double word, double phrase, double unknown,
+                       double lm_weight, double unknown_value) {
+             return std::make_unique<PhraseIndex>(
+                 lm, PairWeights{std::move(tm), word, phrase, unknown, lm_weight}, unknown_value);
+           }),
+           py::arg("lm"), py::arg("tm"), py::arg("word"), py::arg("phrase"), py::arg("unknown"),
+           py::arg("lm_weight"), py::arg("unknown_value"),
+           py::keep_alive<1, 2>())  // the index keeps its LM alive
+      .def("add_source", &PhraseIndex::add_source, py::arg("source"), py::arg("targets"), py::arg("scores"))
+      .def(
+          "sentence",
+          [](const py::object& self, const std::vector<std::string>& words, int d, double eta) {
+            std::vector<int> s, t, handle;
+            std::unique_ptr<Problem> problem = self.cast<PhraseIndex&>().sentence(words, d, eta, s, t, handle);
+            py::object core = py::cast(std::move(problem));
+            py::detail::keep_alive_impl(core, self);  // a problem keeps the index (and its LM) alive
+            return py::make_tuple(core, s, t, handle);
+          },
+          "(Problem, s, t, handle): the problem of the tokens and its hits (0-based spans; "
+          "handle -1: an unknown word's copy)",
+          py::arg("words"), py::arg("d"), py::arg("eta"));
+}
+
+}  // namespace fstdecode

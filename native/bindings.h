@@ -1,0 +1,21 @@
+// The pieces of the `_core` module, one per bound type (or family of types), each in its own
+// bind_*.cpp; bindings.cpp's PYBIND11_MODULE calls them in the order listed here, a type's
+// bases and argument types before it.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace fstdecode {
+
+void bind_language_model(pybind11::module_& m);  // bind_language_model.cpp: LanguageModel, RestrictedLM
+void bind_kenlm(pybind11::module_& m);           // bind_kenlm.cpp: KenLMBinary
+void bind_lm(pybind11::module_& m);              // bind_lm.cpp: NgramLM, ArpaFormatError
+void bind_problem(pybind11::module_& m);         // bind_problem.cpp: Problem, Hypothesis, Result
+void bind_reorder(pybind11::module_& m);         // bind_reorder.cpp: build_reordering
+void bind_table(pybind11::module_& m);           // bind_table.cpp: PhraseIndex
+void bind_stack(pybind11::module_& m);           // bind_stack.cpp: StackOptions, stack_search
+void bind_signature(pybind11::module_& m);       // bind_signature.cpp: Signature*Options, signature_*
+void bind_coverage(pybind11::module_& m);        // bind_coverage.cpp: CoverageOptions, coverage_search
+void bind_exact(pybind11::module_& m);           // bind_exact.cpp: ExactOptions, ExactBounds, ExactSupport, exact_*
+
+}  // namespace fstdecode
