@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -335,6 +336,10 @@ def _engine_for_lm(model: Model, engine: str) -> str:
                 f"{err}; decode this KenLM binary with --engine python (the kenlm package reads it), "
                 "or give the ARPA file it was built from"
             ) from None
+        logging.getLogger("fstdecode").warning(
+            "%s; decoding on the Python engine with the kenlm package, 20-70x slower (give the ARPA file "
+            "it was built from for the native engine)", err,
+        )
         return "python"
     return engine
 

@@ -82,6 +82,7 @@ def test_exact_equals_the_coverage_dp_on_longer_inputs(order, data):
     assert_proven(exact.search(problem, options), best)
 
 
+@pytest.mark.slow  # over half a second; the fast set keeps its siblings
 @pytest.mark.parametrize("order", [2, 3])
 @settings(max_examples=30, **SETTINGS)
 @given(data=st.data())

@@ -37,6 +37,7 @@ def test_huge_beam_is_exact_bigram(case, heuristic):
     assert [h[0] for h in beam] == pytest.approx(optimum(problem, nbest=3), abs=1e-9)
 
 
+@pytest.mark.slow  # over half a second; the fast set keeps its siblings
 @settings(max_examples=20, **SETTINGS)
 @given(random_case(max_n=5, order=3))
 def test_huge_beam_is_exact_trigram(case):

@@ -35,6 +35,7 @@ def test_trigram_solvers_agree(case):
     assert total == pytest.approx(dp.hypotheses[0][0], abs=1e-9)
 
 
+@pytest.mark.slow  # over half a second; the fast set keeps its siblings
 @settings(max_examples=20, **SETTINGS)
 @given(random_case(max_n=4, order=3))
 def test_trigram_nbest_agrees_with_oracle(case):

@@ -319,3 +319,21 @@ def test_a_real_ctrl_c_early_in_the_run_gives_no_traceback(delay):
     assert b"Traceback" not in err, err.decode()
     # 130, or killed by the signal (-2, which a shell reports as 130) before CPython set its handler
     assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, err.decode())
+
+
+@pytest.mark.slow  # the Python engine on the gold model: ~4 s
+def test_auto_says_when_it_decodes_on_the_python_engine():
+    # Nothing falls back to Python behind the user's back: under --engine auto, a method whose
+    # native engine lacks a feature the model needs (here lexicalized reordering) says so.
+    from shared import data_path, run_cli
+
+    folder = data_path("moses-lexreo-europarl-fr-en")
+    line = (folder / "to-translate.txt").read_text(encoding="utf-8").splitlines()[0] + "\n"
+    args = ["decode", "-f", str(folder / "moses.ini"), "--max-states", "2000"]
+    auto = run_cli([*args, "--method", "dp"], line)
+    assert auto.returncode == 0, auto.stderr
+    assert "--method dp: the native engine lacks lexicalized reordering; decoding on the Python engine" in auto.stderr
+    asked = run_cli([*args, "--method", "dp", "--engine", "python"], line)
+    native = run_cli([*args, "--method", "stack"], line)
+    assert "Python engine" not in asked.stderr and "Python engine" not in native.stderr
+    assert asked.stdout == auto.stdout

@@ -25,9 +25,16 @@ BINARIES = ["europarl.probing.binlm", "europarl.trie.binlm"]
 TOLERANCE = 1e-4
 #: (model, method): the gold moses.ini ("lexreo": msd-bidirectional-fe reordering, Moses'
 #: distortion) for the methods whose native search has that model; the same table and LM without
-#: the reordering model ("plain", the paper's distortion) for the signature searches.
-CASES = [("lexreo", "stack"), ("lexreo", "exact"), ("lexreo", "coverage"),
-         ("plain", "stack"), ("plain", "dp"), ("plain", "beam"), ("plain", "bounded")]
+#: the reordering model ("plain", the paper's distortion) for the signature searches. The fast set
+#: keeps the stack decoder with lexicalized reordering.
+CASES = [("lexreo", "stack"),
+         pytest.param("lexreo", "exact", marks=pytest.mark.slow),
+         pytest.param("lexreo", "coverage", marks=pytest.mark.slow),
+         pytest.param("plain", "stack", marks=pytest.mark.slow),
+         pytest.param("plain", "dp", marks=pytest.mark.slow),
+         pytest.param("plain", "beam", marks=pytest.mark.slow),
+         pytest.param("plain", "bounded", marks=pytest.mark.slow),
+]
 #: The gold model's weights without its LexicalReordering.
 PLAIN_WEIGHTS = ["word=-1", "lm=0.5", "distortion=0.5", "tm=0.2,0.2,0.2,0.2,0.2"]
 
@@ -98,6 +105,7 @@ def test_engine_auto_is_native_for_a_binary(models, name: str) -> None:
     assert Decoder(models["lexreo", name], "stack").engine == "native"
 
 
+@pytest.mark.slow  # two model loads and decodes a order: ~3.5 s each
 @pytest.mark.parametrize("order", [2, 3])
 def test_a_lower_lm_order_decodes_as_the_arpa_file_read_up_to_it(order: int) -> None:
     folder = data_path(GOLD)

@@ -38,6 +38,7 @@ def _files(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
+@pytest.mark.slow  # over half a second; the fast set keeps its siblings
 def test_same_seed_same_bytes_other_seed_other_bytes(model, tmp_path):
     again = _files(_make(tmp_path / "again"))
     assert again == _files(model)

@@ -73,6 +73,7 @@ def test_budget_errors_agree(order, data):
     assert_same(problem, data.draw(coverage_options(max_states=data.draw(st.integers(1, 60)))))
 
 
+@pytest.mark.slow  # over half a second; the fast set keeps its siblings
 @settings(max_examples=40, **SETTINGS)
 @given(random_case(min_n=2, max_n=6, order=3), st.data())
 def test_no_derivation_errors_agree(case, data):

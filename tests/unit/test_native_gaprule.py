@@ -185,6 +185,7 @@ def test_native_signature_searches_equal_exhaustive_under_moses(case):
             check_distortion_limit(len(sentence), d.phrases, model.distortion_limit, "moses")
 
 
+@pytest.mark.slow  # over half a second; the fast set keeps its siblings
 @settings(max_examples=60, **SEARCH_SETTINGS)
 @given(case=random_case(max_n=5, max_d=4, order=2))
 def test_bounded_keeps_the_free_final_jump(case):

@@ -49,6 +49,7 @@ def test_same_options_bigram(case):
     assert_same_problem(Decoder(model), sentence)
 
 
+@pytest.mark.slow  # over half a second; the fast set keeps its siblings
 @settings(max_examples=60, **SETTINGS)
 @given(random_case(max_n=7, order=3))
 def test_same_options_trigram(case):

@@ -81,6 +81,7 @@ def beam_options(draw, max_beam: int = 8):
 FEW = {"dp": 12, "beam": 25, "bounded": 6}
 
 
+@pytest.mark.slow  # over half a second; the fast set keeps its siblings
 @pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 @settings(max_examples=FEW["dp"], **SEARCH_SETTINGS)
 @given(data=st.data())

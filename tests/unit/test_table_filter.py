@@ -77,6 +77,7 @@ def random_table(rng_draw, sentences: list[tuple[str, ...]]) -> str:
     return "".join(sorted(lines))
 
 
+@pytest.mark.slow  # over half a second; the fast set keeps its siblings
 @settings(max_examples=40, **SEARCH_SETTINGS)
 @given(st.data())
 def test_filtered_decoding_equals_unfiltered_on_random_models(data) -> None:
