@@ -237,7 +237,7 @@ class _FilteredDecoders:
 def _cmd_decode(args: argparse.Namespace) -> int:
     streams.check_standard_input()
     runner = running.runner(args)
-    lines, total, done = running.input_range(args)  # before the model loads: a bad --shard or --resume fails at once
+    lines, total, done = running.input_range(args, runner)  # before the model loads: a bad --shard or --resume fails at once
     if args.show_weights and _filtering(args):  # the names and weights need no table entries
         model = _load(args, source_vocabulary=lambda source: False)
         sys.stdout.write("".join(line + "\n" for line in model.show_weights()))

@@ -15,7 +15,7 @@ from fstdecode.cli import output
 from fstdecode.cli.options import check_min
 from fstdecode.cli.progress import wanted
 from fstdecode.errors import FstdecodeError
-from fstdecode.run import Line, Runner, input_lines, runner_for
+from fstdecode.run import Line, Runner, SerialRunner, input_lines, runner_for
 from fstdecode.run.base import DASK_TASK_SECONDS, DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES
 from fstdecode.run.lines import count_lines, parse_shard, shard_span
 
@@ -76,7 +76,7 @@ def runner(args: argparse.Namespace) -> Runner:
     )
 
 
-def input_range(args: argparse.Namespace) -> tuple[Iterator[Line], int | None, int]:
+def input_range(args: argparse.Namespace, runner: Runner) -> tuple[Iterator[Line], int | None, int]:
     """The input lines this run decodes (``--shard``'s block, less what ``--resume`` found done),
     how many lines the run's output will hold when known, and how many of them are done.
 
@@ -98,7 +98,7 @@ def input_range(args: argparse.Namespace) -> tuple[Iterator[Line], int | None, i
         if os.path.exists(args.resume):
             os.truncate(args.resume, cut)
         logging.getLogger("fstdecode").info("%s: %d results done; decoding the rest", args.resume, done)
-    threaded = args.workers != 1 or bool(args.cluster or args.scheduler)
+    threaded = not isinstance(runner, SerialRunner)  # the pool and Dask read their lines in a LineFeed thread
     lines = itertools.islice(input_lines(_standard_input(threaded), "<stdin>"), start + done, stop)
     return lines, (None if stop is None else stop - start), done
 
