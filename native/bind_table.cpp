@@ -30,6 +30,14 @@ void bind_table(py::module_& m) {
            py::arg("lm_weight"), py::arg("unknown_value"),
            py::keep_alive<1, 2>())  // the index keeps its LM alive
       .def("add_source", &PhraseIndex::add_source, py::arg("source"), py::arg("targets"), py::arg("scores"))
+      .def("__len__", &PhraseIndex::size, "The number of source phrases registered.")
+      .def(
+          "add_store",
+          [](PhraseIndex& index, const PhraseStore& store) {
+            py::gil_scoped_release unlocked;
+            index.add_store(store);
+          },
+          "Registers every source of a PhraseStore; handle h is the store's source h.", py::arg("store"))
       .def(
           "sentence",
           [](const py::object& self, const std::vector<std::string>& words, int d, double eta) {

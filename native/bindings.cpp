@@ -15,7 +15,8 @@ PYBIND11_MODULE(_core, m) {
   bind_lm(m);
   bind_problem(m);  // takes a LanguageModel; Hypothesis and Result, which the searches return
   bind_reorder(m);
-  bind_table(m);  // gives Problems
+  bind_phrase_table(m);
+  bind_table(m);  // gives Problems; takes a PhraseStore
   bind_stack(m);
   bind_signature(m);
   bind_coverage(m);

@@ -75,6 +75,28 @@ int PhraseIndex::add_source(const std::vector<std::string>& source,
   return handle;
 }
 
+void PhraseIndex::add_store(const PhraseStore& store) {
+  if (!sources_.empty()) throw std::invalid_argument("add_store: the index has sources already");
+  if (static_cast<std::size_t>(store.num_scores()) != weights_.tm.size())
+    throw std::invalid_argument("add_store: the table has " + std::to_string(store.num_scores()) + " scores, the weights " +
+                                std::to_string(weights_.tm.size()));
+  const std::size_t m = weights_.tm.size();
+  std::vector<std::vector<std::string>> targets;
+  std::vector<double> scores;
+  for (int h = 0; h < static_cast<int>(store.sources()); ++h) {
+    targets.clear();
+    scores.clear();
+    for (int p = store.pair_begin(h); p < store.pair_end(h); ++p) {
+      int n;
+      const std::int32_t* ids = store.target(p, n);
+      targets.emplace_back();
+      for (int i = 0; i < n; ++i) targets.back().push_back(store.word(ids[i]));
+      scores.insert(scores.end(), store.scores(p), store.scores(p) + m);
+    }
+    add_source(store.source_words(h), targets, scores);
+  }
+}
+
 PhraseIndex::Pair PhraseIndex::unknown_pair(const std::string& word) {
   const std::vector<double> zeros(weights_.tm.size(), 0.0);
   Pair pair;

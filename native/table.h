@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "language_model.h"
+#include "phrase_table.h"
 #include "problem.h"
 
 namespace fstdecode {
@@ -37,6 +38,11 @@ class PhraseIndex {
   // scores[i * tm + k] its k-th score. Returns its handle. Each source is registered once.
   int add_source(const std::vector<std::string>& source, const std::vector<std::vector<std::string>>& targets,
                  const std::vector<double>& scores);
+  // Registers every source of `store`, in its order, so that handle h is the store's source h
+  // (the index must be empty).
+  void add_store(const PhraseStore& store);
+  // The number of source phrases registered.
+  std::size_t size() const { return sources_.size(); }
   // The problem of the tokens `words` (build_sentence): every span of up to the longest
   // registered source that is a registered source is a hit, and a token that is no one-word
   // source first gets its copy (handle -1, an unknown word). The hits (0-based inclusive spans

@@ -27,7 +27,7 @@ from typing import BinaryIO
 
 from fstdecode.errors import FstdecodeError
 
-__all__ = ["GZIP_MAGIC", "numbered_lines", "open_binary", "read_bytes", "read_lines"]
+__all__ = ["GZIP_MAGIC", "decode_line", "numbered_lines", "open_binary", "read_bytes", "read_lines"]
 
 GZIP_MAGIC = b"\x1f\x8b"
 """The first two bytes of every gzip file."""
@@ -67,7 +67,7 @@ def open_binary(path: str | os.PathLike[str], error: type[FstdecodeError]) -> Bi
         raise _cannot_read(spath, err, error) from None
 
 
-def _decode(raw: bytes, where: str, error: type[FstdecodeError]) -> str:
+def decode_line(raw: bytes, where: str, error: type[FstdecodeError]) -> str:
     """One line's bytes as text; invalid UTF-8 raises ``error`` at ``where`` (``path:line``)."""
     try:
         return raw.decode("utf-8")
@@ -94,7 +94,7 @@ def numbered_lines(
         try:
             for raw in stream:
                 lineno += 1
-                text = _decode(raw, f"{spath}:{lineno}", error).removesuffix("\n").removesuffix("\r")
+                text = decode_line(raw, f"{spath}:{lineno}", error).removesuffix("\n").removesuffix("\r")
                 yield lineno, (text.removeprefix(_BOM) if lineno == 1 else text)
         except (EOFError, zlib.error, gzip.BadGzipFile) as err:
             raise error(

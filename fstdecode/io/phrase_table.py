@@ -1,4 +1,4 @@
-"""Moses-format text phrase tables.
+"""Moses-format text phrase tables, read by the native core.
 
 A line is ``source ||| target ||| s1 s2 ... [||| alignment [||| counts [||| ...]]]``.
 The alignment field (``0-0 1-1``: source-target word positions inside the pair, 0-based) is
@@ -25,8 +25,9 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
-from fstdecode.io.files import numbered_lines
+from fstdecode.io.files import decode_line
 from fstdecode.io.tokens import split_tokens
 from fstdecode.io.values import parse_number
 
@@ -37,7 +38,9 @@ __all__ = [
     "PhraseTable",
     "PhraseTableError",
     "alignment_points",
+    "line_error",
     "load_phrase_table",
+    "native_vocabulary",
 ]
 
 LOWEST_SCORE = -100.0
@@ -84,11 +87,15 @@ def alignment_points(pair: PhrasePair) -> tuple[tuple[int, int], ...]:
 class PhraseTable:
     """Phrase pairs grouped by source phrase; read-only after construction.
 
+    A table read from a file holds its pairs in the native core (``_core.PhraseStore``) and makes
+    the :class:`PhrasePair` objects of a source on its first lookup; a table made in memory
+    (``PhraseTable(path, num_scores, entries)``) holds them in a dict.
+
     Invariant: every pair stored under key ``s`` has ``pair.source == s`` and
     ``len(pair.scores) == num_scores``; no key maps to an empty tuple.
     """
 
-    __slots__ = ("_path", "_num_scores", "_entries", "_size", "_max_source_len")
+    __slots__ = ("_path", "_num_scores", "_entries", "_size", "_max_source_len", "_store")
 
     def __init__(
         self,
@@ -103,6 +110,27 @@ class PhraseTable:
         }
         self._size = sum(len(pairs) for pairs in self._entries.values())
         self._max_source_len = max((len(s) for s in self._entries), default=0)
+        self._store = None
+
+    @classmethod
+    def from_store(cls, store: "_core.PhraseStore") -> "PhraseTable":
+        """The table of a store the core read (its pairs made into PhrasePairs on lookup)."""
+        table = cls.__new__(cls)
+        table._path = store.path
+        table._num_scores = store.num_scores
+        table._entries = {}  # a cache: source -> its pairs, made on first lookup
+        table._size = store.pairs
+        table._max_source_len = store.max_source_length
+        table._store = store
+        return table
+
+    def __getstate__(self) -> tuple:
+        if self._store is not None:
+            return (self._path, self._num_scores, {}, self._size, self._max_source_len, self._store)
+        return (self._path, self._num_scores, self._entries, self._size, self._max_source_len, None)
+
+    def __setstate__(self, state: tuple) -> None:
+        self._path, self._num_scores, self._entries, self._size, self._max_source_len, self._store = state
 
     @property
     def path(self) -> str:
@@ -119,32 +147,66 @@ class PhraseTable:
         """Length in words of the longest source phrase kept (0 when empty)."""
         return self._max_source_len
 
+    @property
+    def store(self) -> "_core.PhraseStore | None":
+        """The core's store of a table read from a file (handles: :meth:`source_at`), else None."""
+        return self._store
+
     def lookup(self, source: tuple[str, ...]) -> tuple[PhrasePair, ...]:
         """Pairs for ``source``; ``()`` when absent.
 
         Order: best first when a table limit was applied, otherwise file order.
         """
-        return self._entries.get(tuple(source), ())
+        source = tuple(source)
+        pairs = self._entries.get(source)
+        if pairs is not None or self._store is None:
+            return pairs or ()
+        handle = self._store.find(list(source))
+        return () if handle < 0 else self.pairs_at(handle, source)
+
+    def pairs_at(self, handle: int, source: tuple[str, ...] | None = None) -> tuple[PhrasePair, ...]:
+        """The pairs of the store's source ``handle`` (a table read from a file)."""
+        if source is None:
+            source = self._store.source(handle)
+        pairs = self._entries.get(source)
+        if pairs is None:
+            pairs = self._entries[source] = tuple(
+                PhrasePair(source, target, scores, False, sys.intern(alignment))
+                for target, scores, alignment in self._store.pairs_of(handle)
+            )
+        return pairs
 
     def limited(self, table_limit: int, ranker: Callable[[PhrasePair], float]) -> "PhraseTable":
         """A table keeping the ``table_limit`` best pairs per source phrase by ``ranker``.
 
         The ranking needs the model's weights, which need ``num_scores``: so
-        the model reads the file once, then limits (ties keep file order).
+        the model reads the file once, then limits (ties keep file order). A ranker with a
+        ``limit_store(store, table_limit)`` method (Moses' ranking,
+        :func:`fstdecode.model.model.moses_ranker`) ranks a store in the core (unless it
+        returns None).
         """
         if table_limit <= 0:
             return self
+        native = getattr(ranker, "limit_store", None)
+        if self._store is not None and native is not None:
+            store = native(self._store, table_limit)
+            if store is not None:
+                return PhraseTable.from_store(store)
         return PhraseTable(
             self._path,
             self._num_scores,
-            {src: _limit(list(pairs), table_limit, ranker) for src, pairs in self._entries.items()},
+            {src: _limit(list(self.lookup(src)), table_limit, ranker) for src in self.sources()},
         )
 
     def sources(self) -> Iterable[tuple[str, ...]]:
         """Distinct source phrases kept, in order of first appearance in the file."""
+        if self._store is not None:
+            return (self._store.source(h) for h in range(self._store.sources))
         return iter(self._entries.keys())
 
     def __contains__(self, source: object) -> bool:
+        if self._store is not None:
+            return isinstance(source, tuple) and self._store.find(list(source)) >= 0
         return source in self._entries
 
     def __len__(self) -> int:
@@ -152,9 +214,10 @@ class PhraseTable:
         return self._size
 
     def __repr__(self) -> str:
+        sources = self._store.sources if self._store is not None else len(self._entries)
         return (
             f"PhraseTable(path={self._path!r}, pairs={self._size}, "
-            f"sources={len(self._entries)}, num_scores={self._num_scores})"
+            f"sources={sources}, num_scores={self._num_scores})"
         )
 
 
@@ -337,78 +400,68 @@ def _warn_if_empty(table: PhraseTable, sources_read: int) -> None:
 _REPEATS_REPORTED: set[str] = set()
 
 
-class _Repeats:
-    """Lines that repeat an earlier ``(source, target)`` pair of their table, for one warning.
+def _warn_repeats(path: str, repeats: tuple | None) -> None:
+    """One warning on the ``fstdecode`` logger, once per table per process, about the lines that
+    repeat an earlier ``(source, target)`` pair of their table (the core counts them: within each
+    run of one source's lines, with line numbers, whether or not the filter keeps them; a source
+    whose lines come back after other sources, over all its kept pairs, without line numbers).
 
     Moses keeps such lines as distinct options, and so does fstdecode; a repeat with other
-    scores is most likely a mistake, so it is reported. Lines of one source phrase are compared
-    within each run of consecutive lines (a table sorted by source, as Moses writes them, has
-    one run per source), with their line numbers, whether or not the vocabulary filter keeps
-    them; memory stays bounded by the largest run. A source whose lines come back after other
-    sources (an unsorted table) is compared again over all its kept pairs once the file is
-    read, without line numbers.
+    scores is most likely a mistake, so it is reported. ``repeats``: ``PhraseStore.repeats``.
     """
+    if repeats is None or path in _REPEATS_REPORTED:
+        return
+    count, other_scores, lineno, original, pair, differs = repeats
+    if not count:
+        return
+    _REPEATS_REPORTED.add(path)
+    how = " with other scores" if differs else ""
+    where = (
+        f"{path}:{lineno}: '{pair}' repeats line {original}{how}" if lineno
+        else f"{path}: '{pair}' is repeated{how}, in another block of its source phrase's lines"
+    )
+    _LOG.warning(
+        "%s; %d line(s) of this table repeat an earlier (source, target) pair, %d of them with other "
+        "scores; each is kept as a translation option of its own, as Moses keeps them",
+        where, count, other_scores,
+    )
 
-    def __init__(self) -> None:
-        self.count = 0
-        self.other_scores = 0
-        #: ``(line, line of the pair's first copy, "source ||| target", scores differ)``.
-        self.first: tuple[int, int, str, bool] | None = None
-        #: The current run's targets, each with its first line and scores (the caller fills it).
-        self.run: dict[tuple[str, ...], tuple[int, tuple[float, ...]]] = {}
-        self._within: dict[tuple[str, ...], tuple[int, int]] = {}
-        self._reopened: dict[tuple[str, ...], None] = {}  # a dict: file order, so the warning is stable
 
-    def new_run(self, reopened: tuple[str, ...] | None) -> None:
-        """Start a run of lines of a new source; ``reopened``: that source, if it was kept before."""
-        self.run.clear()
-        if reopened is not None:
-            self._reopened[reopened] = None
+def _check_line(text: str, where: str, score_format: str, expected: int | None, first_lineno: int | None) -> None:
+    """Raise the PhraseTableError that one line of a table deserves, if any: the wording of every
+    line error (the core finds the line, this says what is wrong with it)."""
+    source, target, tokens, align_text = _split_line(text, where)
+    if expected is None:
+        if not tokens:
+            raise PhraseTableError(f"{where}: no scores; the third field must hold at least one number")
+        expected = len(tokens)
+    _check_score_count(len(tokens), expected, first_lineno, where)
+    _parse_scores(tokens, score_format, where)
+    got = _alignment(align_text, where)
+    _check_alignment(got, align_text, len(source), len(target), where)
 
-    def repeat(self, lineno: int, source: tuple[str, ...], target: tuple[str, ...], scores: tuple[float, ...]) -> None:
-        """Line ``lineno`` repeats ``target``, already in :attr:`run`."""
-        earlier = self.run[target]
-        differs = earlier[1] != scores
-        self.count += 1
-        self.other_scores += differs
-        count, other = self._within.get(source, (0, 0))
-        self._within[source] = (count + 1, other + differs)
-        if self.first is None:
-            self.first = (lineno, earlier[0], f"{' '.join(source)} ||| {' '.join(target)}", differs)
 
-    def finish(self, groups: Mapping[tuple[str, ...], list[PhrasePair]]) -> None:
-        """Count the repeats of every reopened source over all its kept pairs (in place of its runs')."""
-        for source in self._reopened:
-            seen: dict[tuple[str, ...], tuple[float, ...]] = {}
-            count = other = 0
-            for pair in groups[source]:
-                if pair.target not in seen:
-                    seen[pair.target] = pair.scores
-                    continue
-                differs = seen[pair.target] != pair.scores
-                count, other = count + 1, other + differs
-                if self.first is None:
-                    self.first = (0, 0, f"{' '.join(source)} ||| {' '.join(pair.target)}", differs)
-            within = self._within.get(source, (0, 0))
-            self.count += count - within[0]
-            self.other_scores += other - within[1]
+def line_error(
+    err: ValueError, path: str, error: type[FstdecodeError], check: Callable[[str, str, int | None, int | None], None]
+) -> FstdecodeError:
+    """The ``error`` for a ``_core.TableLineError`` (a line the core refused) or
+    ``_core.TableFileError`` (a file it could not read, worded already).
 
-    def warn(self, path: str) -> None:
-        """One warning on the ``fstdecode`` logger, once per table per process; none without repeats."""
-        if not self.count or path in _REPEATS_REPORTED or self.first is None:
-            return
-        _REPEATS_REPORTED.add(path)
-        lineno, original, pair, differs = self.first
-        how = " with other scores" if differs else ""
-        where = (
-            f"{path}:{lineno}: '{pair}' repeats line {original}{how}" if lineno
-            else f"{path}: '{pair}' is repeated{how}, in another block of its source phrase's lines"
-        )
-        _LOG.warning(
-            "%s; %d line(s) of this table repeat an earlier (source, target) pair, %d of them with other "
-            "scores; each is kept as a translation option of its own, as Moses keeps them",
-            where, self.count, self.other_scores,
-        )
+    ``check(text, where, expected, first_lineno)`` raises the reader's error for the line (its
+    one wording); should it find nothing wrong, the core's own account is the message. The
+    line's bytes are decoded first, so invalid UTF-8 gets :func:`~fstdecode.io.files.decode_line`'s
+    message.
+    """
+    if not isinstance(err, _core.TableLineError):
+        return error(str(err))
+    message, lineno, raw, expected, first = err.args
+    where = f"{path}:{lineno}"
+    try:
+        text = decode_line(raw, where, error)
+        check(text, where, None if expected < 0 or first == lineno else expected, first or None)
+    except FstdecodeError as found:
+        return found
+    return error(message)
 
 
 def load_phrase_table(
@@ -419,8 +472,9 @@ def load_phrase_table(
     table_limit: int = 0,
     ranker: Callable[[PhrasePair], float] | None = None,
     vocabulary: Callable[[tuple[str, ...]], bool] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> PhraseTable:
-    """Read a Moses text phrase table (plain or gzip, UTF-8).
+    """Read a Moses text phrase table (plain or gzip, UTF-8), in the native core.
 
     ``score_format``: ``"prob"`` (Moses; feature = ln(score), 0 -> LOWEST_SCORE),
     ``"ln"`` (as is) or ``"log10"`` (times ln 10). Every value is floored at
@@ -430,15 +484,17 @@ def load_phrase_table(
     first line's count.
 
     ``vocabulary``: if given, only source phrases for which it returns True are
-    kept (e.g. a :class:`~fstdecode.io.table_filter.SourceFilter`, which keeps the
-    phrases of an input). It is called once per run of consecutive lines with the
-    same source (once per source in a sorted table, as Moses writes them), so that
-    memory is bounded by the pairs kept, not by the file. Every line is still
-    validated, so the same file gives the same errors with or without a filter.
+    kept: a :class:`~fstdecode.io.table_filter.SourceFilter` (the phrases of an input, checked
+    in the core) or any predicate on word tuples (called once per run of consecutive lines with
+    the same source: once per source in a sorted table, as Moses writes them), so that memory is
+    bounded by the pairs kept, not by the file. Every line is still validated, so the same file
+    gives the same errors with or without a filter.
 
     ``table_limit``: if > 0, keep the ``table_limit`` best pairs per source
     phrase by ``ranker(pair)`` (higher is better; default: sum of scores),
     best first; ties keep file order. 0 keeps all pairs in file order.
+
+    ``progress(bytes, lines)``: called as the file is read (bytes of the file on disk).
 
     Blank lines are skipped. An empty file gives an empty table whose
     ``num_scores`` is ``num_features`` (or 0). An empty table, whether the file
@@ -446,55 +502,36 @@ def load_phrase_table(
     logs a warning on the ``fstdecode`` logger naming the file: every source
     word will then be copied through as an unknown word. Lines that repeat an earlier
     ``(source, target)`` pair are kept, as Moses keeps them, and reported in one warning per
-    table and process (the first repeat's line, and how many there are; :class:`_Repeats`).
+    table and process (the first repeat's line, and how many there are; :func:`_warn_repeats`).
     """
     path_str = os.fspath(path)
     _check_arguments(path_str, score_format, num_features, table_limit)
-    groups: dict[tuple[str, ...], list[PhrasePair]] = {}
-    # The filter's answer for the current run of lines with one source (Moses' tables are
-    # sorted by source): a dict of every source would grow with the table, not the input.
-    last_source: tuple[str, ...] | None = None
-    keep = True
-    runs = 0
-    expected = num_features
-    first_lineno: int | None = None
-    patterns: dict[str, tuple[str, int, int]] = {"": ("", -1, -1)}
-    repeats = _Repeats()
-    for lineno, text in numbered_lines(path_str, PhraseTableError):
-        if not text.strip():
-            continue
-        where = f"{path_str}:{lineno}"
-        source, target, tokens, align_text = _split_line(text, where)
-        if expected is None:
-            if not tokens:
-                raise PhraseTableError(
-                    f"{where}: no scores; the third field must hold at least one number"
-                )
-            expected, first_lineno = len(tokens), lineno
-        _check_score_count(len(tokens), expected, first_lineno, where)
-        scores = _parse_scores(tokens, score_format, where)
-        if source != last_source:
-            last_source, runs = source, runs + 1
-            keep = vocabulary is None or bool(vocabulary(source))
-            repeats.new_run(source if keep and source in groups else None)
-        if target in repeats.run:  # inline, not a call per line: this loop reads every line of big tables
-            repeats.repeat(lineno, source, target, scores)
-        else:
-            repeats.run[target] = (lineno, scores)
-        got = patterns.get(align_text)
-        if got is None:
-            got = patterns[align_text] = _alignment(align_text, where)
-        if got[1] >= len(source) or got[2] >= len(target):
-            _check_alignment(got, align_text, len(source), len(target), where)
-        if keep:
-            groups.setdefault(source, []).append(PhrasePair(source, target, scores, False, got[0]))
-    repeats.finish(groups)
-    repeats.warn(path_str)
-    rank = ranker if ranker is not None else _sum_of_scores
-    entries = {
-        source: (_limit(pairs, table_limit, rank) if table_limit > 0 else tuple(pairs))
-        for source, pairs in groups.items()
-    }
-    table = PhraseTable(path_str, expected or 0, entries)
-    _warn_if_empty(table, runs)
+    native_filter, keep = native_vocabulary(vocabulary)
+    try:
+        store = _core.read_phrase_table(
+            path_str, SCORE_FORMATS.index(score_format), -1 if num_features is None else num_features,
+            native_filter, keep, progress,
+        )
+    except (_core.TableLineError, _core.TableFileError) as err:
+        raise line_error(
+            err, path_str, PhraseTableError, lambda text, where, n, first: _check_line(text, where, score_format, n, first)
+        ) from None
+    _warn_repeats(path_str, store.repeats)
+    table = PhraseTable.from_store(store)
+    if table_limit > 0:
+        table = table.limited(table_limit, ranker if ranker is not None else _sum_of_scores)
+    _warn_if_empty(table, store.runs)
     return table
+
+
+def native_vocabulary(
+    vocabulary: Callable[[tuple[str, ...]], bool] | None,
+) -> tuple["_core.SourceFilter | None", Callable[[list[str]], bool] | None]:
+    """``(filter, keep)`` for the core's readers: a SourceFilter's native filter, or a predicate
+    called with each source's words (as a tuple), or neither."""
+    if vocabulary is None:
+        return None, None
+    native = getattr(vocabulary, "native", None)
+    if native is not None:
+        return native, None
+    return None, lambda words: bool(vocabulary(tuple(words)))

@@ -7,8 +7,10 @@ As Moses' ``LexicalReorderingTableMemory`` does, each probability p becomes the
 feature value ln(p), floored at ``LOWEST_SCORE`` (−100; p = 0 gives −100).
 
 Which column holds which orientation is the model's business
-(:mod:`fstdecode.model.lexical_reordering`); this module only reads numbers.
-Bad lines raise :class:`ReorderingTableError` naming the file and line.
+(:mod:`fstdecode.model.lexical_reordering`); this module only reads numbers, in the native core
+(``_core.read_reordering_table``), which holds the rows. Bad lines raise
+:class:`ReorderingTableError` naming the file and line (worded here, from the line the core
+refused).
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
-from fstdecode.io.files import numbered_lines
-from fstdecode.io.phrase_table import LOWEST_SCORE
+from fstdecode.io.phrase_table import LOWEST_SCORE, line_error, native_vocabulary
 from fstdecode.io.tokens import split_tokens
 from fstdecode.io.values import parse_number
 
@@ -41,23 +44,27 @@ class ReorderingTableError(FstdecodeError):
 class ReorderingTable:
     """The entries of one reordering table.
 
-    Invariant: every value of ``entries`` has exactly ``num_scores`` floats, each
-    ln(p) floored at ``LOWEST_SCORE``; keys are ``(source, target)`` with
-    ``target == ()`` iff ``conditioned_on_target`` is False. ``entries`` is a
-    plain dict (so that a model pickles, for process pools) that nothing mutates.
+    Invariant: every row has exactly ``num_scores`` floats, each ln(p) floored at
+    ``LOWEST_SCORE``; keys are ``(source, target)`` with ``target == ()`` iff
+    ``conditioned_on_target`` is False. The rows are ``store`` (``_core.ReorderingStore``, a
+    table read from a file; it pickles) or else ``entries`` (a plain dict that nothing mutates,
+    a table made in memory).
     """
 
     path: str
     num_scores: int
     conditioned_on_target: bool
-    entries: Mapping[Key, tuple[float, ...]] = field(hash=False, repr=False)
+    entries: Mapping[Key, tuple[float, ...]] = field(hash=False, repr=False, default_factory=dict)
+    store: Any = field(default=None, hash=False, repr=False, compare=False)
 
     def lookup(self, source: tuple[str, ...], target: tuple[str, ...]) -> tuple[float, ...] | None:
         """The scores of the pair (only ``source`` counts for an ``f`` table), or None if absent."""
+        if self.store is not None:
+            return self.store.lookup(list(source), list(target) if self.conditioned_on_target else [])
         return self.entries.get((source, target if self.conditioned_on_target else ()))
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return len(self.store) if self.store is not None else len(self.entries)
 
 
 def reordering_score(p: float) -> float:
@@ -100,43 +107,45 @@ def _split(text: str, where: str, with_target: bool) -> tuple[Key, list[str]]:
     return (source, target), tokens
 
 
+def _check_line(text: str, where: str, with_target: bool, expected: int | None, first: int | None) -> None:
+    """Raise the ReorderingTableError one line of a table deserves, if any (the wording of every
+    line error; the core finds the line)."""
+    _, tokens = _split(text, where, with_target)
+    if expected is not None and len(tokens) != expected:
+        reason = f"line {first} has {expected}" if first is not None else f"the model needs {expected}"
+        raise ReorderingTableError(
+            f"{where}: found {len(tokens)} probabilities but {reason}; every line must have the same number"
+        )
+    _parse_probabilities(tokens, where)
+
+
 def load_reordering_table(
     path: str | os.PathLike[str],
     *,
     num_scores: int | None = None,
     conditioned_on_target: bool = True,
     vocabulary: Callable[[tuple[str, ...]], bool] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ReorderingTable:
-    """Read a Moses reordering table (see the module docstring).
+    """Read a Moses reordering table (see the module docstring), in the native core.
 
     ``num_scores``: the number of probabilities every line must have (by
     default the first line's). ``conditioned_on_target``: ``fe`` tables (3
     fields) if True, ``f`` tables (2 fields) if False. ``vocabulary``: if
     given, only source phrases for which it returns True are kept (every line
-    is still validated). Blank lines are skipped; a repeated key keeps the
-    last line, as Moses' in-memory table does.
+    is still validated; a :class:`~fstdecode.io.table_filter.SourceFilter` is asked in the core).
+    ``progress(bytes, lines)`` is called as the file is read. Blank lines are skipped; a repeated
+    key keeps the last line, as Moses' in-memory table does.
     """
     path_str = os.fspath(path)
-    entries: dict[Key, tuple[float, ...]] = {}
-    wanted: dict[tuple[str, ...], bool] = {}
-    expected, first = num_scores, None
-    for lineno, text in numbered_lines(path_str, ReorderingTableError):
-        if not text.strip():
-            continue
-        where = f"{path_str}:{lineno}"
-        key, tokens = _split(text, where, conditioned_on_target)
-        if expected is None:
-            expected, first = len(tokens), lineno
-        if len(tokens) != expected:
-            reason = f"line {first} has {expected}" if first is not None else f"the model needs {expected}"
-            raise ReorderingTableError(
-                f"{where}: found {len(tokens)} probabilities but {reason}; "
-                "every line must have the same number"
-            )
-        scores = _parse_probabilities(tokens, where)
-        keep = wanted.get(key[0])
-        if keep is None:
-            keep = wanted[key[0]] = vocabulary is None or bool(vocabulary(key[0]))
-        if keep:
-            entries[key] = scores
-    return ReorderingTable(path_str, expected or 0, conditioned_on_target, entries)
+    native_filter, keep = native_vocabulary(vocabulary)
+    try:
+        store = _core.read_reordering_table(
+            path_str, -1 if num_scores is None else num_scores, conditioned_on_target, native_filter, keep, progress
+        )
+    except (_core.TableLineError, _core.TableFileError) as err:
+        raise line_error(
+            err, path_str, ReorderingTableError,
+            lambda text, where, n, first: _check_line(text, where, conditioned_on_target, n, first),
+        ) from None
+    return ReorderingTable(path_str, store.num_scores, conditioned_on_target, store=store)

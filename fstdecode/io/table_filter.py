@@ -5,28 +5,27 @@ of lines holds few pairs that a given batch of sentences can use: only those who
 phrase occurs, contiguously, in one of the sentences. :class:`SourceFilter` answers that
 question for one batch; readers keep a line only when it says yes, so memory is bounded by
 what the batch needs, not by the table (Moses' ``filter-model-given-input.pl`` does the same
-offline). :func:`filtered_lines` is the streaming loop for any such table.
+offline). The core's table readers (:mod:`fstdecode.io.phrase_table`,
+:mod:`fstdecode.io.reordering_table`) stream the table and ask the filter once per run of lines
+with one source phrase.
 
 The invariant that makes filtering safe: a decoder looks up only the source phrases that
 occur in the sentence it decodes, so a table filtered by a :class:`SourceFilter` built from
 a batch gives, for every sentence of that batch, the same lookups as the whole table (and so
 the same table-limit ranking, which is per source phrase).
 
-Memory of a filter: one 64-bit hash per distinct n-gram of the batch, up to the longest
-source phrase met so far in the table (7 words to start with; longer ones are added on first
-need, never beyond the longest sentence). A hash collision can only keep a pair the batch
-does not need, never drop one it needs.
+Memory of a filter: each distinct n-gram of the batch, up to the longest source phrase met so
+far in the table (7 words to start with; longer ones are added on first need, never beyond the
+longest sentence), held in the native core, which asks it once per run of lines with one source.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 
-from fstdecode.errors import FstdecodeError
-from fstdecode.io.files import numbered_lines
+from fstdecode._native import core as _core
 
-__all__ = ["DEFAULT_CHUNK_LINES", "FILTER_THRESHOLD_BYTES", "SourceFilter", "filtered_lines", "source_phrase"]
+__all__ = ["DEFAULT_CHUNK_LINES", "FILTER_THRESHOLD_BYTES", "SourceFilter"]
 
 #: Input lines per filtered batch (``--filter-chunk``): the table is read once per batch.
 DEFAULT_CHUNK_LINES = 10_000
@@ -37,84 +36,35 @@ DEFAULT_CHUNK_LINES = 10_000
 #: more than a batch's share of any but the largest inputs.
 FILTER_THRESHOLD_BYTES = 32 * 2**20
 
-_FIELD_SEPARATOR = "|||"
-# n-gram lengths indexed up front: Moses' training extracts phrases of at most 7 words.
-_INITIAL_LENGTH = 7
-
 
 class SourceFilter:
     """Which source phrases occur contiguously in a batch of tokenized sentences.
 
-    ``filter(source)`` is True iff the word tuple ``source`` occurs in some sentence (up
-    to a 64-bit hash collision, which can only say True wrongly). Callable, so it serves as
-    the ``vocabulary`` predicate of :func:`~fstdecode.io.phrase_table.load_phrase_table`.
+    ``filter(source)`` is True iff the word tuple ``source`` occurs in some sentence (exactly:
+    the n-grams themselves are kept, in the core). Callable, so it serves as the ``vocabulary``
+    predicate of :func:`~fstdecode.io.phrase_table.load_phrase_table`, whose core reader uses
+    :attr:`native` directly.
     """
 
-    __slots__ = ("_sentences", "_longest", "_length", "_hashes")
+    __slots__ = ("native", "_sentences")
 
     def __init__(self, sentences: Iterable[Sequence[str]]) -> None:
-        self._sentences = [tuple(s) for s in sentences if s]
-        self._longest = max((len(s) for s in self._sentences), default=0)
-        self._length = 0
-        self._hashes: set[int] = set()
-        self._grow(min(_INITIAL_LENGTH, self._longest))
-
-    def _grow(self, length: int) -> None:
-        """Index the n-grams of lengths ``self._length + 1 .. length``."""
-        add = self._hashes.add
-        for n in range(self._length + 1, length + 1):
-            for s in self._sentences:
-                for i in range(len(s) - n + 1):
-                    add(hash(s[i:i + n]))
-        self._length = max(self._length, length)
+        self._sentences = [list(s) for s in sentences if s]
+        #: The core's filter (``_core.SourceFilter``).
+        self.native = _core.SourceFilter(self._sentences)
 
     def __call__(self, source: Sequence[str]) -> bool:
-        n = len(source)
-        if n == 0 or n > self._longest:
-            return False
-        if n > self._length:
-            self._grow(n)
-        return hash(tuple(source)) in self._hashes
+        return self.native(list(source))
 
     def __len__(self) -> int:
-        """The number of distinct n-gram hashes indexed so far."""
-        return len(self._hashes)
+        """The number of distinct n-grams indexed so far."""
+        return len(self.native)
+
+    def __reduce__(self):
+        return (SourceFilter, (self._sentences,))
 
     def __repr__(self) -> str:
-        return f"SourceFilter(sentences={len(self._sentences)}, ngrams={len(self._hashes)}, length={self._length})"
-
-
-def source_phrase(text: str) -> tuple[str, ...] | None:
-    """The source words of a table line (before the first ``|||``), or None without one."""
-    head, sep, _ = text.partition(_FIELD_SEPARATOR)
-    return tuple(head.split()) if sep else None
-
-
-def filtered_lines(
-    path: str | os.PathLike[str],
-    keep: Callable[[tuple[str, ...]], bool] | None,
-    error: type[FstdecodeError],
-) -> Iterator[tuple[int, str]]:
-    """``(lineno, text)`` of the lines of a Moses-style table whose source phrase ``keep`` accepts.
-
-    Streams ``path`` (plain or gzip, UTF-8; problems raise ``error`` naming the line). A
-    line with no ``|||`` is yielded whatever ``keep`` says, so that the reader reports it;
-    blank lines are skipped. ``keep`` is called once per run of lines with the same source
-    (Moses' tables are sorted by source), so memory stays bounded. ``keep=None`` keeps all.
-    """
-    last: tuple[str, ...] | None = None
-    last_kept = True
-    for lineno, text in numbered_lines(path, error):
-        if not text.strip():
-            continue
-        if keep is None:
-            yield lineno, text
-            continue
-        source = source_phrase(text)
-        if source is None:
-            yield lineno, text
-            continue
-        if source != last:
-            last, last_kept = source, bool(keep(source))
-        if last_kept:
-            yield lineno, text
+        return (
+            f"SourceFilter(sentences={len(self._sentences)}, ngrams={len(self.native)}, "
+            f"length={self.native.indexed_length})"
+        )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import time
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -213,17 +214,36 @@ def _tm_origin(cfg: MosesConfig | None, ini_pt: FeatureLine | None, assignments:
     return None
 
 
-def moses_ranker(lm: ArpaLM, weights: Weights) -> Callable[[PhrasePair], float]:
-    """Moses' table-limit ranking: weighted TM + word penalty + weighted LM estimate of the target."""
+@dataclass(frozen=True)
+class MosesRanker:
+    """Moses' table-limit ranking of a pair: weighted TM + word penalty + weighted LM estimate of
+    the target (the LM's context-free estimate, :meth:`ArpaLM.phrase_estimate`)."""
 
-    def rank(pair: PhrasePair) -> float:
+    lm: ArpaLM | NativeLM | KenLMBinaryLM
+    weights: Weights
+
+    def __call__(self, pair: PhrasePair) -> float:
+        weights = self.weights
         return (
             sum(w * v for w, v in zip(weights.tm, pair.scores))
             + weights.word * -len(pair.target)
-            + weights.lm * lm.phrase_estimate(pair.target)
+            + weights.lm * self.lm.phrase_estimate(pair.target)
         )
 
-    return rank
+    def limit_store(self, store: object, limit: int) -> object:
+        """The core's store limited by this ranking, computed in the core (its LM's core)."""
+        core = getattr(self.lm, "core", None)
+        if core is None and isinstance(self.lm, KenLMBinaryLM):
+            core = self.lm.native_core()
+        if core is None:  # the Python reference LM: ranked in Python
+            return None
+        w = self.weights
+        return store.limited(limit, core, [float(x) for x in w.tm], float(w.word), float(w.lm))
+
+
+def moses_ranker(lm: ArpaLM | NativeLM | KenLMBinaryLM, weights: Weights) -> MosesRanker:
+    """Moses' table-limit ranking (:class:`MosesRanker`)."""
+    return MosesRanker(lm, weights)
 
 
 def _table_limit(table_limit: int | None, ini_pt: FeatureLine | None) -> int:
@@ -355,20 +375,21 @@ def load_model(
     order = lm_order or (ini_lm.int_arg("order", 0) if ini_lm and lm is None else 0) or None
     if engine not in ENGINES:
         raise ModelError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
-    with _phase("language model", lm_path) as said:
+    with _phase("language model", lm_path) as phase:
         language_model = load_lm(lm_path, order, engine)
-        said(f"order {language_model.order}, {sum(getattr(language_model, 'counts', ())):,} n-grams")
+        phase.said(f"order {language_model.order}, {sum(getattr(language_model, 'counts', ())):,} n-grams")
     num = ini_pt.num_features if ini_pt and phrase_table is None and "num-features" in ini_pt.args else None
     read_table = table is None
     if table is None:
-        with _phase("phrase table", pt_path, filtered=source_vocabulary is not None) as said:
+        with _phase("phrase table", pt_path, filtered=source_vocabulary is not None) as phase:
             table = load_phrase_table(
-                pt_path, score_format=tm_score_format or "prob", num_features=num, vocabulary=source_vocabulary
+                pt_path, score_format=tm_score_format or "prob", num_features=num, vocabulary=source_vocabulary,
+                progress=phase.progress,
             )
-            said(f"{len(table):,} phrase pairs kept")
-    with _phase("reordering table", _reordering_path(cfg), filtered=source_vocabulary is not None) as said:
-        reordering = _reordering_model(cfg, source_vocabulary)
-        said(f"{len(reordering.table):,} entries kept" if reordering is not None and hasattr(reordering.table, "__len__") else "")
+            phase.said(f"{len(table):,} phrase pairs kept")
+    with _phase("reordering table", _reordering_path(cfg), filtered=source_vocabulary is not None) as phase:
+        reordering = _reordering_model(cfg, source_vocabulary, phase.progress)
+        phase.said(f"{len(reordering.table):,} entries kept" if reordering is not None else "")
     if cfg is not None:
         _warn_missing_ini_weights(cfg)
         for message in cfg.ignored:
@@ -398,25 +419,59 @@ def load_model(
     )
 
 
+class _Phase:
+    """One model file being read: ``said(text)`` sets the summary logged at its end, and
+    ``progress(bytes, lines)`` (the core readers' callback) moves a tqdm bar on stderr when
+    stderr is a terminal (bytes of the file on disk)."""
+
+    def __init__(self, what: str, size: int | None) -> None:
+        self.summary = ""
+        self._what = what
+        self._size = size
+        self._bar = None
+
+    def said(self, text: str) -> None:
+        self.summary = text
+
+    def progress(self, done: int, lines: int) -> None:
+        if self._bar is None:
+            if not (self._size and sys.stderr.isatty()):
+                return
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=self._size, unit="B", unit_scale=True, desc=f"reading the {self._what}",
+                             leave=False, file=sys.stderr)
+        self._bar.update(done - self._bar.n)
+        self._bar.set_postfix_str(f"{lines:,} lines", refresh=False)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
 @contextlib.contextmanager
 def _phase(what: str, path: object, filtered: bool = False):
     """Log (INFO, ``-v``) the loading of one model file: its size as it starts, then what was
-    kept and the seconds it took, so that a long load is never silent. Yields ``said(text)``,
-    which sets the summary; nothing is logged when ``path`` is None (no such file)."""
+    kept and the seconds it took, so that a long load is never silent; on a terminal a bar shows
+    the bytes read meanwhile. Yields a :class:`_Phase`; nothing is logged when ``path`` is None
+    (no such file)."""
     if path is None:
-        yield lambda text: None
+        yield _Phase(what, None)
         return
-    summary = [""]
     try:
-        size = f", {os.path.getsize(path) / 2**20:,.1f} MiB" if os.path.isfile(path) else ""
+        size = os.path.getsize(path) if os.path.isfile(path) else None
     except OSError:
-        size = ""
+        size = None
     how = " (filtered to the input)" if filtered else ""
-    _LOG.info("reading the %s %s%s%s", what, path, size, how)
+    _LOG.info("reading the %s %s%s%s", what, path, f", {size / 2**20:,.1f} MiB" if size is not None else "", how)
     start = time.perf_counter()
-    yield lambda text: summary.__setitem__(0, text)
+    phase = _Phase(what, size)
+    try:
+        yield phase
+    finally:
+        phase.close()
     seconds = time.perf_counter() - start
-    _LOG.info("%s %s: %s%s%.1f s", what, path, summary[0], ", " if summary[0] else "", seconds)
+    _LOG.info("%s %s: %s%s%.1f s", what, path, phase.summary, ", " if phase.summary else "", seconds)
 
 
 def _reordering_path(cfg: MosesConfig | None) -> str | None:
@@ -451,17 +506,21 @@ def refiltered(model: Model, vocabulary: Callable[[tuple[str, ...]], bool] | Non
     spec = model.table_source
     if spec is None:
         raise ModelError(f"{model.name}: its phrase table was given in memory; there is no file to filter")
-    with _phase("phrase table", spec.path, filtered=vocabulary is not None) as said:
+    with _phase("phrase table", spec.path, filtered=vocabulary is not None) as phase:
         table = load_phrase_table(
-            spec.path, score_format=spec.score_format, num_features=spec.num_features or None, vocabulary=vocabulary
+            spec.path, score_format=spec.score_format, num_features=spec.num_features or None, vocabulary=vocabulary,
+            progress=phase.progress,
         )
-        said(f"{len(table):,} phrase pairs kept")
+        phase.said(f"{len(table):,} phrase pairs kept")
     table = table.limited(spec.table_limit, moses_ranker(model.lm, model.weights))
     reordering = model.reordering
     if reordering is not None:  # its table is filtered to the same source phrases
-        rows = load_reordering_table(
-            reordering.table.path, conditioned_on_target=reordering.table.conditioned_on_target, vocabulary=vocabulary
-        )
+        with _phase("reordering table", reordering.table.path, filtered=vocabulary is not None) as phase:
+            rows = load_reordering_table(
+                reordering.table.path, conditioned_on_target=reordering.table.conditioned_on_target,
+                vocabulary=vocabulary, progress=phase.progress,
+            )
+            phase.said(f"{len(rows):,} entries kept")
         reordering = replace(reordering, table=rows)
     return replace(model, table=table, reordering=reordering)
 
@@ -486,7 +545,9 @@ def _semantics(semantics: str | None, config: str | Path | None) -> str:
 
 
 def _reordering_model(
-    cfg: MosesConfig | None, source_vocabulary: Callable[[tuple[str, ...]], bool] | None
+    cfg: MosesConfig | None,
+    source_vocabulary: Callable[[tuple[str, ...]], bool] | None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ReorderingModel | None:
     """The ini's LexicalReordering feature with its table loaded, or None; errors name the ini line."""
     feat = cfg.lexical_reordering() if cfg is not None else None
@@ -502,7 +563,7 @@ def _reordering_model(
             )
         defaults = feat.args.get("default-scores")
         table = load_reordering_table(
-            feat.path, conditioned_on_target=config.condition == "fe", vocabulary=source_vocabulary
+            feat.path, conditioned_on_target=config.condition == "fe", vocabulary=source_vocabulary, progress=progress
         )
         return ReorderingModel(
             config, table, parse_default_scores(defaults, where) if defaults else None, feat.name

@@ -104,10 +104,11 @@ def _arpa_bytes(lm: ArpaLM) -> bytes:
 class NativeTable:
     """The model's phrase table in the core (``_core.PhraseIndex``): every source phrase is
     registered once, when the table is made, with ŵ(p) of its pairs computed in the core; a
-    sentence's options are then looked up there.
+    sentence's options are then looked up there. A table the core read (``table.store``) is
+    registered from its store without a Python object per pair, and its PhrasePairs are made only
+    for the sources a result uses.
 
-    Invariant: handle ``h`` of the core holds the pairs ``self.pairs[h]`` (a table's tuple), in
-    that order.
+    Invariant: handle ``h`` of the core holds the pairs ``self.pairs[h]``, in that order.
     """
 
     def __init__(self, table: PhraseTable, lm: Any, weights: Weights) -> None:
@@ -125,12 +126,19 @@ class NativeTable:
         #: on first use; a NativeTable serves one model and one set of weights.
         self._lr: dict[int, tuple[list[float], list[float]]] = {}
         #: handle -> the pairs it stands for
-        self.pairs: list[tuple[PhrasePair, ...]] = []
+        self.pairs: _Pairs
+        store = table.store
+        if store is not None:
+            self.index.add_store(store)
+            self.pairs = _Pairs(table)
+            return
+        listed: list[tuple[PhrasePair, ...]] = []
         for source in table.sources():
             pairs = table.lookup(source)
             scores = [v for pair in pairs for v in pair.scores]
             self.index.add_source(list(source), [list(pair.target) for pair in pairs], scores)
-            self.pairs.append(pairs)
+            listed.append(pairs)
+        self.pairs = _Pairs(table, listed)
 
     def form(self, problem: SearchProblem) -> NativeForm:
         """The core Problem of a problem made by :meth:`SearchProblem.from_table`, with the options
@@ -139,7 +147,7 @@ class NativeTable:
         offsets = [0]
         pairs = self.pairs
         for h in handles:
-            offsets.append(offsets[-1] + (len(pairs[h]) if h >= 0 else 1))
+            offsets.append(offsets[-1] + (pairs.count(h) if h >= 0 else 1))
         form = NativeForm(core, tuple(zip(starts, ends, handles)), tuple(offsets), pairs, problem.words, self.num_scores)
         if problem.reordering is not None:
             back: list[float] = []
@@ -158,6 +166,28 @@ class NativeTable:
         return form
 
 
+class _Pairs:
+    """Handle -> the PhrasePairs of that source: a store's, made on first use (``table.pairs_at``),
+    or a list made when the table was registered."""
+
+    __slots__ = ("_table", "_listed")
+
+    def __init__(self, table: PhraseTable, listed: list[tuple[PhrasePair, ...]] | None = None) -> None:
+        self._table = table
+        self._listed = listed
+
+    def __getitem__(self, handle: int) -> tuple[PhrasePair, ...]:
+        if self._listed is not None:
+            return self._listed[handle]
+        return self._table.pairs_at(handle)
+
+    def count(self, handle: int) -> int:
+        """The number of pairs of ``handle``."""
+        if self._listed is not None:
+            return len(self._listed[handle])
+        return self._table.store.pair_count(handle)
+
+
 @dataclass(frozen=True)
 class NativeForm:
     """A problem's core ``Problem`` and how its option indices map back to Phrase objects.
@@ -170,7 +200,7 @@ class NativeForm:
     core: Any
     hits: tuple[tuple[int, int, int], ...] = ()
     offsets: tuple[int, ...] = ()
-    pairs: list[tuple[PhrasePair, ...]] = field(default_factory=list)
+    pairs: Any = field(default_factory=list)
     words: tuple[str, ...] = ()
     num_scores: int = 0
     flat: tuple[Option, ...] = ()

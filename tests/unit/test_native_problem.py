@@ -79,12 +79,12 @@ def test_the_table_is_registered_once():
     model = hansards_model(lm_order=2, distortion_limit=4, table_limit=20)
     decoder = Decoder(model)
     table = decoder.problem(["x"]).phrase_scores.native
-    assert len(table.pairs) == len(list(model.table.sources()))
+    assert len(table.index) == len(list(model.table.sources()))
     lines = [line.split() for line in hansards_input()]
     assert any((w,) not in model.table for line in lines for w in line)  # some unknown words
     for line in lines:
         native_form(decoder.problem(line))
-    assert len(table.pairs) == len(list(model.table.sources()))
+    assert len(table.index) == len(list(model.table.sources()))
 
 
 def test_hansards_sentences():

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from fstdecode import Decoder, load_model
 import importlib
-from fstdecode.io.phrase_table import PhraseTableError
-from fstdecode.io.table_filter import SourceFilter, filtered_lines, source_phrase
+from fstdecode.io.phrase_table import PhraseTableError, load_phrase_table
+from fstdecode.io.table_filter import SourceFilter
 from fstdecode.model.model import refiltered
 from fstdecode.run import Line, decode_filtered, decode_lines
 
@@ -45,21 +45,23 @@ def test_source_filter_is_contiguous_occurrence(sentences, phrases) -> None:
     assert not keep(())
 
 
-def test_filtered_lines_streams_the_kept_sources(tmp_path: Path) -> None:
-    table = tmp_path / "reordering-table"
-    table.write_text("a ||| x ||| 0.1\na ||| y ||| 0.2\n\nb c ||| z ||| 0.3\nno separator\nd ||| w ||| 0.4\n")
+def test_a_predicate_is_asked_once_per_run_and_every_line_is_still_checked(tmp_path: Path) -> None:
+    table = tmp_path / "phrase-table"
+    table.write_text("a ||| x ||| 0.1\na ||| y ||| 0.2\n\nb c ||| z ||| 0.3\nd ||| w ||| 0.4\n")
     calls: list[tuple[str, ...]] = []
 
     def keep(source: tuple[str, ...]) -> bool:
         calls.append(source)
         return source in {("a",), ("d",)}
 
-    assert list(filtered_lines(table, keep, PhraseTableError)) == [
-        (1, "a ||| x ||| 0.1"), (2, "a ||| y ||| 0.2"), (5, "no separator"), (6, "d ||| w ||| 0.4"),
-    ]
+    got = load_phrase_table(table, vocabulary=keep)
     assert calls == [("a",), ("b", "c"), ("d",)]  # once per run of one source
-    assert len(list(filtered_lines(table, None, PhraseTableError))) == 5
-    assert source_phrase("a b ||| x") == ("a", "b") and source_phrase("a b") is None
+    assert [p.target for p in got.lookup(("a",))] == [("x",), ("y",)] and got.lookup(("b", "c")) == ()
+    assert len(got) == 3 and ("d",) in got and ("b", "c") not in got
+    # A line of a filtered-out source is still checked: the same file gives the same errors.
+    table.write_text("a ||| x ||| 0.1\nb ||| y ||| zero\n")
+    with pytest.raises(PhraseTableError, match=r"phrase-table:2: score 'zero' is not a number"):
+        load_phrase_table(table, vocabulary=SourceFilter([("a",)]))
 
 
 def random_table(rng_draw, sentences: list[tuple[str, ...]]) -> str:

@@ -1,0 +1,246 @@
+#include "text_lines.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace fstdecode {
+
+namespace {
+
+constexpr std::size_t kChunk = 1 << 20;
+
+std::string cannot_read(const std::string& where, int err) {
+  if (err == ENOENT) return where + ": no such file";
+  return where + ": cannot read: " + std::strerror(err);
+}
+
+gzFile gz(void* p) { return static_cast<gzFile>(p); }
+
+}  // namespace
+
+TextLines::TextLines(const std::string& path) : path_(path), buf_(kChunk) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw TextFileError(cannot_read(path, errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    const int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
+    ::close(fd);
+    throw TextFileError(cannot_read(path, err));
+  }
+  gzFile f = gzdopen(fd, "rb");
+  if (f == nullptr) {
+    ::close(fd);
+    throw TextFileError(cannot_read(path, ENOMEM));
+  }
+  gzbuffer(f, 1 << 18);
+  gz_ = f;
+}
+
+TextLines::~TextLines() {
+  if (gz_ != nullptr) gzclose(gz(gz_));
+}
+
+long long TextLines::position() const { return static_cast<long long>(gzoffset(gz(gz_))); }
+
+bool TextLines::fill() {
+  if (eof_) return false;
+  if (begin_ > 0) {  // keep the unread tail at the front
+    std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);  // a line longer than the buffer
+  const std::size_t want = std::min<std::size_t>(buf_.size() - end_, std::numeric_limits<int>::max());
+  errno = 0;
+  const int got = gzread(gz(gz_), buf_.data() + end_, static_cast<unsigned>(want));
+  int code = Z_OK;
+  const char* detail = gzerror(gz(gz_), &code);
+  const std::string where = path_ + ":" + std::to_string(lineno_ + 1);
+  if (got < 0 || (code != Z_OK && code != Z_STREAM_END)) {
+    if (code == Z_ERRNO) throw TextFileError(cannot_read(where, errno ? errno : EIO));
+    throw TextFileError(where + ": corrupt or truncated gzip data (" + (detail ? detail : "zlib error") +
+                        "); re-compress the file");
+  }
+  if (got == 0) {
+    eof_ = true;
+    return false;
+  }
+  end_ += static_cast<std::size_t>(got);
+  return true;
+}
+
+bool TextLines::next(std::string_view& line) {
+  std::size_t scanned = begin_;
+  for (;;) {
+    const void* nl = std::memchr(buf_.data() + scanned, '\n', end_ - scanned);
+    if (nl != nullptr) {
+      const std::size_t at = static_cast<const char*>(nl) - buf_.data();
+      line = std::string_view(buf_.data() + begin_, at - begin_);
+      begin_ = at + 1;
+      break;
+    }
+    scanned = end_ - begin_;  // offsets move with the tail in fill()
+    if (!fill()) {
+      if (begin_ == end_) return false;
+      line = std::string_view(buf_.data() + begin_, end_ - begin_);
+      begin_ = end_;
+      break;
+    }
+  }
+  ++lineno_;
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (lineno_ == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
+  return true;
+}
+
+bool valid_utf8(std::string_view text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* end = p + text.size();
+  while (p < end) {
+    // ASCII runs, 8 bytes at a time
+    while (end - p >= 8) {
+      std::uint64_t chunk;
+      std::memcpy(&chunk, p, 8);
+      if (chunk & 0x8080808080808080ULL) break;
+      p += 8;
+    }
+    if (p >= end) break;
+    const unsigned c = *p;
+    if (c < 0x80) {
+      ++p;
+      continue;
+    }
+    int n;
+    unsigned lo = 0x80, hi = 0xBF;  // the range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;  // no surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    if (end - p <= n) return false;
+    if (p[1] < lo || p[1] > hi) return false;
+    for (int k = 2; k <= n; ++k)
+      if ((p[k] & 0xC0) != 0x80) return false;
+    p += n + 1;
+  }
+  return true;
+}
+
+namespace {
+bool ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' || (c >= '\x1c' && c <= '\x1f'); }
+}  // namespace
+
+void split_tokens(std::string_view text, std::vector<std::string_view>& out) {
+  out.clear();
+  std::size_t i = 0;
+  const std::size_t n = text.size();
+  while (i < n) {
+    while (i < n && ascii_space(text[i])) ++i;
+    const std::size_t start = i;
+    while (i < n && !ascii_space(text[i])) ++i;
+    if (i > start) out.push_back(text.substr(start, i - start));
+  }
+}
+
+bool blank(std::string_view text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* end = p + text.size();
+  while (p < end) {
+    if (*p < 0x80) {
+      if (!ascii_space(static_cast<char>(*p))) return false;
+      ++p;
+      continue;
+    }
+    // decode one code point (the text is valid UTF-8)
+    unsigned cp;
+    int n;
+    if (*p < 0xE0) {
+      cp = *p & 0x1F, n = 1;
+    } else if (*p < 0xF0) {
+      cp = *p & 0x0F, n = 2;
+    } else {
+      cp = *p & 0x07, n = 3;
+    }
+    if (end - p <= n) return false;
+    for (int k = 1; k <= n; ++k) cp = (cp << 6) | (p[k] & 0x3F);
+    p += n + 1;
+    const bool space = cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
+                       cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+    if (!space) return false;
+  }
+  return true;
+}
+
+namespace {
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if ((a[i] | 0x20) != b[i]) return false;
+  return true;
+}
+bool digits(std::string_view s, std::size_t& i) {
+  const std::size_t start = i;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+  return i > start;
+}
+}  // namespace
+
+bool parse_double(std::string_view token, double& value) {
+  std::string_view body = token;
+  bool negative = false;
+  if (!body.empty() && (body[0] == '+' || body[0] == '-')) {
+    negative = body[0] == '-';
+    body.remove_prefix(1);
+  }
+  if (iequals(body, "inf") || iequals(body, "infinity")) {
+    value = negative ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+    return true;
+  }
+  if (iequals(body, "nan")) {
+    value = std::numeric_limits<double>::quiet_NaN();
+    return true;
+  }
+  // the grammar: digits [. digits*] | . digits, then [e [+-] digits]
+  std::size_t i = 0;
+  const bool whole = digits(body, i);
+  bool fraction = false;
+  if (i < body.size() && body[i] == '.') {
+    ++i;
+    fraction = digits(body, i);
+  }
+  if (!whole && !fraction) return false;
+  if (i < body.size() && (body[i] == 'e' || body[i] == 'E')) {
+    ++i;
+    if (i < body.size() && (body[i] == '+' || body[i] == '-')) ++i;
+    if (!digits(body, i)) return false;
+  }
+  if (i != body.size()) return false;
+  double parsed = 0.0;
+  const auto result = std::from_chars(body.data(), body.data() + body.size(), parsed);
+  if (result.ec == std::errc::result_out_of_range) {
+    // from_chars leaves `parsed` alone on overflow and underflow; Python gives inf or 0.
+    parsed = std::strtod(std::string(body).c_str(), nullptr);
+  } else if (result.ec != std::errc() || result.ptr != body.data() + body.size()) {
+    return false;
+  }
+  value = negative ? -parsed : parsed;
+  return true;
+}
+
+}  // namespace fstdecode

@@ -1,0 +1,68 @@
+// Model files read line by line in the core: plain or gzip (by content: zlib reads a file that
+// is not gzip as it is), the lines fstdecode/io/files.py's numbered_lines yields.
+//
+// Invariants: lines end at '\n' only; a line's view has its "\n" (or "\r\n"; a last line may end
+// in '\r' alone) removed and, on line 1, a UTF-8 byte-order mark dropped; line numbers are
+// 1-based and count every line, blank ones included. A view is valid until the next call of
+// next(). Problems with the file itself (missing, unreadable, corrupt gzip) throw TextFileError
+// with the message numbered_lines gives ("path: no such file", "path:line: cannot read: ...",
+// "path:line: corrupt or truncated gzip data (...); re-compress the file"); whether a line is
+// valid UTF-8 is the caller's question (valid_utf8), so that the Python layer words that error.
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fstdecode {
+
+struct TextFileError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class TextLines {
+ public:
+  explicit TextLines(const std::string& path);
+  ~TextLines();
+  TextLines(const TextLines&) = delete;
+  TextLines& operator=(const TextLines&) = delete;
+
+  // The next line in `line`; false at the end of the file.
+  bool next(std::string_view& line);
+  // The number of the line next() gave last (0 before the first).
+  long lineno() const { return lineno_; }
+  const std::string& path() const { return path_; }
+  // Bytes of the file read so far (compressed bytes for gzip): for progress reports.
+  long long position() const;
+
+ private:
+  bool fill();  // reads more into buf_; false at the end of the file
+  std::string path_;
+  void* gz_ = nullptr;  // gzFile
+  std::vector<char> buf_;
+  std::size_t begin_ = 0, end_ = 0;  // unread bytes: buf_[begin_, end_)
+  bool eof_ = false;
+  long lineno_ = 0;
+};
+
+// Whether `text` is valid UTF-8 (as Python's strict utf-8 codec decides: no overlong forms, no
+// surrogates, nothing above U+10FFFF).
+bool valid_utf8(std::string_view text);
+
+// The tokens of `text` split on runs of ASCII whitespace (fstdecode/io/tokens.py's
+// ASCII_WHITESPACE: " \t\n\v\f\r" and 0x1c-0x1f), appended to `out` (cleared first).
+void split_tokens(std::string_view text, std::vector<std::string_view>& out);
+
+// Whether Python's str.strip() leaves nothing of `text` (valid UTF-8): every character is
+// whitespace by str.isspace() (ASCII whitespace, U+0085, U+00A0, U+1680, U+2000-U+200A,
+// U+2028, U+2029, U+202F, U+205F, U+3000).
+bool blank(std::string_view text);
+
+// Python's float() of a plain decimal token ([+-] digits [. digits] [e[+-]digits], or inf,
+// infinity, nan in any case): true and `value` set, or false for any other token (the caller
+// then lets the Python layer word the error).
+bool parse_double(std::string_view token, double& value);
+
+}  // namespace fstdecode
