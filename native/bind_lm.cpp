@@ -12,6 +12,7 @@
 
 #include "bindings.h"
 #include "lm.h"
+#include "lm_image.h"
 
 namespace py = pybind11;
 
@@ -73,6 +74,9 @@ struct LmArgs {
 
 void bind_lm(py::module_& m) {
   py::register_exception<ArpaFormatError>(m, "ArpaFormatError", PyExc_ValueError);
+  py::register_exception<LmImageError>(m, "LmImageError", PyExc_ValueError);
+  m.attr("LM_IMAGE_VERSION") = kLmImageVersion;
+  m.def("is_lm_image", &is_lm_image, "Whether a file starts with the LM image magic.", py::arg("path"));
 
   py::class_<NgramLM, LanguageModel, std::shared_ptr<NgramLM>>(
       m, "NgramLM",
@@ -106,6 +110,27 @@ void bind_lm(py::module_& m) {
           "the \\data\\ count of each kept order")
       .def_property_readonly("vocab_size", [](const NgramLM& lm) { return lm.vocab().size(); })
       .def_property_readonly("unk", &NgramLM::unk, "the id of <unk>")
+      .def_static(
+          "map_image",
+          [](const std::string& path) {
+            SourceStamp stamp;
+            std::shared_ptr<NgramLM> lm;
+            {
+              py::gil_scoped_release unlocked;
+              lm = LmImage::map(path, &stamp);
+            }
+            return py::make_tuple(lm, py::make_tuple(stamp.path, stamp.size, stamp.mtime_ns));
+          },
+          "(NgramLM, (source path, size, mtime_ns)): an LM image (lm_image.h) mapped", py::arg("path"))
+      .def(
+          "write_image",
+          [](const NgramLM& lm, const std::string& source, std::int64_t size, std::int64_t mtime_ns,
+             const std::string& path) {
+            py::gil_scoped_release unlocked;
+            LmImage::write(lm, SourceStamp{source, size, mtime_ns}, path);
+          },
+          "Writes the model as an LM image (lm_image.h).", py::arg("source"), py::arg("size"), py::arg("mtime_ns"),
+          py::arg("path"))
       .def(
           "restrict",
           [](const NgramLM& lm, int order) {

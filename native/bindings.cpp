@@ -16,6 +16,7 @@ PYBIND11_MODULE(_core, m) {
   bind_problem(m);  // takes a LanguageModel; Hypothesis and Result, which the searches return
   bind_reorder(m);
   bind_phrase_table(m);
+  bind_binary_table(m);  // takes and gives PhraseStores
   bind_table(m);  // gives Problems; takes a PhraseStore
   bind_stack(m);
   bind_signature(m);

@@ -13,6 +13,7 @@ void bind_lm(pybind11::module_& m);              // bind_lm.cpp: NgramLM, ArpaFo
 void bind_problem(pybind11::module_& m);         // bind_problem.cpp: Problem, Hypothesis, Result
 void bind_reorder(pybind11::module_& m);         // bind_reorder.cpp: build_reordering
 void bind_phrase_table(pybind11::module_& m);    // bind_phrase_table.cpp: PhraseStore, ReorderingStore, SourceFilter, read_*
+void bind_binary_table(pybind11::module_& m);   // bind_binary_table.cpp: BinaryTable, write_binary_table
 void bind_table(pybind11::module_& m);           // bind_table.cpp: PhraseIndex
 void bind_stack(pybind11::module_& m);           // bind_stack.cpp: StackOptions, stack_search
 void bind_signature(pybind11::module_& m);       // bind_signature.cpp: Signature*Options, signature_*

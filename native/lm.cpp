@@ -447,30 +447,31 @@ void Vocab::alias(std::string_view spelling, WordId id) { aliases_.emplace_back(
 void NgramLM::Table::reserve(std::size_t n) {
   std::size_t cap = 16;
   while (cap < 2 * n) cap *= 2;
-  if (cap <= slots_.size()) return;
+  if (cap <= cap_) return;
   std::vector<Slot> fresh(cap);
   const std::size_t mask = cap - 1;
-  for (const Slot& s : slots_) {
+  for (std::size_t k = 0; k < cap_; ++k) {
+    const Slot& s = base_[k];
     if (s.key == 0) continue;
     std::size_t i = s.key & mask;
     while (fresh[i].key != 0) i = (i + 1) & mask;
     fresh[i] = s;
   }
-  slots_.swap(fresh);
-  mask_ = mask;
+  owned_.swap(fresh);
+  base_ = owned_.data(), cap_ = cap, mask_ = mask;
 }
 
 NgramLM::Entry& NgramLM::Table::insert(std::uint64_t key) {
-  if ((size_ + 1) * 2 > slots_.size()) reserve(std::max<std::size_t>(size_ + 1, slots_.size()));
+  if ((size_ + 1) * 2 > cap_) reserve(std::max<std::size_t>(size_ + 1, cap_));
   std::size_t i = key & mask_;
   for (;; i = (i + 1) & mask_) {
-    Slot& s = slots_[i];
+    Slot& s = owned_[i];
     if (s.key == key) return s.entry;
     if (s.key == 0) break;
   }
-  slots_[i].key = key;
+  owned_[i].key = key;
   ++size_;
-  return slots_[i].entry;
+  return owned_[i].entry;
 }
 
 // ---- the ARPA reader ----------------------------------------------------------------------

@@ -27,6 +27,9 @@
 
 namespace fstdecode {
 
+struct SourceStamp;  // binary_table.h
+class ReorderingStore;
+
 // How scores are written: probabilities (ln taken), natural logs, or log10 (times ln 10).
 enum ScoreFormat { SCORE_PROB = 0, SCORE_LN = 1, SCORE_LOG10 = 2 };
 
@@ -50,6 +53,8 @@ class SourceFilter {
   explicit SourceFilter(std::vector<std::vector<std::string>> sentences);
   bool keeps(const std::vector<std::string_view>& source);
   std::size_t size() const { return ngrams_.size(); }
+  // The batch's sentences (non-empty ones), for a reader that looks their n-grams up itself.
+  const std::vector<std::vector<std::string>>& sentences() const { return sentences_; }
   int indexed_length() const { return length_; }
 
  private:
@@ -110,6 +115,9 @@ class PhraseStore {
 
  private:
   friend class PhraseTableReader;
+  friend class BinaryTable;
+  friend void write_binary_table(const PhraseStore&, int, const SourceStamp&, const std::string&);
+  friend PhraseStore grouped(const ReorderingStore&);
   std::string path_;
   int num_scores_ = 0;
   int max_source_length_ = 0;
@@ -147,6 +155,8 @@ class ReorderingStore {
 
  private:
   friend class ReorderingTableReader;
+  friend class BinaryTable;
+  friend PhraseStore grouped(const ReorderingStore&);
   std::string path_;
   int num_scores_ = 0;
   bool with_target_ = true;

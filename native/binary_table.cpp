@@ -1,0 +1,450 @@
+#include "binary_table.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <utility>
+
+#include "hash.h"
+
+namespace fstdecode {
+
+namespace {
+
+constexpr char kMagic[16] = {'f', 's', 't', 'd', 'e', 'c', 'o', 'd', 'e', ' ', 't', 'a', 'b', 'l', 'e', '\n'};
+constexpr std::uint32_t kByteOrder = 0x01020304;
+
+enum Section {
+  S_PATH, S_WORD_OFF, S_WORD_BLOB, S_WORD_HASH, S_SOURCE_OFF, S_SOURCE_WORDS, S_SOURCE_HASH, S_PAIR_OFF,
+  S_TARGET_OFF, S_TARGET_WORDS, S_SCORES, S_ALIGN_ID, S_ALIGN_OFF, S_ALIGN_BLOB, kSections
+};
+
+// The format's hashes (part of the format: changing them changes kBinaryTableVersion).
+std::uint64_t word_hash(std::string_view w) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : w) h = (h ^ c) * 0x100000001b3ULL;
+  return mix(h);
+}
+
+template <typename Ids>
+std::uint64_t source_hash(const Ids& ids, std::size_t n) {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+  for (std::size_t i = 0; i < n; ++i) h = mix(h ^ static_cast<std::uint32_t>(ids[i])) + 0x9e3779b97f4a7c15ULL;
+  return mix(h);
+}
+
+std::uint64_t capacity_for(std::size_t n) {
+  std::uint64_t cap = 16;
+  while (cap < 2 * static_cast<std::uint64_t>(n)) cap *= 2;
+  return cap;
+}
+
+}  // namespace
+
+struct BinaryTable::Header {
+  char magic[16];
+  std::uint32_t byte_order, version, kind, num_scores, max_source_length, reserved;
+  std::uint64_t words, sources, pairs, alignments, word_cap, source_cap, file_size;
+  std::int64_t stamp_size, stamp_mtime_ns;
+  std::uint64_t begin[kSections], end[kSections];
+};
+static_assert(sizeof(BinaryTable::Header) % 8 == 0, "sections start 8-aligned");
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+
+namespace {
+
+class SectionWriter {
+ public:
+  explicit SectionWriter(const std::string& path) : path_(path), out_(path, std::ios::binary | std::ios::trunc) {
+    if (!out_) fail();
+    const BinaryTable::Header blank{};
+    write(&blank, sizeof blank);
+  }
+  template <typename T>
+  void section(BinaryTable::Header& h, int s, const std::vector<T>& v) {
+    section(h, s, v.data(), v.size() * sizeof(T));
+  }
+  void section(BinaryTable::Header& h, int s, const void* data, std::size_t n) {
+    static const char zeros[8] = {};
+    if (at_ % 8) write(zeros, 8 - at_ % 8);
+    h.begin[s] = at_;
+    write(data, n);
+    h.end[s] = at_;
+  }
+  void finish(BinaryTable::Header& h) {
+    h.file_size = at_;
+    out_.seekp(0);
+    out_.write(reinterpret_cast<const char*>(&h), sizeof h);
+    out_.flush();
+    if (!out_) fail();
+    out_.close();
+    if (!out_) fail();
+  }
+
+ private:
+  void write(const void* data, std::size_t n) {
+    out_.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+    if (!out_) fail();
+    at_ += n;
+  }
+  [[noreturn]] void fail() { throw std::runtime_error(path_ + ": cannot write: " + std::strerror(errno ? errno : EIO)); }
+  std::string path_;
+  std::ofstream out_;
+  std::uint64_t at_ = 0;
+};
+
+template <typename To, typename From>
+std::vector<To> widen(const std::vector<From>& v) {
+  return std::vector<To>(v.begin(), v.end());
+}
+
+}  // namespace
+
+void write_binary_table(const PhraseStore& store, int kind, const SourceStamp& stamp, const std::string& path) {
+  BinaryTable::Header h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.byte_order = kByteOrder;
+  h.version = kBinaryTableVersion;
+  h.kind = static_cast<std::uint32_t>(kind);
+  h.num_scores = static_cast<std::uint32_t>(store.num_scores_);
+  h.max_source_length = static_cast<std::uint32_t>(store.max_source_length_);
+  h.words = store.vocab_.size();
+  h.sources = store.sources();
+  h.pairs = store.pairs();
+  h.alignments = store.alignments_.size();
+  h.stamp_size = stamp.size;
+  h.stamp_mtime_ns = stamp.mtime_ns;
+  // The vocabulary: offsets, bytes, hash.
+  std::vector<std::uint64_t> word_off{0};
+  std::string blob;
+  for (std::size_t i = 0; i < h.words; ++i) {
+    blob += store.vocab_.word(static_cast<WordId>(i));
+    word_off.push_back(blob.size());
+  }
+  h.word_cap = capacity_for(h.words);
+  std::vector<std::uint32_t> word_buckets(h.word_cap, 0);
+  for (std::uint32_t i = 0; i < h.words; ++i) {
+    std::uint64_t b = word_hash(store.vocab_.word(static_cast<WordId>(i))) & (h.word_cap - 1);
+    while (word_buckets[b] != 0) b = (b + 1) & (h.word_cap - 1);
+    word_buckets[b] = i + 1;
+  }
+  // The sources' hash.
+  h.source_cap = capacity_for(h.sources);
+  std::vector<std::uint32_t> source_buckets(h.source_cap, 0);
+  for (std::uint32_t s = 0; s < h.sources; ++s) {
+    const auto b0 = store.source_off_[s], e0 = store.source_off_[s + 1];
+    std::uint64_t b = source_hash(store.source_words_.data() + b0, static_cast<std::size_t>(e0 - b0)) & (h.source_cap - 1);
+    while (source_buckets[b] != 0) b = (b + 1) & (h.source_cap - 1);
+    source_buckets[b] = s + 1;
+  }
+  std::vector<std::uint64_t> align_off{0};
+  std::string align_blob;
+  for (const auto& a : store.alignments_) {
+    align_blob += a;
+    align_off.push_back(align_blob.size());
+  }
+  SectionWriter out(path);
+  out.section(h, S_PATH, stamp.path.data(), stamp.path.size());
+  out.section(h, S_WORD_OFF, word_off);
+  out.section(h, S_WORD_BLOB, blob.data(), blob.size());
+  out.section(h, S_WORD_HASH, word_buckets);
+  out.section(h, S_SOURCE_OFF, widen<std::uint64_t>(store.source_off_));
+  out.section(h, S_SOURCE_WORDS, widen<std::uint32_t>(store.source_words_));
+  out.section(h, S_SOURCE_HASH, source_buckets);
+  out.section(h, S_PAIR_OFF, widen<std::uint64_t>(store.pair_off_));
+  out.section(h, S_TARGET_OFF, widen<std::uint64_t>(store.target_off_));
+  out.section(h, S_TARGET_WORDS, widen<std::uint32_t>(store.target_words_));
+  out.section(h, S_SCORES, store.scores_);
+  out.section(h, S_ALIGN_ID, widen<std::uint32_t>(store.alignment_));
+  out.section(h, S_ALIGN_OFF, align_off);
+  out.section(h, S_ALIGN_BLOB, align_blob.data(), align_blob.size());
+  out.finish(h);
+}
+
+PhraseStore grouped(const ReorderingStore& store) {
+  // Rows sorted by key: a source's rows are consecutive (its ids, then -1 and the target's).
+  std::vector<std::pair<std::string_view, int>> rows;
+  rows.reserve(store.rows_.size());
+  for (const auto& [key, row] : store.rows_) rows.emplace_back(key, row);
+  std::sort(rows.begin(), rows.end());
+  PhraseStore out;
+  out.path_ = store.path_;
+  out.num_scores_ = store.num_scores_;
+  out.vocab_ = store.vocab_;
+  const std::size_t m = static_cast<std::size_t>(store.num_scores_);
+  std::string_view last;
+  bool first = true;
+  for (const auto& [key, row] : rows) {
+    std::vector<std::int32_t> ids(key.size() / 4);
+    std::memcpy(ids.data(), key.data(), ids.size() * 4);
+    const auto sep = std::find(ids.begin(), ids.end(), -1);
+    const std::size_t n_source = static_cast<std::size_t>(sep - ids.begin());
+    const std::string_view source_key = key.substr(0, n_source * 4);
+    if (first || source_key != last) {
+      first = false;
+      last = source_key;
+      out.source_words_.insert(out.source_words_.end(), ids.begin(), sep);
+      out.source_off_.push_back(static_cast<std::int32_t>(out.source_words_.size()));
+      out.pair_off_.push_back(out.pair_off_.back());
+      out.index_.emplace(std::string(source_key), static_cast<int>(out.source_off_.size() - 2));
+      out.max_source_length_ = std::max(out.max_source_length_, static_cast<int>(n_source));
+    }
+    if (sep != ids.end()) out.target_words_.insert(out.target_words_.end(), sep + 1, ids.end());
+    out.target_off_.push_back(static_cast<std::int64_t>(out.target_words_.size()));
+    out.scores_.insert(out.scores_.end(), store.scores_.begin() + static_cast<long>(static_cast<std::size_t>(row) * m),
+                       store.scores_.begin() + static_cast<long>(static_cast<std::size_t>(row + 1) * m));
+    out.alignment_.push_back(0);
+    ++out.pair_off_.back();
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+bool is_binary_table(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  char head[sizeof kMagic];
+  const bool yes = std::fread(head, 1, sizeof head, f) == sizeof head && std::memcmp(head, kMagic, sizeof kMagic) == 0;
+  std::fclose(f);
+  return yes;
+}
+
+void BinaryTable::corrupt(const std::string& what) const {
+  throw BinaryFormatError(path() + ": " + what + "; the binarized table is corrupt or truncated: run fstdecode binarize again");
+}
+
+BinaryTable::BinaryTable(const std::string& path) : file_(path) {
+  if (file_.size() < sizeof(Header) || std::memcmp(file_.data(), kMagic, sizeof kMagic) != 0) {
+    if (file_.size() >= sizeof kMagic && std::memcmp(file_.data(), kMagic, sizeof kMagic) == 0) corrupt("its header is cut short");
+    throw BinaryFormatError(path + ": not a binarized table (fstdecode binarize writes them)");
+  }
+  header_ = reinterpret_cast<const Header*>(file_.data());
+  const Header& h = *header_;
+  if (h.byte_order != kByteOrder) throw BinaryFormatError(path + ": this binarized table was built on a machine of another byte order");
+  if (h.version != kBinaryTableVersion)
+    throw BinaryFormatError(path + ": this binarized table has format version " + std::to_string(h.version) +
+                            " and this fstdecode reads version " + std::to_string(kBinaryTableVersion) +
+                            "; run fstdecode binarize again");
+  if (h.kind < BINARY_PHRASES || h.kind > BINARY_REORDERING_F) corrupt("unknown kind " + std::to_string(h.kind));
+  if (h.file_size != file_.size())
+    corrupt("its size is " + std::to_string(file_.size()) + " bytes, but it was written with " + std::to_string(h.file_size));
+  for (int s = 0; s < kSections; ++s)
+    if (h.begin[s] > h.end[s] || h.end[s] > h.file_size || h.begin[s] < sizeof(Header) || h.begin[s] % 8)
+      corrupt("section " + std::to_string(s) + " lies outside the file");
+  auto sized = [&](int s, std::uint64_t count, std::uint64_t width) {
+    if (count > (h.file_size / width) + 1 || h.end[s] - h.begin[s] != count * width)
+      corrupt("section " + std::to_string(s) + " has the wrong size");
+  };
+  sized(S_WORD_OFF, h.words + 1, 8);
+  sized(S_WORD_HASH, h.word_cap, 4);
+  sized(S_SOURCE_OFF, h.sources + 1, 8);
+  sized(S_SOURCE_HASH, h.source_cap, 4);
+  sized(S_PAIR_OFF, h.sources + 1, 8);
+  sized(S_TARGET_OFF, h.pairs + 1, 8);
+  if (h.num_scores > 1024) corrupt("it claims " + std::to_string(h.num_scores) + " scores a pair");
+  sized(S_SCORES, h.pairs * h.num_scores, 8);
+  sized(S_ALIGN_ID, h.pairs, 4);
+  sized(S_ALIGN_OFF, h.alignments + 1, 8);
+  if ((h.end[S_SOURCE_WORDS] - h.begin[S_SOURCE_WORDS]) % 4 || (h.end[S_TARGET_WORDS] - h.begin[S_TARGET_WORDS]) % 4)
+    corrupt("a word-id section has the wrong size");
+  if (h.word_cap == 0 || (h.word_cap & (h.word_cap - 1)) || h.source_cap == 0 || (h.source_cap & (h.source_cap - 1)))
+    corrupt("a hash table's size is not a power of two");
+  stamp_.path.assign(reinterpret_cast<const char*>(file_.data() + h.begin[S_PATH]), h.end[S_PATH] - h.begin[S_PATH]);
+  stamp_.size = h.stamp_size;
+  stamp_.mtime_ns = h.stamp_mtime_ns;
+}
+
+int BinaryTable::kind() const { return static_cast<int>(header_->kind); }
+int BinaryTable::num_scores() const { return static_cast<int>(header_->num_scores); }
+int BinaryTable::max_source_length() const { return static_cast<int>(header_->max_source_length); }
+std::size_t BinaryTable::sources() const { return static_cast<std::size_t>(header_->sources); }
+std::size_t BinaryTable::entries() const { return static_cast<std::size_t>(header_->pairs); }
+
+template <typename T>
+const T* BinaryTable::section(int s, std::size_t& count) const {
+  count = static_cast<std::size_t>((header_->end[s] - header_->begin[s]) / sizeof(T));
+  return reinterpret_cast<const T*>(file_.data() + header_->begin[s]);
+}
+
+std::string_view BinaryTable::word(std::uint32_t id) const {
+  std::size_t n_off, n_blob;
+  const auto* off = section<std::uint64_t>(S_WORD_OFF, n_off);
+  const auto* blob = section<char>(S_WORD_BLOB, n_blob);
+  if (id + 1 >= n_off) corrupt("a word id is out of range");
+  if (off[id] > off[id + 1] || off[id + 1] > n_blob) corrupt("a word's bytes lie outside their section");
+  return std::string_view(blob + off[id], off[id + 1] - off[id]);
+}
+
+std::int64_t BinaryTable::find_word(std::string_view w) const {
+  std::size_t cap;
+  const auto* buckets = section<std::uint32_t>(S_WORD_HASH, cap);
+  for (std::uint64_t b = word_hash(w) & (cap - 1), probes = 0; probes < cap; b = (b + 1) & (cap - 1), ++probes) {
+    const std::uint32_t v = buckets[b];
+    if (v == 0) return -1;
+    if (word(v - 1) == w) return v - 1;
+  }
+  return -1;
+}
+
+std::int64_t BinaryTable::find_source(const std::vector<std::string_view>& words) const {
+  std::vector<std::uint32_t> ids;
+  for (const auto& w : words) {
+    const std::int64_t id = find_word(w);
+    if (id < 0) return -1;
+    ids.push_back(static_cast<std::uint32_t>(id));
+  }
+  std::size_t cap, n_off, n_words;
+  const auto* buckets = section<std::uint32_t>(S_SOURCE_HASH, cap);
+  const auto* off = section<std::uint64_t>(S_SOURCE_OFF, n_off);
+  const auto* stored = section<std::uint32_t>(S_SOURCE_WORDS, n_words);
+  for (std::uint64_t b = source_hash(ids, ids.size()) & (cap - 1), probes = 0; probes < cap; b = (b + 1) & (cap - 1), ++probes) {
+    const std::uint32_t v = buckets[b];
+    if (v == 0) return -1;
+    const std::uint32_t s = v - 1;
+    if (s + 1 >= n_off) corrupt("a source id is out of range");
+    if (off[s] > off[s + 1] || off[s + 1] > n_words) corrupt("a source phrase lies outside its section");
+    if (off[s + 1] - off[s] == ids.size() && std::equal(ids.begin(), ids.end(), stored + off[s])) return s;
+  }
+  return -1;
+}
+
+std::vector<std::uint32_t> BinaryTable::kept_sources(SourceFilter* filter, const KeepSource& keep) const {
+  std::vector<std::uint32_t> kept;
+  if (filter != nullptr) {
+    const int longest = max_source_length();
+    std::vector<std::string_view> words;
+    for (const auto& sentence : filter->sentences()) {
+      for (std::size_t i = 0; i < sentence.size(); ++i) {
+        words.clear();
+        for (std::size_t j = i; j < sentence.size() && static_cast<int>(j - i) < longest; ++j) {
+          words.push_back(sentence[j]);
+          const std::int64_t s = find_source(words);
+          if (s >= 0) kept.push_back(static_cast<std::uint32_t>(s));
+        }
+      }
+    }
+    std::sort(kept.begin(), kept.end());
+    kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+  } else {
+    kept.resize(sources());
+    for (std::size_t s = 0; s < kept.size(); ++s) kept[s] = static_cast<std::uint32_t>(s);
+  }
+  if (!keep) return kept;
+  std::size_t n_off, n_words;
+  const auto* off = section<std::uint64_t>(S_SOURCE_OFF, n_off);
+  const auto* stored = section<std::uint32_t>(S_SOURCE_WORDS, n_words);
+  std::vector<std::uint32_t> asked;
+  for (const std::uint32_t s : kept) {
+    if (off[s] > off[s + 1] || off[s + 1] > n_words) corrupt("a source phrase lies outside its section");
+    std::vector<std::string> words;
+    for (auto i = off[s]; i < off[s + 1]; ++i) words.emplace_back(word(stored[i]));
+    if (keep(words)) asked.push_back(s);
+  }
+  return asked;
+}
+
+PhraseStore BinaryTable::phrases(SourceFilter* filter, const KeepSource& keep) const {
+  if (kind() != BINARY_PHRASES) throw BinaryFormatError(path() + ": a binarized reordering table, not a phrase table");
+  PhraseStore out;
+  out.path_ = path();
+  out.num_scores_ = num_scores();
+  out.runs_ = static_cast<long>(sources());
+  std::size_t n_soff, n_swords, n_poff, n_toff, n_twords, n_scores, n_aid, n_aoff, n_ablob;
+  const auto* soff = section<std::uint64_t>(S_SOURCE_OFF, n_soff);
+  const auto* swords = section<std::uint32_t>(S_SOURCE_WORDS, n_swords);
+  const auto* poff = section<std::uint64_t>(S_PAIR_OFF, n_poff);
+  const auto* toff = section<std::uint64_t>(S_TARGET_OFF, n_toff);
+  const auto* twords = section<std::uint32_t>(S_TARGET_WORDS, n_twords);
+  const auto* scores = section<double>(S_SCORES, n_scores);
+  const auto* aid = section<std::uint32_t>(S_ALIGN_ID, n_aid);
+  const auto* aoff = section<std::uint64_t>(S_ALIGN_OFF, n_aoff);
+  const auto* ablob = section<char>(S_ALIGN_BLOB, n_ablob);
+  const std::size_t m = static_cast<std::size_t>(num_scores());
+  std::unordered_map<std::uint32_t, std::int32_t> alignment_ids;  // file id -> store id
+  for (const std::uint32_t s : kept_sources(filter, keep)) {
+    if (soff[s] > soff[s + 1] || soff[s + 1] > n_swords) corrupt("a source phrase lies outside its section");
+    if (poff[s] > poff[s + 1] || poff[s + 1] > header_->pairs) corrupt("a source's pairs lie outside their section");
+    if (soff[s] == soff[s + 1] || poff[s] == poff[s + 1]) corrupt("a source phrase without words or pairs");
+    std::string key;
+    for (auto i = soff[s]; i < soff[s + 1]; ++i) {
+      const WordId id = out.vocab_.intern(word(swords[i]));
+      out.source_words_.push_back(id);
+      key.append(reinterpret_cast<const char*>(&id), sizeof id);
+    }
+    out.source_off_.push_back(static_cast<std::int32_t>(out.source_words_.size()));
+    out.index_.emplace(std::move(key), static_cast<int>(out.source_off_.size() - 2));
+    out.max_source_length_ = std::max(out.max_source_length_, static_cast<int>(soff[s + 1] - soff[s]));
+    for (auto p = poff[s]; p < poff[s + 1]; ++p) {
+      if (toff[p] >= toff[p + 1] || toff[p + 1] > n_twords) corrupt("a target phrase lies outside its section");
+      for (auto i = toff[p]; i < toff[p + 1]; ++i) out.target_words_.push_back(out.vocab_.intern(word(twords[i])));
+      out.target_off_.push_back(static_cast<std::int64_t>(out.target_words_.size()));
+      out.scores_.insert(out.scores_.end(), scores + p * m, scores + (p + 1) * m);
+      const std::uint32_t a = aid[p];
+      if (a + 1 >= n_aoff || aoff[a] > aoff[a + 1] || aoff[a + 1] > n_ablob) corrupt("an alignment lies outside its section");
+      auto [it, fresh] = alignment_ids.emplace(a, 0);
+      if (fresh) {
+        const std::string text(ablob + aoff[a], aoff[a + 1] - aoff[a]);
+        if (text.empty()) {
+          it->second = 0;
+        } else {
+          it->second = static_cast<std::int32_t>(out.alignments_.size());
+          out.alignments_.push_back(text);
+        }
+      }
+      out.alignment_.push_back(it->second);
+    }
+    out.pair_off_.push_back(static_cast<std::int32_t>(out.alignment_.size()));
+  }
+  (void)n_poff, (void)n_scores, (void)n_aid;
+  return out;
+}
+
+ReorderingStore BinaryTable::reordering(SourceFilter* filter, const KeepSource& keep) const {
+  if (kind() == BINARY_PHRASES) throw BinaryFormatError(path() + ": a binarized phrase table, not a reordering table");
+  ReorderingStore out;
+  out.path_ = path();
+  out.num_scores_ = num_scores();
+  out.with_target_ = kind() == BINARY_REORDERING_FE;
+  std::size_t n_soff, n_swords, n_poff, n_toff, n_twords, n_scores;
+  const auto* soff = section<std::uint64_t>(S_SOURCE_OFF, n_soff);
+  const auto* swords = section<std::uint32_t>(S_SOURCE_WORDS, n_swords);
+  const auto* poff = section<std::uint64_t>(S_PAIR_OFF, n_poff);
+  const auto* toff = section<std::uint64_t>(S_TARGET_OFF, n_toff);
+  const auto* twords = section<std::uint32_t>(S_TARGET_WORDS, n_twords);
+  const auto* scores = section<double>(S_SCORES, n_scores);
+  const std::size_t m = static_cast<std::size_t>(num_scores());
+  for (const std::uint32_t s : kept_sources(filter, keep)) {
+    if (soff[s] > soff[s + 1] || soff[s + 1] > n_swords) corrupt("a source phrase lies outside its section");
+    if (poff[s] > poff[s + 1] || poff[s + 1] > header_->pairs) corrupt("a source's rows lie outside their section");
+    std::string source_key;
+    for (auto i = soff[s]; i < soff[s + 1]; ++i) {
+      const WordId id = out.vocab_.intern(word(swords[i]));
+      source_key.append(reinterpret_cast<const char*>(&id), sizeof id);
+    }
+    for (auto p = poff[s]; p < poff[s + 1]; ++p) {
+      if (toff[p] > toff[p + 1] || toff[p + 1] > n_twords) corrupt("a target phrase lies outside its section");
+      std::string key = source_key;
+      if (out.with_target_) {
+        const WordId sep = -1;
+        key.append(reinterpret_cast<const char*>(&sep), sizeof sep);
+        for (auto i = toff[p]; i < toff[p + 1]; ++i) {
+          const WordId id = out.vocab_.intern(word(twords[i]));
+          key.append(reinterpret_cast<const char*>(&id), sizeof id);
+        }
+      }
+      if (out.rows_.emplace(std::move(key), static_cast<int>(out.rows_.size())).second)
+        out.scores_.insert(out.scores_.end(), scores + p * m, scores + (p + 1) * m);
+    }
+  }
+  return out;
+}
+
+}  // namespace fstdecode

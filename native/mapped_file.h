@@ -1,0 +1,38 @@
+// A file mapped read-only into memory (mmap), shared by the readers of memory-mapped model
+// files (binary_table.h, lm_image.h). The bytes are untrusted: readers check every offset.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace fstdecode {
+
+// The text file a binarized model file was built from, as it was then: its path, size and
+// mtime (ns), so that a load can tell a stale build.
+struct SourceStamp {
+  std::string path;
+  std::int64_t size = 0, mtime_ns = 0;
+};
+
+class MappedFile {
+ public:
+  // Maps `path`; throws std::runtime_error("path: cannot ...: reason") when it cannot.
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const unsigned char* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  void* map_ = nullptr;
+  const unsigned char* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace fstdecode
