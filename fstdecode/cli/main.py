@@ -141,9 +141,29 @@ def _parser() -> argparse.ArgumentParser:
     _output_args(dec)
     running.add_run_flags(dec)
     add_search_flags(dec)
-    comp = sub.add_parser("compile", help="compile the phrase-table transducer P to an OpenFst file")
+    comp = sub.add_parser(
+        "compile",
+        help="compile the phrase-table transducer P to an OpenFst file (for OpenFst tools and --phrase-fst; "
+        "not a binarized model: see binarize)",
+    )
     _model_args(comp)
     comp.add_argument("-o", "--output", required=True, metavar="P.fst", help="where to write P (symbol tables inside)")
+    bina = sub.add_parser(
+        "binarize",
+        help="write a moses.ini's phrase table, reordering table and LM as memory-mapped files and a new "
+        "moses.ini, so that a decode loads in seconds (not OpenFst machines: see compile)",
+        description="Write DIR/moses.ini and the binarized files of the model that -f names: every phrase pair "
+        "and reordering row (no table limit: it is applied at lookup, with the weights of the day) and the "
+        "ARPA LM as an image (a KenLM binary LM is used as it is). Decoding DIR/moses.ini gives the text "
+        "model's output. DIR is written atomically; an existing DIR is refused without --force.",
+    )
+    bina.add_argument("-f", "--config", required=True, metavar="moses.ini", help="the model to binarize")
+    bina.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to write")
+    bina.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    bina.add_argument(
+        "--tm-score-format", choices=SCORE_FORMATS, default="prob",
+        help="how the phrase table's scores are written (as for decode; default prob)",
+    )
     insp = sub.add_parser("inspect", help="summarise an FST; print a lattice's best derivations")
     insp.add_argument("file", metavar="FILE")
     insp.add_argument("--nbest", type=int, default=3, metavar="K", help="best paths to print for a lattice (default 3)")
@@ -324,6 +344,15 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_binarize(args: argparse.Namespace) -> int:
+    from fstdecode.model.binarize import BinarizeOptions, binarize
+
+    done = binarize(BinarizeOptions(args.config, args.output, force=args.force, tm_score_format=args.tm_score_format))
+    sizes = ", ".join(f"{name} {size / 2**20:,.1f} MiB" for name, size in done.files)
+    print(f"wrote {done.out}: {sizes} in {done.seconds:.1f} s", file=sys.stderr)
+    return 0
+
+
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from fstdecode.fst.tools import inspect
 
@@ -357,7 +386,10 @@ def _cmd_tsp(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"decode": _cmd_decode, "demo": _cmd_demo, "compile": _cmd_compile, "inspect": _cmd_inspect, "tsp": _cmd_tsp}
+COMMANDS = {
+    "decode": _cmd_decode, "demo": _cmd_demo, "compile": _cmd_compile, "binarize": _cmd_binarize,
+    "inspect": _cmd_inspect, "tsp": _cmd_tsp,
+}
 
 
 def _setup_logging(verbose: int, quiet: bool = False) -> None:

@@ -926,3 +926,52 @@ def load_moses_ini(path: str | os.PathLike[str]) -> MosesConfig:
         old_format=old_format,
         ignored=ignored,
     )
+
+
+def rewritten_ini(path: str | os.PathLike[str], paths: Mapping[str, str], header: str = "") -> str:
+    """The text of the moses.ini ``path`` in the current format, with the ``path=`` of each
+    feature named in ``paths`` replaced by its value and every other ``path=`` made absolute.
+
+    Every feature line (name, arguments), every weight and every other section is kept, in file
+    order (an old-format file's lines as Moses converts them); ``header`` (comment lines) comes
+    first. Used by ``fstdecode binarize`` to write the binarized model's moses.ini.
+    """
+    path_str = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path_str))
+    lines = _read_lines(path_str)
+    sections = _sections(lines, path_str, folder)
+    headers = _header_lines(lines)
+    if _check_format(sections, headers, path_str):
+        converted = _convert_old_format(sections, headers, path_str)
+        feature_entries, weight_entries = converted.features, converted.weights
+        dropped = OLD_FORMAT_SECTIONS | {"feature", "weight"}
+    else:
+        feature_entries, weight_entries = sections.get("feature", []), sections.get("weight", [])
+        dropped = frozenset({"feature", "weight"})
+    out = [header.rstrip("\n")] if header else []
+    out.append("[feature]")
+    counters: dict[str, int] = {}
+    for lineno, text in feature_entries:
+        kind, *tokens = text.split()
+        args = _parse_args(tokens, kind, f"{path_str}:{lineno}")
+        name = args.get("name")
+        if name is None:
+            name = f"{kind}{counters.get(kind, 0)}"
+            counters[kind] = counters.get(kind, 0) + 1
+        new = dict(args)
+        if name in paths:
+            new["path"] = paths[name]
+        elif "path" in new:
+            _resolve_path(new, folder)
+        new.setdefault("name", name)
+        out.append(" ".join([kind, *(f"{key}={value}" for key, value in new.items())]))
+    out.append("")
+    out.append("[weight]")
+    out.extend(text for _, text in weight_entries)
+    for section, entries in sections.items():
+        if section in dropped:
+            continue
+        out.append("")
+        out.append(f"[{section}]")
+        out.extend(text for _, text in entries)
+    return "\n".join(out) + "\n"

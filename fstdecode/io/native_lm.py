@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 from fstdecode._native import core as _core
 from fstdecode.io.arpa import ArpaError, ArpaLM
+from fstdecode.io.binarized import check_stamp, is_lm_image
 from fstdecode.io.files import open_binary
 
 __all__ = ["NativeLM"]
@@ -109,6 +110,8 @@ class NativeLM:
             spath = os.fsdecode(spath)
         if max_order is not None and max_order < 1:
             ArpaLM.from_file(spath, max_order)  # raises its ArpaError
+        if is_lm_image(spath):
+            return cls._from_image(spath, max_order)
         data = _read(spath, max_order)
         limit = 0 if max_order is None or max_order > _INT_MAX else max_order
         try:
@@ -117,6 +120,19 @@ class NativeLM:
             ArpaLM.from_file(spath, max_order)  # raises the canonical ArpaError
             raise ArpaError(f"{spath}: {err} (the Python reader accepts this file: please report)") from None
         return cls(spath, core, max_order=max_order)
+
+    @classmethod
+    def _from_image(cls, path: str, max_order: int | None) -> NativeLM:
+        """An LM image (``fstdecode binarize``), mapped; read up to ``max_order`` by a copy of its
+        tables up to that order (NgramLM.restrict), so an image is best built for the order used."""
+        try:
+            core, stamp = _core.NgramLM.map_image(path)
+        except _core.LmImageError as err:
+            raise ArpaError(str(err)) from None
+        check_stamp(path, stamp, ArpaError)
+        if max_order is not None and max_order < core.order:
+            core = core.restrict(max_order)
+        return cls(path, core, max_order=max_order)
 
     def restrict(self, order: int) -> NativeLM:
         """The model using only n-grams up to ``order``: :meth:`ArpaLM.restrict`."""

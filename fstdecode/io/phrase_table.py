@@ -1,4 +1,5 @@
-"""Moses-format text phrase tables, read by the native core.
+"""Moses-format text phrase tables, read by the native core; and binarized ones
+(``fstdecode binarize``, :mod:`fstdecode.io.binarized`), mapped and looked up by it.
 
 A line is ``source ||| target ||| s1 s2 ... [||| alignment [||| counts [||| ...]]]``.
 The alignment field (``0-0 1-1``: source-target word positions inside the pair, 0-based) is
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
+from fstdecode.io.binarized import check_stamp, is_binary_table
 from fstdecode.io.files import decode_line
 from fstdecode.io.tokens import split_tokens
 from fstdecode.io.values import parse_number
@@ -507,6 +509,13 @@ def load_phrase_table(
     path_str = os.fspath(path)
     _check_arguments(path_str, score_format, num_features, table_limit)
     native_filter, keep = native_vocabulary(vocabulary)
+    if is_binary_table(path_str):
+        store = _binary_store(path_str, native_filter, keep)
+        table = PhraseTable.from_store(store)
+        if table_limit > 0:
+            table = table.limited(table_limit, ranker if ranker is not None else _sum_of_scores)
+        _warn_if_empty(table, store.runs)
+        return table
     try:
         store = _core.read_phrase_table(
             path_str, SCORE_FORMATS.index(score_format), -1 if num_features is None else num_features,
@@ -522,6 +531,18 @@ def load_phrase_table(
         table = table.limited(table_limit, ranker if ranker is not None else _sum_of_scores)
     _warn_if_empty(table, store.runs)
     return table
+
+
+def _binary_store(path: str, native_filter: object, keep: object) -> "_core.PhraseStore":
+    """The pairs a binarized phrase table holds for the filter (all without one)."""
+    try:
+        binary = _core.BinaryTable(path)
+        if binary.kind != "phrases":
+            raise PhraseTableError(f"{path}: a binarized {binary.kind} table, not a phrase table")
+        check_stamp(path, binary.stamp, PhraseTableError)
+        return binary.phrases(native_filter, keep)
+    except _core.BinaryFormatError as err:
+        raise PhraseTableError(str(err)) from None
 
 
 def native_vocabulary(

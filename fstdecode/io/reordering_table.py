@@ -24,6 +24,7 @@ from typing import Any
 
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
+from fstdecode.io.binarized import check_stamp, is_binary_table
 from fstdecode.io.phrase_table import LOWEST_SCORE, line_error, native_vocabulary
 from fstdecode.io.tokens import split_tokens
 from fstdecode.io.values import parse_number
@@ -119,6 +120,21 @@ def _check_line(text: str, where: str, with_target: bool, expected: int | None, 
     _parse_probabilities(tokens, where)
 
 
+def _binary_rows(path: str, with_target: bool, native_filter: object, keep: object) -> "_core.ReorderingStore":
+    """The rows a binarized reordering table holds for the filter (all without one)."""
+    try:
+        binary = _core.BinaryTable(path)
+        want = "reordering-fe" if with_target else "reordering-f"
+        if binary.kind != want:
+            raise ReorderingTableError(
+                f"{path}: a binarized {binary.kind} table, but the feature needs a {want} table"
+            )
+        check_stamp(path, binary.stamp, ReorderingTableError)
+        return binary.reordering(native_filter, keep)
+    except _core.BinaryFormatError as err:
+        raise ReorderingTableError(str(err)) from None
+
+
 def load_reordering_table(
     path: str | os.PathLike[str],
     *,
@@ -139,6 +155,9 @@ def load_reordering_table(
     """
     path_str = os.fspath(path)
     native_filter, keep = native_vocabulary(vocabulary)
+    if is_binary_table(path_str):
+        store = _binary_rows(path_str, conditioned_on_target, native_filter, keep)
+        return ReorderingTable(path_str, store.num_scores, conditioned_on_target, store=store)
     try:
         store = _core.read_reordering_table(
             path_str, -1 if num_scores is None else num_scores, conditioned_on_target, native_filter, keep, progress

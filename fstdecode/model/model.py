@@ -375,19 +375,19 @@ def load_model(
     order = lm_order or (ini_lm.int_arg("order", 0) if ini_lm and lm is None else 0) or None
     if engine not in ENGINES:
         raise ModelError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
-    with _phase("language model", lm_path) as phase:
+    with reading_phase("language model", lm_path) as phase:
         language_model = load_lm(lm_path, order, engine)
         phase.said(f"order {language_model.order}, {sum(getattr(language_model, 'counts', ())):,} n-grams")
     num = ini_pt.num_features if ini_pt and phrase_table is None and "num-features" in ini_pt.args else None
     read_table = table is None
     if table is None:
-        with _phase("phrase table", pt_path, filtered=source_vocabulary is not None) as phase:
+        with reading_phase("phrase table", pt_path, filtered=source_vocabulary is not None) as phase:
             table = load_phrase_table(
                 pt_path, score_format=tm_score_format or "prob", num_features=num, vocabulary=source_vocabulary,
                 progress=phase.progress,
             )
             phase.said(f"{len(table):,} phrase pairs kept")
-    with _phase("reordering table", _reordering_path(cfg), filtered=source_vocabulary is not None) as phase:
+    with reading_phase("reordering table", _reordering_path(cfg), filtered=source_vocabulary is not None) as phase:
         reordering = _reordering_model(cfg, source_vocabulary, phase.progress)
         phase.said(f"{len(reordering.table):,} entries kept" if reordering is not None else "")
     if cfg is not None:
@@ -450,7 +450,7 @@ class _Phase:
 
 
 @contextlib.contextmanager
-def _phase(what: str, path: object, filtered: bool = False):
+def reading_phase(what: str, path: object, filtered: bool = False):
     """Log (INFO, ``-v``) the loading of one model file: its size as it starts, then what was
     kept and the seconds it took, so that a long load is never silent; on a terminal a bar shows
     the bytes read meanwhile. Yields a :class:`_Phase`; nothing is logged when ``path`` is None
@@ -506,7 +506,7 @@ def refiltered(model: Model, vocabulary: Callable[[tuple[str, ...]], bool] | Non
     spec = model.table_source
     if spec is None:
         raise ModelError(f"{model.name}: its phrase table was given in memory; there is no file to filter")
-    with _phase("phrase table", spec.path, filtered=vocabulary is not None) as phase:
+    with reading_phase("phrase table", spec.path, filtered=vocabulary is not None) as phase:
         table = load_phrase_table(
             spec.path, score_format=spec.score_format, num_features=spec.num_features or None, vocabulary=vocabulary,
             progress=phase.progress,
@@ -515,7 +515,7 @@ def refiltered(model: Model, vocabulary: Callable[[tuple[str, ...]], bool] | Non
     table = table.limited(spec.table_limit, moses_ranker(model.lm, model.weights))
     reordering = model.reordering
     if reordering is not None:  # its table is filtered to the same source phrases
-        with _phase("reordering table", reordering.table.path, filtered=vocabulary is not None) as phase:
+        with reading_phase("reordering table", reordering.table.path, filtered=vocabulary is not None) as phase:
             rows = load_reordering_table(
                 reordering.table.path, conditioned_on_target=reordering.table.conditioned_on_target,
                 vocabulary=vocabulary, progress=phase.progress,

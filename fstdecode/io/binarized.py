@@ -1,0 +1,53 @@
+"""Files of a binarized model (``fstdecode binarize``): which a path is, and whether it is stale.
+
+A binarized phrase or reordering table (native/binary_table.h) and an LM image
+(native/lm_image.h) each carry a format version and a stamp of the text file they were built
+from: its absolute path, size and modification time. A reader maps them instead of reading
+text; before it does, :func:`check_stamp` refuses a file whose source still exists but has
+changed since (a rebuilt table would otherwise go unnoticed). A source that is gone (a model
+moved to another machine) is not checked.
+"""
+
+from __future__ import annotations
+
+import os
+
+from fstdecode._native import core as _core
+from fstdecode.errors import FstdecodeError
+
+__all__ = ["check_stamp", "is_binary_table", "is_lm_image", "source_stamp"]
+
+
+def is_binary_table(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a binarized table (by its magic bytes, whatever its name)."""
+    return _core.is_binary_table(os.fspath(path))
+
+
+def is_lm_image(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is an LM image (by its magic bytes, whatever its name)."""
+    return _core.is_lm_image(os.fspath(path))
+
+
+def source_stamp(path: str | os.PathLike[str]) -> tuple[str, int, int]:
+    """``(absolute path, size, mtime in ns)`` of a text file a binarized file is built from."""
+    spath = os.path.abspath(os.fspath(path))
+    st = os.stat(spath)
+    return spath, st.st_size, st.st_mtime_ns
+
+
+def check_stamp(path: str, stamp: tuple[str, int, int], error: type[FstdecodeError]) -> None:
+    """Raise ``error`` if the source file of the binarized file ``path`` has changed since it
+    was built (``stamp``: its path, size and mtime then); a source that is gone passes."""
+    source, size, mtime_ns = stamp
+    try:
+        st = os.stat(source)
+    except OSError:
+        return
+    if st.st_size != size or st.st_mtime_ns != mtime_ns:
+        raise error(
+            f"{path}: built from {source}, which has changed since (size {size:,} -> {st.st_size:,} bytes); "
+            "run fstdecode binarize again"
+            if st.st_size != size
+            else f"{path}: built from {source}, which has changed since (it was modified later); "
+            "run fstdecode binarize again"
+        )

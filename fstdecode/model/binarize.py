@@ -1,0 +1,165 @@
+"""``fstdecode binarize -f moses.ini -o DIR``: a model whose files are memory-mapped, not read.
+
+DIR holds, for the moses.ini's features:
+
+* ``phrase-table.bin``: the phrase table (native/binary_table.h): every pair of the text table,
+  grouped by source phrase. No table limit is applied at build time: the ranking depends on the
+  weights, which tuning changes, so the limit (the ini's ``table-limit=``, or ``--table-limit``)
+  is applied when a decode looks the pairs up, as it is for the text table;
+* ``reordering-table.bin``: the lexicalized reordering table, every row (same format);
+* ``lm.bin``: the LM image (native/lm_image.h) of an ARPA LM, the reader's own doubles; a
+  KenLM binary LM is used as it is (the new moses.ini names the original file);
+* ``moses.ini``: the original's every feature (name and arguments), weight and section, in the
+  current format, with the binarized files' absolute paths (any other path made absolute).
+
+A decode of ``DIR/moses.ini`` gives the text model's output: the same pairs, scores and rows,
+found by lookups of the batch's source n-grams in the mapped files (so a decode always filters
+a binarized table to its input). Each file carries its format version and a stamp of its source
+file (:mod:`fstdecode.io.binarized`): a source changed since the build is refused at load.
+
+DIR is written atomically: into a fresh sibling folder, renamed into place once complete. An
+existing DIR is refused unless ``force`` (``--force``), which replaces it whole.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from fstdecode import __version__
+from fstdecode._native import core as _core
+from fstdecode.errors import FstdecodeError
+from fstdecode.io.binarized import is_binary_table, is_lm_image, source_stamp
+from fstdecode.io.kenlm_binary import is_kenlm_binary
+from fstdecode.io.moses_ini import load_moses_ini, rewritten_ini
+from fstdecode.io.native_lm import NativeLM
+from fstdecode.io.phrase_table import load_phrase_table
+from fstdecode.io.reordering_table import load_reordering_table
+from fstdecode.model.lexical_reordering import parse_reordering_type
+from fstdecode.model.model import reading_phase
+
+__all__ = ["BinarizeError", "BinarizeOptions", "Binarized", "binarize"]
+
+_LOG = logging.getLogger("fstdecode")
+
+PHRASES_FILE = "phrase-table.bin"
+REORDERING_FILE = "reordering-table.bin"
+LM_FILE = "lm.bin"
+INI_FILE = "moses.ini"
+
+
+class BinarizeError(FstdecodeError):
+    """A model that cannot be binarized (an existing DIR, an already-binarized file, ...)."""
+
+
+@dataclass(frozen=True)
+class BinarizeOptions:
+    """``fstdecode binarize``'s options: the moses.ini, the output folder, whether an existing
+    one is replaced, and the phrase table's score format (as ``decode --tm-score-format``)."""
+
+    config: str
+    out: str
+    force: bool = False
+    tm_score_format: str = "prob"
+
+
+@dataclass(frozen=True)
+class Binarized:
+    """What :func:`binarize` wrote: the folder, its files and their sizes in bytes, and seconds."""
+
+    out: str
+    files: tuple[tuple[str, int], ...]
+    seconds: float
+
+
+def binarize(options: BinarizeOptions) -> Binarized:
+    """Write the binarized model of ``options.config`` to ``options.out`` (see the module docstring)."""
+    start = time.perf_counter()
+    out = os.path.abspath(options.out)
+    if os.path.lexists(out) and not options.force:
+        raise BinarizeError(f"{options.out}: exists; pass --force to replace it")
+    cfg = load_moses_ini(options.config)
+    parent = os.path.dirname(out)
+    if not os.path.isdir(parent):
+        raise BinarizeError(f"{options.out}: its folder {parent} does not exist")
+    work = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.", dir=parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(work, 0o777 & ~umask)  # mkdtemp's folder is private; DIR is an ordinary folder
+    try:
+        paths = _write_files(cfg, work, out, options)
+        header = (
+            f"# Written by fstdecode {__version__} binarize from {os.path.abspath(options.config)}.\n"
+            "# The binarized tables and LM image are fstdecode's own formats (README.md, \"Binarized models\").\n"
+        )
+        Path(work, INI_FILE).write_text(rewritten_ini(options.config, paths, header), encoding="utf-8")
+        files = tuple(sorted((name, os.path.getsize(os.path.join(work, name))) for name in os.listdir(work)))
+        _move_into_place(work, out)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return Binarized(options.out, files, time.perf_counter() - start)
+
+
+def _write_files(cfg, work: str, out: str, options: BinarizeOptions) -> dict[str, str]:
+    """Write each binarized file into ``work``; their final paths (in ``out``) by feature name."""
+    paths: dict[str, str] = {}
+    pt = cfg.phrase_table()
+    if pt is not None:
+        _not_binarized(pt.path)
+        num = pt.num_features if "num-features" in pt.args else None
+        with reading_phase("phrase table", pt.path) as phase:
+            table = load_phrase_table(pt.path, score_format=options.tm_score_format, num_features=num,
+                                      progress=phase.progress)
+            phase.said(f"{len(table):,} phrase pairs")
+        _core.write_binary_table(table.store, *source_stamp(pt.path), os.path.join(work, PHRASES_FILE))
+        paths[pt.name] = os.path.join(out, PHRASES_FILE)
+    lr = cfg.lexical_reordering()
+    if lr is not None:
+        _not_binarized(lr.path)
+        config = parse_reordering_type(lr.args["type"], f"{cfg.path}:{lr.lineno}: ")
+        with reading_phase("reordering table", lr.path) as phase:
+            rows = load_reordering_table(lr.path, conditioned_on_target=config.condition == "fe",
+                                         progress=phase.progress)
+            phase.said(f"{len(rows):,} entries")
+        _core.write_binary_table(rows.store, *source_stamp(lr.path), os.path.join(work, REORDERING_FILE))
+        paths[lr.name] = os.path.join(out, REORDERING_FILE)
+    lm = cfg.lm()
+    if lm is not None:
+        if is_kenlm_binary(lm.path):
+            _LOG.info("language model %s: a KenLM binary, used as it is", lm.path)
+        else:
+            if is_lm_image(lm.path):
+                raise BinarizeError(f"{lm.path}: already an LM image; binarize the ARPA file it was made from")
+            with reading_phase("language model", lm.path) as phase:
+                model = NativeLM.from_file(lm.path)
+                phase.said(f"order {model.order}, {sum(model.counts):,} n-grams")
+            model.core.write_image(*source_stamp(lm.path), os.path.join(work, LM_FILE))
+            paths[lm.name] = os.path.join(out, LM_FILE)
+    return paths
+
+
+def _not_binarized(path: str) -> None:
+    if is_binary_table(path):
+        raise BinarizeError(f"{path}: already a binarized table; binarize the text table it was made from")
+
+
+def _move_into_place(work: str, out: str) -> None:
+    """Rename the finished ``work`` folder to ``out``; an existing ``out`` (--force) is renamed
+    aside first and removed after, so ``out`` is always either the old model or the new one."""
+    if not os.path.lexists(out):
+        os.rename(work, out)
+        return
+    aside = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.old.", dir=os.path.dirname(out))
+    os.rmdir(aside)
+    os.rename(out, aside)
+    os.rename(work, out)
+    if os.path.isdir(aside) and not os.path.islink(aside):
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        os.remove(aside)
