@@ -48,12 +48,14 @@ std::vector<std::string> strings(const std::vector<std::string_view>& words) {
   return std::vector<std::string>(words.begin(), words.end());
 }
 
-// The numbers of a field, or false at the first token that is not one.
-bool numbers(const std::vector<std::string_view>& tokens, std::vector<double>& out) {
+// The numbers of a field, or false at the first token that is not one. A token parse_double
+// does not read (not a plain ASCII decimal) is asked of `slow` (Python's float(), which also
+// reads "1_0", Unicode digits and a token padded with Unicode spaces), if given.
+bool numbers(const std::vector<std::string_view>& tokens, std::vector<double>& out, const ParseNumber& slow) {
   out.clear();
   for (const auto& token : tokens) {
     double v;
-    if (!parse_double(token, v)) return false;
+    if (!parse_double(token, v) && !(slow && slow(token, v))) return false;
     out.push_back(v);
   }
   return true;
@@ -205,8 +207,9 @@ PhraseStore PhraseStore::limited(int limit, const LanguageModel& lm, const std::
 class PhraseTableReader {
  public:
   PhraseTableReader(const std::string& path, ScoreFormat format, int num_features, SourceFilter* filter,
-                    const KeepSource& keep, const Progress& progress)
-      : lines_(path), format_(format), expected_(num_features), filter_(filter), keep_(keep), progress_(progress) {
+                    const KeepSource& keep, const Progress& progress, const ParseNumber& number)
+      : lines_(path), format_(format), expected_(num_features), filter_(filter), keep_(keep), progress_(progress),
+        number_(number) {
     store_.path_ = path;
   }
 
@@ -214,7 +217,7 @@ class PhraseTableReader {
     std::string_view line;
     while (lines_.next(line)) {
       if (progress_ && lines_.lineno() % kProgressLines == 0) progress_(lines_.position(), lines_.lineno());
-      if (!valid_utf8(line)) fail(line, "invalid UTF-8");
+      if (!valid_utf8(line)) fail(lines_.raw(line), "invalid UTF-8");
       if (blank(line)) continue;
       read_line(line);
     }
@@ -251,7 +254,7 @@ class PhraseTableReader {
       first_line_ = lines_.lineno();
     }
     if (static_cast<int>(tokens_.size()) != expected_) fail(line, "wrong number of scores");
-    if (!numbers(tokens_, values_)) fail(line, "a score is not a number");
+    if (!numbers(tokens_, values_, number_)) fail(line, "a score is not a number");
     for (double& v : values_) {
       if (std::isnan(v) || v == std::numeric_limits<double>::infinity()) fail(line, "a score is not a finite number");
       switch (format_) {
@@ -443,6 +446,7 @@ class PhraseTableReader {
   SourceFilter* filter_;
   const KeepSource& keep_;
   const Progress& progress_;
+  const ParseNumber& number_;
   PhraseStore store_;
   long runs_ = 0;
   int handle_ = -1;  // the current run's source, -1 when it is not kept
@@ -461,8 +465,8 @@ class PhraseTableReader {
 };
 
 PhraseStore read_phrase_table(const std::string& path, ScoreFormat format, int num_features, SourceFilter* filter,
-                              const KeepSource& keep, const Progress& progress) {
-  PhraseStore store = PhraseTableReader(path, format, num_features, filter, keep, progress).read();
+                              const KeepSource& keep, const Progress& progress, const ParseNumber& number) {
+  PhraseStore store = PhraseTableReader(path, format, num_features, filter, keep, progress, number).read();
   return store;
 }
 
@@ -491,8 +495,8 @@ const double* ReorderingStore::find(const std::vector<std::string>& source, cons
 class ReorderingTableReader {
  public:
   ReorderingTableReader(const std::string& path, int num_scores, bool with_target, SourceFilter* filter,
-                        const KeepSource& keep, const Progress& progress)
-      : lines_(path), expected_(num_scores), filter_(filter), keep_(keep), progress_(progress) {
+                        const KeepSource& keep, const Progress& progress, const ParseNumber& number)
+      : lines_(path), expected_(num_scores), filter_(filter), keep_(keep), progress_(progress), number_(number) {
     store_.path_ = path;
     store_.with_target_ = with_target;
   }
@@ -502,7 +506,7 @@ class ReorderingTableReader {
     const std::size_t want = store_.with_target_ ? 3 : 2;
     while (lines_.next(line)) {
       if (progress_ && lines_.lineno() % kProgressLines == 0) progress_(lines_.position(), lines_.lineno());
-      if (!valid_utf8(line)) fail(line, "invalid UTF-8");
+      if (!valid_utf8(line)) fail(lines_.raw(line), "invalid UTF-8");
       if (blank(line)) continue;
       split_fields(line, fields_);
       if (fields_.size() != want) fail(line, "wrong number of fields");
@@ -519,7 +523,7 @@ class ReorderingTableReader {
         first_line_ = lines_.lineno();
       }
       if (static_cast<int>(tokens_.size()) != expected_) fail(line, "wrong number of probabilities");
-      if (!numbers(tokens_, values_)) fail(line, "a probability is not a number");
+      if (!numbers(tokens_, values_, number_)) fail(line, "a probability is not a number");
       for (double& v : values_) {
         if (!std::isfinite(v) || v < 0.0) fail(line, "a probability is not a finite number >= 0");
         v = v > 0.0 ? std::max(std::log(v), kLowest) : kLowest;
@@ -573,6 +577,7 @@ class ReorderingTableReader {
   SourceFilter* filter_;
   const KeepSource& keep_;
   const Progress& progress_;
+  const ParseNumber& number_;
   ReorderingStore store_;
   bool started_ = false, keep_run_ = true;
   std::string last_source_, joined_;
@@ -582,8 +587,9 @@ class ReorderingTableReader {
 };
 
 ReorderingStore read_reordering_table(const std::string& path, int num_scores, bool conditioned_on_target,
-                                      SourceFilter* filter, const KeepSource& keep, const Progress& progress) {
-  return ReorderingTableReader(path, num_scores, conditioned_on_target, filter, keep, progress).read();
+                                      SourceFilter* filter, const KeepSource& keep, const Progress& progress,
+                                      const ParseNumber& number) {
+  return ReorderingTableReader(path, num_scores, conditioned_on_target, filter, keep, progress, number).read();
 }
 
 }  // namespace fstdecode
@@ -658,10 +664,17 @@ void write_vocab(Writer& w, const Vocab& vocab) {
   for (std::size_t i = 0; i < vocab.size(); ++i) w.str(vocab.word(static_cast<WordId>(i)));
 }
 
+// A string of the store: UTF-8, as every string the readers keep (Python decodes it).
+std::string read_text(Reader& r) {
+  std::string s = r.str();
+  if (!valid_utf8(s)) Reader::bad();
+  return s;
+}
+
 void read_vocab(Reader& r, Vocab& vocab) {
   const auto n = r.pod<std::uint64_t>();
   for (std::uint64_t i = 0; i < n; ++i)
-    if (vocab.intern(r.str()) != static_cast<WordId>(i)) Reader::bad();
+    if (vocab.intern(read_text(r)) != static_cast<WordId>(i)) Reader::bad();
 }
 
 template <typename T>
@@ -693,12 +706,12 @@ PhraseStore PhraseStore::deserialize(std::string_view bytes) {
   Reader r(bytes);
   if (r.pod<std::uint32_t>() != kPhraseStoreVersion) Reader::bad();
   PhraseStore s;
-  s.path_ = r.str();
+  s.path_ = read_text(r);
   s.num_scores_ = r.pod<int>();
   s.max_source_length_ = r.pod<int>();
   s.runs_ = r.pod<long>();
   s.repeats_.count = r.pod<long>(), s.repeats_.other_scores = r.pod<long>(), s.repeats_.any = r.pod<bool>();
-  s.repeats_.line = r.pod<long>(), s.repeats_.original = r.pod<long>(), s.repeats_.pair = r.str();
+  s.repeats_.line = r.pod<long>(), s.repeats_.original = r.pod<long>(), s.repeats_.pair = read_text(r);
   s.repeats_.differs = r.pod<bool>();
   read_vocab(r, s.vocab_);
   s.source_off_ = r.vec<std::int32_t>(), s.source_words_ = r.vec<std::int32_t>(), s.pair_off_ = r.vec<std::int32_t>();
@@ -706,11 +719,12 @@ PhraseStore PhraseStore::deserialize(std::string_view bytes) {
   s.scores_ = r.vec<double>(), s.alignment_ = r.vec<std::int32_t>();
   const auto n = r.pod<std::uint64_t>();
   s.alignments_.clear();
-  for (std::uint64_t i = 0; i < n; ++i) s.alignments_.push_back(r.str());
+  for (std::uint64_t i = 0; i < n; ++i) s.alignments_.push_back(read_text(r));
   r.done();
   // The shapes the accessors rely on.
   const std::size_t sources = s.source_off_.size() - 1, pairs = s.alignment_.size();
-  if (s.source_off_.empty() || s.pair_off_.size() != sources + 1 || s.target_off_.size() != pairs + 1 ||
+  if (s.source_off_.empty() || s.source_off_[0] != 0 || s.pair_off_.size() != sources + 1 || s.pair_off_[0] != 0 ||
+      s.target_off_.empty() || s.target_off_[0] != 0 || s.target_off_.size() != pairs + 1 ||
       s.num_scores_ < 0 || s.scores_.size() != pairs * static_cast<std::size_t>(s.num_scores_) ||
       s.source_off_.back() != static_cast<std::int32_t>(s.source_words_.size()) ||
       s.pair_off_.back() != static_cast<std::int32_t>(pairs) ||
@@ -748,7 +762,7 @@ ReorderingStore ReorderingStore::deserialize(std::string_view bytes) {
   Reader r(bytes);
   if (r.pod<std::uint32_t>() != kReorderingStoreVersion) Reader::bad();
   ReorderingStore s;
-  s.path_ = r.str();
+  s.path_ = read_text(r);
   s.num_scores_ = r.pod<int>();
   s.with_target_ = r.pod<bool>();
   read_vocab(r, s.vocab_);

@@ -50,8 +50,35 @@ TextLines::~TextLines() {
 
 long long TextLines::position() const { return static_cast<long long>(gzoffset(gz(gz_))); }
 
+namespace {
+
+// zlib's account of a bad gzip stream in the words of Python's gzip module, which the Python
+// reader gave (numbered_lines): the same file gives the same message. gzerror() prefixes the
+// message with the "path" gzdopen gave the stream ("<fd:N>: "), which says nothing to a user.
+std::string gzip_detail(const char* message, int code) {
+  std::string m = message ? message : "zlib error";
+  if (m.rfind("<fd:", 0) == 0) {
+    const std::size_t colon = m.find(": ");
+    if (colon != std::string::npos) m.erase(0, colon + 2);
+  }
+  if (m == "unexpected end of file") return "Compressed file ended before the end-of-stream marker was reached";
+  if (m == "incorrect length check") return "Incorrect length of data produced";
+  if (m == "unknown compression method") return "Unknown compression method";
+  if (code == Z_DATA_ERROR && m != "incorrect data check" && m != "incorrect header check" &&
+      m != "unknown header flags set")
+    return "Error -3 while decompressing data: " + m;  // Python's zlib.error, from inflate()
+  return m;
+}
+
+}  // namespace
+
 bool TextLines::fill() {
   if (eof_) return false;
+  if (!pending_.empty()) {  // a read failed after giving the data before the failure: now say so
+    const std::string where = path_ + ":" + std::to_string(lineno_ + 1);
+    if (pending_errno_ != 0) throw TextFileError(cannot_read(where, pending_errno_));
+    throw TextFileError(where + ": corrupt or truncated gzip data (" + pending_ + "); re-compress the file");
+  }
   if (begin_ > 0) {  // keep the unread tail at the front
     std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
     end_ -= begin_;
@@ -63,11 +90,16 @@ bool TextLines::fill() {
   const int got = gzread(gz(gz_), buf_.data() + end_, static_cast<unsigned>(want));
   int code = Z_OK;
   const char* detail = gzerror(gz(gz_), &code);
-  const std::string where = path_ + ":" + std::to_string(lineno_ + 1);
   if (got < 0 || (code != Z_OK && code != Z_STREAM_END)) {
-    if (code == Z_ERRNO) throw TextFileError(cannot_read(where, errno ? errno : EIO));
-    throw TextFileError(where + ": corrupt or truncated gzip data (" + (detail ? detail : "zlib error") +
-                        "); re-compress the file");
+    // The lines before the failure are read first (as Python's gzip module gives them): the
+    // error names the line the data stops in.
+    pending_errno_ = code == Z_ERRNO ? (errno ? errno : EIO) : 0;
+    pending_ = code == Z_ERRNO ? "cannot read" : gzip_detail(detail, code);
+    if (got > 0) {
+      end_ += static_cast<std::size_t>(got);
+      return true;
+    }
+    return fill();
   }
   if (got == 0) {
     eof_ = true;
@@ -97,8 +129,15 @@ bool TextLines::next(std::string_view& line) {
   }
   ++lineno_;
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  if (lineno_ == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
+  if (lineno_ == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") {
+    line.remove_prefix(3);
+    dropped_bom_ = true;
+  }
   return true;
+}
+
+std::string TextLines::raw(std::string_view line) const {
+  return (lineno_ == 1 && dropped_bom_ ? "\xEF\xBB\xBF" : "") + std::string(line);
 }
 
 bool valid_utf8(std::string_view text) {

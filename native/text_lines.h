@@ -6,7 +6,8 @@
 // 1-based and count every line, blank ones included. A view is valid until the next call of
 // next(). Problems with the file itself (missing, unreadable, corrupt gzip) throw TextFileError
 // with the message numbered_lines gives ("path: no such file", "path:line: cannot read: ...",
-// "path:line: corrupt or truncated gzip data (...); re-compress the file"); whether a line is
+// "path:line: corrupt or truncated gzip data (...); re-compress the file", naming the line the
+// good data stops in, with Python's gzip wording where zlib's maps to it); whether a line is
 // valid UTF-8 is the caller's question (valid_utf8), so that the Python layer words that error.
 #pragma once
 
@@ -34,6 +35,9 @@ class TextLines {
   // The number of the line next() gave last (0 before the first).
   long lineno() const { return lineno_; }
   const std::string& path() const { return path_; }
+  // The bytes of the line next() gave last as the file holds them (but its line end): with the
+  // byte-order mark that next() drops from line 1, so that a column counts it.
+  std::string raw(std::string_view line) const;
   // Bytes of the file read so far (compressed bytes for gzip): for progress reports.
   long long position() const;
 
@@ -43,8 +47,10 @@ class TextLines {
   void* gz_ = nullptr;  // gzFile
   std::vector<char> buf_;
   std::size_t begin_ = 0, end_ = 0;  // unread bytes: buf_[begin_, end_)
-  bool eof_ = false;
+  bool eof_ = false, dropped_bom_ = false;
   long lineno_ = 0;
+  std::string pending_;   // a gzip error met after data that next() has still to give
+  int pending_errno_ = 0;  // with it, errno of a failed read (0: a gzip error)
 };
 
 // Whether `text` is valid UTF-8 (as Python's strict utf-8 codec decides: no overlong forms, no
@@ -61,8 +67,8 @@ void split_tokens(std::string_view text, std::vector<std::string_view>& out);
 bool blank(std::string_view text);
 
 // Python's float() of a plain decimal token ([+-] digits [. digits] [e[+-]digits], or inf,
-// infinity, nan in any case): true and `value` set, or false for any other token (the caller
-// then lets the Python layer word the error).
+// infinity, nan in any case): true and `value` set, or false for any other token (the table
+// readers then ask their ParseNumber, phrase_table.h, which is Python's float()).
 bool parse_double(std::string_view token, double& value);
 
 }  // namespace fstdecode

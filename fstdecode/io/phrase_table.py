@@ -311,7 +311,8 @@ def _alignment(text: str, where: str) -> tuple[str, int, int]:
     points = set()
     for token in split_tokens(text):
         a, dash, b = token.partition("-")
-        if not (dash and a.isdigit() and b.isdigit()):
+        # ASCII digits only, as the core reads them ("²".isdigit() holds, but int("²") fails)
+        if not (dash and a.isascii() and b.isascii() and a.isdigit() and b.isdigit()):
             raise PhraseTableError(
                 f"{where}: alignment point {token!r} is not 'i-j'; the fourth field holds "
                 "source-target word positions such as '0-0 1-1'"
