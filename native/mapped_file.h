@@ -18,7 +18,9 @@ struct SourceStamp {
 
 class MappedFile {
  public:
-  // Maps `path`; throws std::runtime_error("path: cannot ...: reason") when it cannot.
+  // Maps `path`; throws std::runtime_error("path: cannot ...: reason") when it cannot. The
+  // mapping is advised random access (hash tables): no read-ahead and no fault-around, so the
+  // pages a decode keeps resident are the ones its lookups touch.
   explicit MappedFile(const std::string& path);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
