@@ -25,6 +25,7 @@ from fstdecode.cli.progress import progress_bar
 from fstdecode.decoder import DEFAULT_METHOD, XML_INPUT_MODES, DecodeResult, Decoder
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.phrase_table import SCORE_FORMATS
+from fstdecode.io.binarized import is_binary_table
 from fstdecode.io.table_filter import DEFAULT_CHUNK_LINES, FILTER_THRESHOLD_BYTES, SourceFilter
 from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, ENGINES, Model, load_model, refiltered, table_path
 from fstdecode.run import decode_filtered, decode_lines
@@ -101,7 +102,8 @@ def _filter_args(p: argparse.ArgumentParser) -> None:
         "--filter", action=argparse.BooleanOptionalAction, default=None,
         help="keep only the phrase-table entries whose source phrase occurs in the input, reading the table "
         "once per batch of --filter-chunk input lines, so memory is bounded by what the input needs "
-        f"(default: on for a table file of {FILTER_THRESHOLD_BYTES // 2**20} MiB or more on disk)",
+        f"(default: on for a table file of {FILTER_THRESHOLD_BYTES // 2**20} MiB or more on disk, and for a "
+        "binarized table: fstdecode binarize)",
     )
     g.add_argument(
         "--filter-chunk", type=int, default=DEFAULT_CHUNK_LINES, metavar="N",
@@ -224,7 +226,8 @@ def _decoder(args: argparse.Namespace, model: Model) -> Decoder:
 
 
 def _filtering(args: argparse.Namespace) -> bool:
-    """Whether to filter the table to the input: the flag, else whether the table file is big."""
+    """Whether to filter the table to the input: the flag, else whether the table file is big or
+    binarized (whose lookups of the input's n-grams cost far less than reading it whole)."""
     check_min("--filter-chunk", args.filter_chunk, 1)
     if getattr(args, "phrase_fst", None):
         if args.filter:
@@ -234,7 +237,7 @@ def _filtering(args: argparse.Namespace) -> bool:
         return args.filter
     path = table_path(args.config, args.phrase_table)
     try:
-        return path is not None and os.path.getsize(path) >= FILTER_THRESHOLD_BYTES
+        return path is not None and (os.path.getsize(path) >= FILTER_THRESHOLD_BYTES or is_binary_table(path))
     except OSError:
         return False  # the loader says what is wrong with the file
 
