@@ -1,5 +1,5 @@
 // The signature state space and its searches (signature.h): a port of
-// fstdecode/statespace/{signature,ngram}.py and fstdecode/search/{signature_dp,signature_beam,
+// fstdecode/statespace/{signature,ngram,gaprule,reordering}.py and fstdecode/search/{signature_dp,signature_beam,
 // bounded}.py, function for function.
 //
 // The Python names are kept: Space (statespace.h: the state space), Chart (signature_dp.run, backtrack, result), Heuristic and beam (make_beam),

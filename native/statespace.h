@@ -1,6 +1,7 @@
 // The signature state space of Chang & Collins (Sections 4.2-4.4) for LMs of any order: a port of
 // fstdecode/statespace/{signature,ngram}.py (state_space: start, goal, expand, tape_roles, join,
-// joined, minimise). The searches that walk it (signature.cpp) and the reordering automaton R
+// joined, minimise), with the layers of gaprule.py (Moses' gap rule) and reordering.py
+// (lexicalized reordering: expand, charge, pending_bound, phrase_bound). The searches that walk it (signature.cpp) and the reordering automaton R
 // (reorder.cpp) share it; the stack decoder and the coverage DP (stack.cpp, coverage.cpp), which
 // keep only the <s> tape, use its interned contexts and joins (Contexts, BosJoins).
 //
