@@ -575,7 +575,8 @@ void walk(const Problem& problem, Space& sp, Operations& ops, const ReorderOptio
       const Ends* e = lr ? ends.data() : nullptr;
       hashes.resize(static_cast<std::size_t>(r));
       for (int k = 0; k < r; ++k) hashes[static_cast<std::size_t>(k)] = tape_hash(sigs[static_cast<std::size_t>(k)], e ? &e[k] : nullptr);
-      sp.expand<NG>(j, sigs.data(), e, r, hashes.data(), succ);
+      if (lr) sp.expand<NG, true>(j, sigs.data(), e, r, hashes.data(), succ);
+      else sp.expand<NG, false>(j, sigs.data(), e, r, hashes.data(), succ);
       const auto at = static_cast<std::uint32_t>(arcs.size());  // a state's arcs are one block
       for (const Batch& b : succ) {
         Layer& target = layers[static_cast<std::size_t>(b.t)];

@@ -437,13 +437,13 @@ struct Layer {
       h += tape_hash(u[HEAD_UNITS + static_cast<std::uint32_t>(k)].sig, lr ? &u[HEAD_UNITS + static_cast<std::uint32_t>(r + k)].ends : nullptr);
     return h;
   }
-  // Is the record's state (key[0..r), with the LR ends ends[0..r) when lr)?
+  // Is the record's state (key[0..r), with the LR ends ends[0..r): null exactly when !lr)?
   bool same(std::uint32_t rec, const Sig* key, const Ends* ends, int r) const {
     const Unit* u = arena.at(rec);
     if (u->head.r != r) return false;
     for (int k = 0; k < r; ++k)
       if (!(u[HEAD_UNITS + static_cast<std::uint32_t>(k)].sig == key[k])) return false;
-    if (lr)
+    if (ends != nullptr)
       for (int k = 0; k < r; ++k)
         if (!(u[HEAD_UNITS + static_cast<std::uint32_t>(r + k)].ends == ends[k])) return false;
     return true;
@@ -513,11 +513,11 @@ class Chart {
   // to expand (layer.order) once it is complete; admit(t, sigs, ends, r, score) (ends: the LR
   // ends, null without a reordering model) must hold for a
   // transition's result to enter the chart. Throws Budget once more than max_states states exist.
-  template <bool NG, class Beam, class Admit>
+  template <bool NG, bool LR, class Beam, class Admit>
   void run(Beam&& beam, Admit&& admit) {
     const int end = sp_.end;
     const bool single = nbest_ == 1;
-    const bool lr = sp_.lr;
+    constexpr bool lr = LR;  // sp_.lr
     layers_.assign(static_cast<std::size_t>(end) + 1, Layer{});
     for (Layer& layer : layers_) layer.lr = lr;
     const Ends* no_ends = lr ? &Space::NO_ENDS : nullptr;
@@ -570,7 +570,7 @@ class Chart {
         into.list = single ? nullptr : &layer.lists[static_cast<std::size_t>(layer.id_at(at))];
         into.head = single ? layer.score_at(at) : into.list->front().score;
         Successors& succ = into.succ;
-        sp_.expand<NG>(j, sigs.data(), lr ? ends.data() : nullptr, r, hashes.data(), succ);
+        sp_.expand<NG, LR>(j, sigs.data(), lr ? ends.data() : nullptr, r, hashes.data(), succ);
         for (const Batch& b : succ) {
           const StateIndex& index = layers_[static_cast<std::size_t>(b.t)].index;
           if (index.empty_table()) continue;
@@ -819,8 +819,13 @@ Result budget_result(long max_states) {
 
 template <class Beam, class Admit>
 void run_chart(Space& space, Chart& chart, Beam&& beam, Admit&& admit) {
-  if (space.ngram) chart.run<true>(beam, admit);
-  else chart.run<false>(beam, admit);
+  if (space.lr) {
+    if (space.ngram) chart.run<true, true>(beam, admit);
+    else chart.run<false, true>(beam, admit);
+  } else {
+    if (space.ngram) chart.run<true, false>(beam, admit);
+    else chart.run<false, false>(beam, admit);
+  }
 }
 
 Result dp(Space& space, const SignatureDpOptions& o) {

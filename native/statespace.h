@@ -482,11 +482,17 @@ class Space {
   // ngram.expand_ngram yield them and in their order, into `out`. `hashes` holds tape_hash of
   // each of sigs. With lexicalized reordering (lr), ends[0..r) are the tapes' LR ends, and the
   // successors are reordering.expand's: the same, each new tape with its head and tail, each
-  // score plus the transition's charge (reordering.charge); else ends is null.
-  template <bool NG>
+  // score plus the transition's charge (reordering.charge); else ends is null. LR must be lr (a
+  // template argument, so that a search without a reordering model pays nothing for it).
+  template <bool NG, bool LR>
   void expand(int j, const Sig* sigs, const Ends* ends, int r, const std::uint64_t* hashes, Successors& out) {
     out.clear();
-    out.lr = lr;
+    out.lr = LR;
+    // Appends a tape to out.keys (and its LR ends to out.key_ends).
+    const auto push_key = [&out](const Sig& sig, const Ends* e) {
+      out.keys.push_back(sig);
+      if constexpr (LR) out.key_ends.push_back(*e);
+    };
     for (const Group& g : groups[static_cast<std::size_t>(j) + 1]) {
       const int t = g.t;
       const int m = static_cast<int>(g.opts.size());
@@ -513,9 +519,9 @@ class Space {
           }
           out.sig[q] = nw;
           out.hash[q] = sig_hash(nw);  // </s> charges nothing; the goal tape has no LR ends
-          if (lr) out.ends[q] = Ends{};
+          if constexpr (LR) out.ends[q] = Ends{};
         }
-        push_key(out, sigs[0], ends ? &ends[0] : nullptr);
+        push_key(sigs[0], LR ? &ends[0] : nullptr);
         out.add({t, 1, 0, a.s, PHI, m, out.keys.size() - 1, first, g.opts.data()});
         continue;
       }
@@ -567,33 +573,33 @@ class Space {
           std::uint64_t rest = 0;
           for (int k = 0; k < r; ++k) {
             if (k == k1 || k == k2) continue;
-            const Ends* e = ends ? &ends[k] : nullptr;
+            const Ends* e = LR ? &ends[k] : nullptr;
             if (pos < 0 && sigs[k].s > ns) {
               pos = w++;
-              push_key(out, Sig{}, e ? &NO_ENDS : nullptr);
+              push_key(Sig{}, LR ? &NO_ENDS : nullptr);
             }
             const int cm = gap ? gap_canonical(sigs[k].M, los, nlos) : 0;
             if (gap && cm != sigs[k].M) {  // canonical: the open tapes' lo changed
               Sig x = sigs[k];
               x.M = static_cast<std::int16_t>(cm);
-              push_key(out, x, e);
+              push_key(x, e);
               rest += tape_hash(x, e);
             } else {
-              push_key(out, sigs[k], e);
+              push_key(sigs[k], e);
               rest += hashes[k];
             }
             ++w;
           }
           if (pos < 0) {
             pos = w++;
-            push_key(out, Sig{}, ends ? &NO_ENDS : nullptr);
+            push_key(Sig{}, LR ? &NO_ENDS : nullptr);
           }
           const std::size_t first = out.reserve(static_cast<std::size_t>(m));
           // reordering.charge's orientations, the same for every option of the group (they all
           // span j + 1 .. t): o1 of p after ψ1's last phrase (or the sentence start, when ψ1 is
           // <s> alone: its tail is None), o2 of ψ2's first phrase after p.
-          const Ends* ea = a && ends ? &ends[k1] : nullptr;
-          const Ends* ec = c && ends ? &ends[k2] : nullptr;
+          const Ends* ea = LR && a ? &ends[k1] : nullptr;
+          const Ends* ec = LR && c ? &ends[k2] : nullptr;
           int o1 = 0, o2 = 0;
           double head2 = 0.0;  // ψ2's pending backward score at o2
           if (ea) o1 = a->t == 0 ? p.orientation(0, 0, true, j + 1, t) : p.orientation(ea->s_last, a->t, false, j + 1, t);
@@ -636,7 +642,7 @@ class Space {
               nw.lo = glo;
               out.sig[q] = nw;
               out.delta[q] = o.score + jn.score - eta * jumps;
-              if (lr) {
+              if constexpr (LR) {
                 out.delta[q] += charge(o, out.ends[q]);
                 out.hash[q] = rest + tape_hash(nw, &out.ends[q]);
               } else {
@@ -673,7 +679,7 @@ class Space {
                 nw.b = o.last;
               }
               out.sig[q] = nw;
-              if (lr) {
+              if constexpr (LR) {
                 out.delta[q] = score + charge(o, out.ends[q]);
                 out.hash[q] = rest + tape_hash(nw, &out.ends[q]);
               } else {
@@ -728,12 +734,6 @@ class Space {
   }
 
  private:
-  // Appends a tape to out.keys (and its LR ends to out.key_ends, when the space has them).
-  static void push_key(Successors& out, const Sig& sig, const Ends* e) {
-    out.keys.push_back(sig);
-    if (e) out.key_ends.push_back(*e);
-  }
-
   // signature.tape_roles: the candidates for ψ1 and ψ2 (into cands1_/cands2_), false for None.
   bool tape_roles(const Sig* sigs, int r, int j, int t) {
     const int lo_t = t - d, lo_s = t - d + 2;
