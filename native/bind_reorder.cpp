@@ -38,12 +38,13 @@ void bind_reorder(py::module_& m) {
         out["s2"] = r.s2;
         out["jumps"] = r.jumps;
         out["lm_cost"] = r.lm_cost;
+        out["lr"] = r.lr;
         out["best"] = r.best;
         return out;
       },
       "R and L of the WFST cascade (fstdecode.fst.reorder.build_reordering): the FSTs as OpenFst "
       "binary ConstFsts, R's output symbols (one a line), and per output label its option index, "
-      "s1, s2, jumps and LM cost",
+      "s1, s2, jumps and LM cost (and reordering score, lr: empty without a reordering model)",
       py::arg("problem"), py::arg("vocab"), py::arg("input_labels"), py::arg("max_states"),
       py::arg("minimize"), py::arg("threshold"));
 }

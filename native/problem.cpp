@@ -75,22 +75,31 @@ void Problem::set_reordering(int kind, int back_width, int next_width, std::vect
   lr_back_width_ = back_width;
   lr_next_width_ = next_width;
   lr_back_ = std::move(back);
-  lr_next_rows_.clear();
-  lr_row_.assign(count, 0);
-  lr_row_count_ = 0;
-  if (next_width == 0) return;
-  // Rows compared with == (std::map's < on doubles: -0.0 and 0.0 are one row, as in Python).
-  std::map<std::vector<double>, int> ids;
-  const std::size_t w = static_cast<std::size_t>(next_width);
+  lr_row_count_ = share_rows(next, next_width, count, lr_next_rows_, lr_row_);
+  share_rows(lr_back_, back_width, count, lr_back_rows_, lr_back_row_);
+}
+
+// The distinct rows of `flat` (count rows of `width`) into `rows`, and each one's row id into
+// `ids` (all 0 when width is 0); returns the number of distinct rows. Rows are compared with ==
+// (std::map's < on doubles: -0.0 and 0.0 are one row, as in Python's tuples).
+int Problem::share_rows(const std::vector<double>& flat, int width, std::size_t count, std::vector<double>& rows,
+                        std::vector<int>& ids) {
+  rows.clear();
+  ids.assign(count, 0);
+  if (width == 0) return 0;
+  std::map<std::vector<double>, int> seen;
+  const std::size_t w = static_cast<std::size_t>(width);
+  int distinct = 0;
   for (std::size_t i = 0; i < count; ++i) {
-    std::vector<double> row(next.begin() + static_cast<std::ptrdiff_t>(i * w), next.begin() + static_cast<std::ptrdiff_t>((i + 1) * w));
-    const auto [it, fresh] = ids.emplace(row, lr_row_count_);
+    std::vector<double> row(flat.begin() + static_cast<std::ptrdiff_t>(i * w), flat.begin() + static_cast<std::ptrdiff_t>((i + 1) * w));
+    const auto [it, fresh] = seen.emplace(row, distinct);
     if (fresh) {
-      ++lr_row_count_;
-      lr_next_rows_.insert(lr_next_rows_.end(), row.begin(), row.end());
+      ++distinct;
+      rows.insert(rows.end(), row.begin(), row.end());
     }
-    lr_row_[i] = it->second;
+    ids[i] = it->second;
   }
+  return distinct;
 }
 
 // lexical_reordering.py's first_orientation and orientation, on search positions (the tests

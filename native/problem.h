@@ -88,6 +88,10 @@ class Problem {
   // The row id of option id's next row (0 for every option without a forward direction).
   int lr_row(int id) const { return lr_next_width_ > 0 ? lr_row_[static_cast<std::size_t>(id)] : 0; }
   int lr_rows() const { return lr_next_width_ > 0 ? lr_row_count_ : 1; }
+  // The same for backward rows: options with equal backward rows share a row id (the head of a
+  // signature-state tape keys on it, as reordering.py's head keys on Option.lr_back); 0 for every
+  // option without a backward direction.
+  int lr_back_row(int id) const { return lr_back_width_ > 0 ? lr_back_row_[static_cast<std::size_t>(id)] : 0; }
   // The orientation of [s, t] after [prev_s, prev_t] (prev_row < 0: [s, t] is the first phrase).
   int orientation(int prev_s, int prev_t, bool first, int s, int t) const;
   // SearchProblem.reordering_score of appending `opt` after the phrase [prev_s, prev_t] whose
@@ -102,6 +106,15 @@ class Problem {
   double lr_next(int row, int o) const {
     return lr_next_width_ > 0 ? lr_next_rows_[static_cast<std::size_t>(row) * lr_next_width_ + o] : 0.0;
   }
+  // The weighted backward score of backward row `row` (lr_back_row) at orientation o (0.0
+  // without the direction).
+  double lr_back_of_row(int row, int o) const {
+    return lr_back_width_ > 0 ? lr_back_rows_[static_cast<std::size_t>(row) * lr_back_width_ + o] : 0.0;
+  }
+  // The largest score of next row `row` and of backward row `row` (reordering.best: max(row),
+  // the first of equal ones; 0.0 without the direction).
+  double lr_next_best(int row) const { return row_best(lr_next_rows_, lr_next_width_, row); }
+  double lr_back_best(int row) const { return row_best(lr_back_rows_, lr_back_width_, row); }
   int orientations() const { return lr_orientations_; }
 
   static constexpr int LR_NONE = 0, LR_MSD = 1, LR_MSLR = 2, LR_MONOTONICITY = 3, LR_LEFTRIGHT = 4;
@@ -139,6 +152,18 @@ class Problem {
   std::vector<double> lr_back_;       // by option id
   std::vector<double> lr_next_rows_;  // by row id
   std::vector<int> lr_row_;           // option id -> row id
+  std::vector<double> lr_back_rows_;  // by backward row id
+  std::vector<int> lr_back_row_;      // option id -> backward row id
+  static int share_rows(const std::vector<double>& flat, int width, std::size_t count, std::vector<double>& rows,
+                        std::vector<int>& ids);
+  static double row_best(const std::vector<double>& rows, int width, int row) {
+    if (width == 0) return 0.0;
+    const double* at = rows.data() + static_cast<std::size_t>(row) * static_cast<std::size_t>(width);
+    double best = at[0];
+    for (int o = 1; o < width; ++o)
+      if (at[o] > best) best = at[o];
+    return best;
+  }
   // ngram's cache: open addressing keyed on the exact ids (the last order - 1 context words
   // and the word; a hash of them alone could collide), keys stored inline.
   struct NgramCache {

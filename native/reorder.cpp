@@ -3,6 +3,8 @@
 #include "reorder.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -17,7 +19,7 @@
 namespace fstdecode {
 namespace {
 
-using namespace space;  // Sig, Space, Successors, Event, PHI
+using namespace space;  // Sig, Ends, Space, Successors, Event, PHI
 
 // ---------------------------------------------------------------------------------------------
 // OpenFst's binary ConstFst (fst/const-fst.h, version 2, unaligned; fst/fst.h FstHeader): the
@@ -92,40 +94,90 @@ static_assert(sizeof(ConstState) == 20, "ConstFst's state record is 20 bytes");
 static_assert(sizeof(Arc) == 16, "OpenFst's StdArc is 16 bytes: ilabel, olabel, weight, nextstate");
 
 // ---------------------------------------------------------------------------------------------
-// The states of one layer in order of creation, found by their signatures.
+// The states of one layer in order of creation, found by their signatures (and, with lexicalized
+// reordering, their tapes' LR ends: `ends` is then non-null, else null).
 
 class Layer {
  public:
-  // The state (j, key[0..r)) with hash h: its number, or -1.
-  int find(std::uint64_t h, const Sig* key, int r) const {
+  // The state (j, key[0..r), ends[0..r)) with hash h: its number, or -1.
+  int find(std::uint64_t h, const Sig* key, const Ends* ends, int r) const {
     const int x = index_.find(h, [&](int i) {
-      return r_[static_cast<std::size_t>(i)] == r && std::equal(key, key + r, sigs(i));
+      return r_[static_cast<std::size_t>(i)] == r && std::equal(key, key + r, sigs(i)) &&
+             (ends == nullptr || std::equal(ends, ends + r, this->ends(i)));
     });
     return x < 0 ? -1 : id_[static_cast<std::size_t>(x)];
   }
-  void add(std::uint64_t h, const Sig* key, int r, int id) {
+  void add(std::uint64_t h, const Sig* key, const Ends* ends, int r, int id) {
     offset_.push_back(sigs_.size());
     r_.push_back(r);
     id_.push_back(id);
     sigs_.insert(sigs_.end(), key, key + r);
+    if (ends) ends_.insert(ends_.end(), ends, ends + r);
     index_.insert(h, static_cast<int>(id_.size()) - 1);
   }
   int size() const { return static_cast<int>(id_.size()); }
   int id(int x) const { return id_[static_cast<std::size_t>(x)]; }
   int r(int x) const { return r_[static_cast<std::size_t>(x)]; }
   const Sig* sigs(int x) const { return sigs_.data() + offset_[static_cast<std::size_t>(x)]; }
+  const Ends* ends(int x) const { return ends_.data() + offset_[static_cast<std::size_t>(x)]; }
 
  private:
   std::vector<Sig> sigs_;
+  std::vector<Ends> ends_;  // with lexicalized reordering: the tapes' LR ends, as sigs_
   std::vector<std::size_t> offset_;
   std::vector<int> r_, id_;
   Index index_;
 };
 
-std::uint64_t state_hash(const Sig* sigs, int r) {
+std::uint64_t state_hash(const Sig* sigs, const Ends* ends, int r) {
   std::uint64_t h = 0;
-  for (int k = 0; k < r; ++k) h += sig_hash(sigs[k]);
+  for (int k = 0; k < r; ++k) h += tape_hash(sigs[k], ends ? &ends[k] : nullptr);
   return h;
+}
+
+// Python's repr of a double (the shortest text that reads back as it; positional when the
+// decimal point falls within -4 < decpt <= 16, else with an exponent of at least two digits),
+// as reorder.py writes a reordering charge into an operation symbol.
+std::string python_repr(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
+  char buf[64];
+  const auto got = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific);
+  const std::string sci(buf, got.ptr);  // [-]d[.ddd]e±xx, shortest round trip
+  std::string out = sci[0] == '-' ? "-" : "";
+  const std::size_t from = out.size(), e = sci.find('e');
+  std::string digits;
+  for (std::size_t i = from; i < e; ++i)
+    if (sci[i] != '.') digits += sci[i];
+  const int decpt = std::stoi(sci.substr(e + 1)) + 1;
+  const int nd = static_cast<int>(digits.size());
+  if (decpt <= -4 || decpt > 16) {
+    out += digits[0];
+    if (nd > 1) out += "." + digits.substr(1);
+    const int exp = decpt - 1;
+    out += exp < 0 ? "e-" : "e+";
+    const std::string mag = std::to_string(exp < 0 ? -exp : exp);
+    out += (mag.size() < 2 ? "0" : "") + mag;
+  } else if (decpt <= 0) {
+    out += "0." + std::string(static_cast<std::size_t>(-decpt), '0') + digits;
+  } else if (decpt >= nd) {
+    out += digits + std::string(static_cast<std::size_t>(decpt - nd), '0') + ".0";
+  } else {
+    out += digits.substr(0, static_cast<std::size_t>(decpt)) + "." + digits.substr(static_cast<std::size_t>(decpt));
+  }
+  return out;
+}
+
+// lexical_reordering.ORIENTATION_NAMES, by Problem::reordering_kind and orientation.
+const char* orientation_name(int kind, int o) {
+  static const char* const names[][4] = {
+      {"", "", "", ""},
+      {"monotone", "swap", "discontinuous", ""},
+      {"monotone", "swap", "discontinuous-left", "discontinuous-right"},
+      {"monotone", "non-monotone", "", ""},
+      {"right", "left", "", ""},
+  };
+  return o == PHI ? "_" : names[kind][o];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -145,6 +197,7 @@ class Operations {
     out_.s2.push_back(PHI);
     out_.jumps.push_back(0);
     out_.lm_cost.push_back(0.0);
+    if (p_.has_reordering()) out_.lr.push_back(0.0);
   }
 
   // The number of labels, ε included.
@@ -157,20 +210,23 @@ class Operations {
   // The labels of appending each of a group's options (opts[0 .. count)) to tape a (ψ1) and
   // prepending it to tape c (ψ2), cached on what their symbols spell: the group, ψ1's start, end
   // and words (for order 2 only its last word), ψ2's start and words (for order 2 only its first
-  // word; never its end). Returns the first of `count` labels (label_at).
-  std::size_t labels(int j, const Opt* opts, int count, const Sig* a, const Sig* c) {
+  // word; never its end), and with lexicalized reordering ψ1's tail and ψ2's head (ea and ec,
+  // their LR ends; null without a reordering model). Returns the first of `count` labels
+  // (label_at).
+  std::size_t labels(int j, const Opt* opts, int count, const Sig* a, const Ends* ea, const Sig* c, const Ends* ec) {
     const Sig none = make_sig(PHI, PHI, PHI, PHI);
     const Sig& x = a ? *a : none;
     const Sig& y = c ? *c : none;
     const bool bigram = p_.order() == 2;
-    const std::int32_t key[8] = {opts[0].id, x.s, bigram ? 0 : x.a, x.t, x.b, y.s, y.a, bigram ? 0 : y.b};
+    const std::int32_t key[KEY] = {opts[0].id, x.s, bigram ? 0 : x.a, x.t, x.b, y.s, y.a, bigram ? 0 : y.b,
+                                   ea ? ea->s_last : 0, ea ? ea->next : 0, ec ? ec->t_first : 0, ec ? ec->back : 0};
     std::uint64_t h = static_cast<std::uint32_t>(key[0]);
-    for (int i = 1; i < 8; ++i) h = mix(h * 0x100000001b3ULL ^ static_cast<std::uint32_t>(key[i]));
-    const int found = group_index_.find(h, [&](int i) { return std::equal(key, key + 8, group_keys_.data() + static_cast<std::size_t>(i) * 8); });
+    for (int i = 1; i < KEY; ++i) h = mix(h * 0x100000001b3ULL ^ static_cast<std::uint32_t>(key[i]));
+    const int found = group_index_.find(h, [&](int i) { return std::equal(key, key + KEY, group_keys_.data() + static_cast<std::size_t>(i) * KEY); });
     if (found >= 0) return group_first_[static_cast<std::size_t>(found)];
     const std::size_t first = labels_.size();
-    for (int i = 0; i < count; ++i) labels_.push_back(make(j, *opts[i].option, a, c));
-    group_keys_.insert(group_keys_.end(), key, key + 8);
+    for (int i = 0; i < count; ++i) labels_.push_back(make(j, *opts[i].option, a, ea, c, ec));
+    group_keys_.insert(group_keys_.end(), key, key + KEY);
     group_first_.push_back(first);
     group_index_.insert(h, static_cast<int>(group_first_.size()) - 1);
     return first;
@@ -240,8 +296,28 @@ class Operations {
     }
   }
 
+  static constexpr int KEY = 12;  // labels()'s key: 8 ints of the group and tapes, 4 of their LR ends
+
+  // reordering.charge of the transition a opt c (ea, ec: the LR ends of a and c, or null):
+  // (the orientation of opt or PHI, that of c's first phrase or PHI, the weighted score), in
+  // Space::expand's order of operations. </s> charges nothing.
+  double charge(int j, const Option& opt, const Sig* a, const Ends* ea, const Sig* c, const Ends* ec, int& o1, int& o2) const {
+    o1 = o2 = PHI;
+    if (opt.s == p_.end()) return 0.0;
+    double v = 0.0;
+    if (a) {
+      o1 = a->t == 0 ? p_.orientation(0, 0, true, j + 1, opt.t) : p_.orientation(ea->s_last, a->t, false, j + 1, opt.t);
+      v += a->t == 0 ? p_.lr_back(opt.id, o1) : p_.lr_back(opt.id, o1) + p_.lr_next(ea->next, o1);
+    }
+    if (c) {
+      o2 = p_.orientation(j + 1, opt.t, false, c->s, ec->t_first);
+      v += p_.lr_back_of_row(ec->back, o2) + p_.lr_next(p_.lr_row(opt.id), o2);
+    }
+    return v;
+  }
+
   // The label of opt joined to a and c: the one its symbol already has, or a new one.
-  int make(int j, const Option& opt, const Sig* a, const Sig* c) {
+  int make(int j, const Option& opt, const Sig* a, const Ends* ea, const Sig* c, const Ends* ec) {
     events_.clear();
     if (p_.order() == 2) {
       if (a) events_.push_back({{a->b}, opt.first()});
@@ -255,6 +331,15 @@ class Operations {
       key_.push_back(static_cast<std::int32_t>(e.context.size()));
       key_.insert(key_.end(), e.context.begin(), e.context.end());
       key_.push_back(e.word);
+    }
+    // With lexicalized reordering the symbol ends with "|lr:O1,O2=V" (reorder.py's _Builder.op).
+    const bool lr = p_.has_reordering();
+    int o1 = PHI, o2 = PHI;
+    const double v = lr ? charge(j, opt, a, ea, c, ec, o1, o2) : 0.0;
+    if (lr) {
+      std::uint64_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      key_.insert(key_.end(), {-2, o1, o2, static_cast<std::int32_t>(bits >> 32), static_cast<std::int32_t>(bits & 0xffffffffU)});
     }
     std::uint64_t h = key_.size();
     for (const std::int32_t v : key_) h = mix(h * 0x100000001b3ULL ^ static_cast<std::uint32_t>(v));
@@ -287,6 +372,16 @@ class Operations {
       append_event(text, e);
       total += cost(e);
     }
+    if (lr) {
+      const int kind = p_.reordering_kind();
+      text += "|lr:";
+      text += orientation_name(kind, o1);
+      text += ',';
+      text += orientation_name(kind, o2);
+      text += '=';
+      text += python_repr(v);
+      out_.lr.push_back(v);
+    }
     text += '\n';
     out_.option.push_back(opt.index);
     out_.s1.push_back(s1);
@@ -305,7 +400,7 @@ class Operations {
   Reordering& out_;
   // labels(): a group and its tapes -> its options' labels (from group_first_ in labels_).
   Index group_index_;
-  std::vector<std::int32_t> group_keys_;  // 8 per entry
+  std::vector<std::int32_t> group_keys_;  // KEY per entry
   std::vector<std::size_t> group_first_;
   std::vector<int> labels_;
   // make(): the ids a symbol spells -> its label (text i, label i + 1; keys from text_at_[i]).
@@ -334,11 +429,15 @@ class Completion {
  public:
   Completion(const Problem& p, const Space& sp, bool ng)
       : p_(p), sp_(sp), ng_(ng), n_(p.n()), k_(p.order() - 1), d_(std::min(p.d(), p.n() + 2)),
-        b_(exact_bounds(p, true)), eos_(b_.eos_lifted) {}
+        b_(exact_bounds(p, true)), eos_(b_.eos_lifted) {
+    if (sp.lr) lr_suffix();
+  }
 
-  double operator()(int j, const Sig* sigs, int r) {
+  // ends: the tapes' LR ends (with a reordering model; else null).
+  double operator()(int j, const Sig* sigs, const Ends* ends, int r) {
     if (j >= p_.end()) return 0.0;  // the goal
     double h = b_.suffix[static_cast<std::size_t>(j) + 1] + eos_;
+    if (ends) h += lr_suffix_[static_cast<std::size_t>(j) + 1] + sp_.pending_bound(sigs, ends, r);
     long jumps = 0;  // signature_beam's "bound": each tape left by >= j - t, entered by >= j + 2 - s
     // At j = n the <s> tape is left by the jump into </s>: uncharged without charge_final.
     const bool free_final = j == n_ && !p_.charge_final();
@@ -354,6 +453,21 @@ class Completion {
   }
 
  private:
+  // reorder.py's _lr_suffix: lr_suffix_[p], the best over covers of positions p..n by options of
+  // the sum of their Space::phrase_bound (-inf where none exists).
+  void lr_suffix() {
+    const double none = -std::numeric_limits<double>::infinity();
+    lr_suffix_.assign(static_cast<std::size_t>(n_) + 2, none);
+    lr_suffix_[static_cast<std::size_t>(n_) + 1] = 0.0;
+    for (int s = n_; s >= 1; --s)
+      for (const Option& o : p_.by_start()[static_cast<std::size_t>(s)]) {
+        const double rest = lr_suffix_[static_cast<std::size_t>(o.t) + 1];
+        if (!(rest > none)) continue;
+        const double v = sp_.phrase_bound(o) + rest;
+        if (v > lr_suffix_[static_cast<std::size_t>(s)]) lr_suffix_[static_cast<std::size_t>(s)] = v;
+      }
+  }
+
   double tape(const Sig& sig) {
     const std::uint64_t key = pair64(sig.s, sig.a);
     const int found = index_.find(mix(key), [&](int i) { return keys_[static_cast<std::size_t>(i)] == key; });
@@ -377,6 +491,7 @@ class Completion {
   const int n_, k_, d_;
   const ExactBounds b_;
   const double eos_;
+  std::vector<double> lr_suffix_;
   Index index_;
   std::vector<std::uint64_t> keys_;
   std::vector<double> values_;
@@ -443,33 +558,43 @@ void walk(const Problem& problem, Space& sp, Operations& ops, const ReorderOptio
   const int end = problem.end();
   const double eta = problem.eta();
   std::vector<Layer> layers(static_cast<std::size_t>(end) + 1);
-  layers[0].add(state_hash(&sp.start, 1), &sp.start, 1, 0);
+  const bool lr = sp.lr;  // the states carry their tapes' LR ends
+  const Ends* no_ends = lr ? &Space::NO_ENDS : nullptr;
+  layers[0].add(state_hash(&sp.start, no_ends, 1), &sp.start, no_ends, 1, 0);
   long states = 1, transitions = 0;
   Successors succ;
   std::vector<std::uint64_t> hashes;
   std::vector<Sig> sigs;
+  std::vector<Ends> ends;
   for (int j = 0; j < end; ++j) {
     Layer& layer = layers[static_cast<std::size_t>(j)];
     for (int x = 0; x < layer.size(); ++x) {
       const int r = layer.r(x), from = layer.id(x);
       sigs.assign(layer.sigs(x), layer.sigs(x) + r);
+      if (lr) ends.assign(layer.ends(x), layer.ends(x) + r);
+      const Ends* e = lr ? ends.data() : nullptr;
       hashes.resize(static_cast<std::size_t>(r));
-      for (int k = 0; k < r; ++k) hashes[static_cast<std::size_t>(k)] = sig_hash(sigs[static_cast<std::size_t>(k)]);
-      sp.expand<NG>(j, sigs.data(), r, hashes.data(), succ);
+      for (int k = 0; k < r; ++k) hashes[static_cast<std::size_t>(k)] = tape_hash(sigs[static_cast<std::size_t>(k)], e ? &e[k] : nullptr);
+      if (lr) sp.expand<NG, true>(j, sigs.data(), e, r, hashes.data(), succ);
+      else sp.expand<NG, false>(j, sigs.data(), e, r, hashes.data(), succ);
       const auto at = static_cast<std::uint32_t>(arcs.size());  // a state's arcs are one block
       for (const Batch& b : succ) {
         Layer& target = layers[static_cast<std::size_t>(b.t)];
         Sig* key = succ.keys.data() + b.key;
+        Ends* key_ends = lr ? succ.key_ends.data() + b.key : nullptr;
         const Sig* a = tape_starting(sigs.data(), r, b.s1);
         const Sig* c = tape_starting(sigs.data(), r, b.s2);
-        const std::size_t labels = ops.labels(j, b.opts, b.count, a, c);
+        const Ends* ea = a && lr ? e + (a - sigs.data()) : nullptr;
+        const Ends* ec = c && lr ? e + (c - sigs.data()) : nullptr;
+        const std::size_t labels = ops.labels(j, b.opts, b.count, a, ea, c, ec);
         for (int y = 0; y < b.count; ++y) {
           const std::size_t q = b.first + static_cast<std::size_t>(y);
           key[b.pos] = succ.sig[q];
+          if (lr) key_ends[b.pos] = succ.ends[q];
           const double reach = alpha[static_cast<std::size_t>(from)] + succ.delta[q];
-          if (pruned && reach + (*completion)(b.t, key, b.nr) < floor) continue;
+          if (pruned && reach + (*completion)(b.t, key, key_ends, b.nr) < floor) continue;
           ++transitions;  // (one per arc of R)
-          int to = target.find(succ.hash[q], key, b.nr);
+          int to = target.find(succ.hash[q], key, key_ends, b.nr);
           if (to < 0) {
             to = static_cast<int>(states++);
             if (options.max_states >= 0 && states > options.max_states) {
@@ -477,13 +602,15 @@ void walk(const Problem& problem, Space& sp, Operations& ops, const ReorderOptio
               out.message = "more than " + std::to_string(options.max_states) + " states (--max-states)";
               return;
             }
-            target.add(succ.hash[q], key, b.nr, to);
+            target.add(succ.hash[q], key, key_ends, b.nr, to);
             alpha.push_back(reach);
           }
           alpha[static_cast<std::size_t>(to)] = std::max(alpha[static_cast<std::size_t>(to)], reach);
           const int label = ops.label_at(labels + static_cast<std::size_t>(y));
-          arcs.push_back({ops.input_label(*b.opts[y].option), label,
-                          static_cast<float>(eta * out.jumps[static_cast<std::size_t>(label)]), to});
+          // eta × jumps, less the label's reordering charge (reorder.py's arc cost)
+          const double cost = lr ? eta * out.jumps[static_cast<std::size_t>(label)] - out.lr[static_cast<std::size_t>(label)]
+                                 : eta * out.jumps[static_cast<std::size_t>(label)];
+          arcs.push_back({ops.input_label(*b.opts[y].option), label, static_cast<float>(cost), to});
           if (pruned) delta.push_back(succ.delta[q]);
         }
       }
@@ -500,7 +627,7 @@ void walk(const Problem& problem, Space& sp, Operations& ops, const ReorderOptio
   out.states = states;
   out.transitions = transitions;
   const Layer& last = layers[static_cast<std::size_t>(end)];
-  int goal = last.find(state_hash(&sp.goal, 1), &sp.goal, 1);
+  int goal = last.find(state_hash(&sp.goal, no_ends, 1), &sp.goal, no_ends, 1);
   if (goal >= 0) out.best = alpha[static_cast<std::size_t>(goal)];
   if (pruned) {
     keep_completing(layers, alpha, delta, floor, goal, arcs, first, count);

@@ -6,7 +6,9 @@
 // R's states are the signature states reachable from the start (statespace.h), numbered in the
 // order Python creates them; one arc per transition ψ1 p ψ2 (each state's arcs in Python's order,
 // then stably sorted by input label): input P's label
-// of the option, output the label of its operation symbol, weight eta × jumps. Operation labels
+// of the option, output the label of its operation symbol, weight eta × jumps, less the
+// transition's weighted lexicalized reordering charge with a reordering model (the states then
+// carry their tapes' LR ends, statespace.h, and the symbols end with "|lr:O1,O2=V"). Operation labels
 // are numbered in order of first sight of their symbol text, as pywrapfst's SymbolTable numbers
 // them, so that R is the Python engine's machine arc for arc (up to the order of arcs with equal
 // input labels, which OpenFst's arcsort leaves unspecified).
@@ -28,7 +30,8 @@ struct ReorderOptions {
   // Finite: keep only what can lie on a derivation scoring at least this (issue 12's pruned R):
   // a transition is dropped when the best score of a path to its source, plus its own score,
   // plus an upper bound on every completion of its target (exact.h: the best covers of the
-  // positions left, each open tape's first words at their best, the </s> bound), is below it.
+  // positions left, each open tape's first words at their best, the </s> bound; with a
+  // reordering model, the charges still to come at their best), is below it.
   double threshold;  // -inf: keep everything
 };
 
@@ -44,6 +47,9 @@ struct Reordering {
   // cost −λ_lm Σ ln p of its events in double precision (L's arc weight, before rounding).
   std::vector<int> option, s1, s2, jumps;
   std::vector<double> lm_cost;
+  // With a reordering model, per output label (entry 0 too, 0.0): the weighted reordering
+  // score its arcs charge (R's arc weight is eta × jumps − lr); empty without one.
+  std::vector<double> lr;
   // With a threshold: the best score of a path through R (−inf if none reaches the threshold).
   double best = -std::numeric_limits<double>::infinity();
 };

@@ -1,5 +1,5 @@
 // The signature state space and its searches (signature.h): a port of
-// fstdecode/statespace/{signature,ngram}.py and fstdecode/search/{signature_dp,signature_beam,
+// fstdecode/statespace/{signature,ngram,gaprule,reordering}.py and fstdecode/search/{signature_dp,signature_beam,
 // bounded}.py, function for function.
 //
 // The Python names are kept: Space (statespace.h: the state space), Chart (signature_dp.run, backtrack, result), Heuristic and beam (make_beam),
@@ -9,8 +9,9 @@
 // order), or in the beam's order (heapq.nlargest: best first, ties in dict order); a k-best list
 // keeps the earlier insertion first among equal scores (kbest.insert_best).
 //
-// A state of layer j (its signatures sorted by s, statespace.h) is kept as one record (head, best hypothesis, signatures) in the layer's arena and found through
-// an index of 8-byte tagged slots on a hash that sums the signatures' hashes (so a successor's
+// A state of layer j (its signatures sorted by s, statespace.h) is kept as one record (head, best hypothesis, signatures,
+// and with lexicalized reordering the tapes' LR ends) in the layer's arena and found through
+// an index of 8-byte tagged slots on a hash that sums the tapes' hashes (so a successor's
 // hash is the rest's plus the new tape's). The search is bound by those random probes: the
 // successors of the next state are built, and their slots and records prefetched, while this
 // state's are looked up (in Python's order), and the next layer's index is sized from the
@@ -41,7 +42,7 @@
 namespace fstdecode {
 namespace {
 
-using namespace space;  // Sig, Space, Successors, PHI (statespace.h)
+using namespace space;  // Sig, Ends, Space, Successors, PHI (statespace.h)
 
 constexpr double NEG_INF = -std::numeric_limits<double>::infinity();
 // signature_beam: a beam that finishes no derivation is retried WIDEN times wider, up to MAX_BEAM.
@@ -140,7 +141,8 @@ struct Hyp {
 };
 
 // A state's record in its layer's arena: a head, its best hypothesis's back-pointer (nbest 1)
-// and its r signatures, in 16-byte units, so that a lookup touches one place (the slot aside).
+// and its r signatures (then, with lexicalized reordering, their r LR ends), in 16-byte units,
+// so that a lookup touches one place (the slot aside).
 struct Head {
   std::int32_t r, id;  // id: the state's index in the layer (and of its k-best list, nbest > 1)
   double score;        // nbest 1: the best hypothesis's score
@@ -153,6 +155,7 @@ struct Back {
 };
 union Unit {
   Sig sig;
+  Ends ends;
   Head head;
   Back back;
 };
@@ -406,6 +409,7 @@ class StateIndex {
 // in `arena` (offset[i]: state i's record, in order of creation); once expanded, only their
 // back-pointers remain (the chart's HypStore from `first`, or `lists`), for the backtrack.
 struct Layer {
+  bool lr = false;  // the records hold the tapes' LR ends after their signatures
   Arena arena;
   std::vector<std::uint32_t> offset;
   StateIndex index;
@@ -420,21 +424,32 @@ struct Layer {
   int r_at(std::uint32_t rec) const { return arena.at(rec)->head.r; }
   int id_at(std::uint32_t rec) const { return arena.at(rec)->head.id; }
   const Sig& sig_at(std::uint32_t rec, int k) const { return arena.at(rec)[HEAD_UNITS + static_cast<std::uint32_t>(k)].sig; }
+  // The LR ends of tape k (lr only).
+  const Ends& ends_at(std::uint32_t rec, int k) const {
+    const Unit* u = arena.at(rec);
+    return u[HEAD_UNITS + static_cast<std::uint32_t>(u->head.r + k)].ends;
+  }
   std::uint64_t hash_at(std::uint32_t rec) const {
     const Unit* u = arena.at(rec);
+    const int r = u->head.r;
     std::uint64_t h = 0;
-    for (int k = 0; k < u->head.r; ++k) h += sig_hash(u[HEAD_UNITS + static_cast<std::uint32_t>(k)].sig);
+    for (int k = 0; k < r; ++k)
+      h += tape_hash(u[HEAD_UNITS + static_cast<std::uint32_t>(k)].sig, lr ? &u[HEAD_UNITS + static_cast<std::uint32_t>(r + k)].ends : nullptr);
     return h;
   }
-  bool same(std::uint32_t rec, const Sig* key, int r) const {
+  // Is the record's state (key[0..r), with the LR ends ends[0..r): null exactly when !lr)?
+  bool same(std::uint32_t rec, const Sig* key, const Ends* ends, int r) const {
     const Unit* u = arena.at(rec);
     if (u->head.r != r) return false;
     for (int k = 0; k < r; ++k)
       if (!(u[HEAD_UNITS + static_cast<std::uint32_t>(k)].sig == key[k])) return false;
+    if (ends != nullptr)
+      for (int k = 0; k < r; ++k)
+        if (!(u[HEAD_UNITS + static_cast<std::uint32_t>(r + k)].ends == ends[k])) return false;
     return true;
   }
-  std::uint32_t find(std::uint64_t h, const Sig* key, int r) const {
-    return index.find(h, [&](std::uint32_t rec) { return same(rec, key, r); });
+  std::uint32_t find(std::uint64_t h, const Sig* key, const Ends* ends, int r) const {
+    return index.find(h, [&](std::uint32_t rec) { return same(rec, key, ends, r); });
   }
   // f(hash, record) for the first `count` states, in order (for the index's resizes).
   template <class F>
@@ -478,7 +493,7 @@ struct NoBeam {
 };
 struct NoAdmit {
   static constexpr bool active = false;
-  bool operator()(int, const Sig*, int, double) { return true; }
+  bool operator()(int, const Sig*, const Ends*, int, double) { return true; }
 };
 
 class Chart {
@@ -495,16 +510,20 @@ class Chart {
   long states = 0, transitions = 0;
 
   // signature_dp.run: fill the layers in order of j. beam(j, layer) selects the states of layer j
-  // to expand (layer.order) once it is complete; admit(t, sigs, r, score) must hold for a
+  // to expand (layer.order) once it is complete; admit(t, sigs, ends, r, score) (ends: the LR
+  // ends, null without a reordering model) must hold for a
   // transition's result to enter the chart. Throws Budget once more than max_states states exist.
-  template <bool NG, class Beam, class Admit>
+  template <bool NG, bool LR, class Beam, class Admit>
   void run(Beam&& beam, Admit&& admit) {
     const int end = sp_.end;
     const bool single = nbest_ == 1;
+    constexpr bool lr = LR;  // sp_.lr
     layers_.assign(static_cast<std::size_t>(end) + 1, Layer{});
+    for (Layer& layer : layers_) layer.lr = lr;
+    const Ends* no_ends = lr ? &Space::NO_ENDS : nullptr;
     {
       Layer& first = layers_[0];
-      const std::uint32_t rec = add_state(first, sig_hash(sp_.start), &sp_.start, 1);
+      const std::uint32_t rec = add_state(first, sig_hash(sp_.start), &sp_.start, no_ends, 1);
       if (single) first.set_best(rec, 0.0, {-1, -1, PHI, PHI});
       else first.lists[0].push_back({0.0, -1, -1, -1, -1, PHI, PHI});
     }
@@ -512,6 +531,7 @@ class Chart {
     transitions = 0;
     std::vector<std::uint64_t> hashes;
     std::vector<Sig> sigs;
+    std::vector<Ends> ends;
     // The states of a layer are expanded in order, but pipelined: the successors of the states
     // after this one are built and their slots and records fetched while this state's lookups
     // are made. Only the cache sees the difference: the lookups and insertions happen in
@@ -540,14 +560,17 @@ class Chart {
         const int r = layer.r_at(at);
         sigs.resize(static_cast<std::size_t>(r));
         hashes.resize(static_cast<std::size_t>(r));
+        if (lr) ends.resize(static_cast<std::size_t>(r));
         for (int k = 0; k < r; ++k) {
-          sigs[static_cast<std::size_t>(k)] = layer.sig_at(at, k);
-          hashes[static_cast<std::size_t>(k)] = sig_hash(sigs[static_cast<std::size_t>(k)]);
+          const auto x = static_cast<std::size_t>(k);
+          sigs[x] = layer.sig_at(at, k);
+          if (lr) ends[x] = layer.ends_at(at, k);
+          hashes[x] = tape_hash(sigs[x], lr ? &ends[x] : nullptr);
         }
         into.list = single ? nullptr : &layer.lists[static_cast<std::size_t>(layer.id_at(at))];
         into.head = single ? layer.score_at(at) : into.list->front().score;
         Successors& succ = into.succ;
-        sp_.expand<NG>(j, sigs.data(), r, hashes.data(), succ);
+        sp_.expand<NG, LR>(j, sigs.data(), lr ? ends.data() : nullptr, r, hashes.data(), succ);
         for (const Batch& b : succ) {
           const StateIndex& index = layers_[static_cast<std::size_t>(b.t)].index;
           if (index.empty_table()) continue;
@@ -586,21 +609,23 @@ class Chart {
         for (const Batch& b : succ) {
           Layer& target = layers_[static_cast<std::size_t>(b.t)];
           Sig* key = succ.keys.data() + b.key;
+          Ends* key_ends = lr ? succ.key_ends.data() + b.key : nullptr;
           for (int y = 0; y < b.count; ++y) {
             const std::size_t q = b.first + static_cast<std::size_t>(y);
             ++transitions;
             const double delta = succ.delta[q];
             key[b.pos] = succ.sig[q];
+            if (lr) key_ends[b.pos] = succ.ends[q];
             if constexpr (std::decay_t<Admit>::active) {
-              if (!admit(b.t, key, b.nr, head + delta)) continue;
+              if (!admit(b.t, key, key_ends, b.nr, head + delta)) continue;
             }
             const std::uint64_t h = succ.hash[q];
-            std::uint32_t rec = target.find(h, key, b.nr);
+            std::uint32_t rec = target.find(h, key, key_ends, b.nr);
             const bool fresh = rec == EMPTY;
             if (fresh) {
               ++created;
               if (max_states_ >= 0 && created > max_states_) throw Budget{};
-              rec = add_state(target, h, key, b.nr);
+              rec = add_state(target, h, key, key_ends, b.nr);
             }
             const std::int32_t opt = b.opts[y].id;
             if (single) {
@@ -629,7 +654,7 @@ class Chart {
     out.states = states;
     out.transitions = transitions;
     const Layer& last = layers_[static_cast<std::size_t>(sp_.end)];
-    const std::uint32_t rec = last.find(sig_hash(sp_.goal), &sp_.goal, 1);
+    const std::uint32_t rec = last.find(sig_hash(sp_.goal), &sp_.goal, sp_.lr ? &Space::NO_ENDS : nullptr, 1);
     int g = -1, count = 0;
     if (rec != EMPTY) {
       g = last.id_at(rec);
@@ -655,13 +680,16 @@ class Chart {
 
  private:
 
-  std::uint32_t add_state(Layer& layer, std::uint64_t h, const Sig* key, int r) {
+  std::uint32_t add_state(Layer& layer, std::uint64_t h, const Sig* key, const Ends* ends, int r) {
     const int id = layer.size();
-    const std::uint32_t rec = layer.arena.alloc(memory_, HEAD_UNITS + static_cast<std::uint32_t>(r));
+    const auto units = static_cast<std::uint32_t>(layer.lr ? 2 * r : r);
+    const std::uint32_t rec = layer.arena.alloc(memory_, HEAD_UNITS + units);
     Unit* unit = layer.arena.at(rec);
     unit[0].head = {r, id, 0.0};
     unit[1].back = {-1, -1, PHI, PHI};
     for (int k = 0; k < r; ++k) unit[HEAD_UNITS + static_cast<std::uint32_t>(k)].sig = key[k];
+    if (layer.lr)
+      for (int k = 0; k < r; ++k) unit[HEAD_UNITS + static_cast<std::uint32_t>(r + k)].ends = ends[k];
     layer.offset.push_back(rec);
     layer.index.insert(memory_, h, rec, [&](auto&& f) { layer.every(f, id); });
     if (nbest_ > 1) layer.lists.emplace_back();
@@ -791,8 +819,13 @@ Result budget_result(long max_states) {
 
 template <class Beam, class Admit>
 void run_chart(Space& space, Chart& chart, Beam&& beam, Admit&& admit) {
-  if (space.ngram) chart.run<true>(beam, admit);
-  else chart.run<false>(beam, admit);
+  if (space.lr) {
+    if (space.ngram) chart.run<true, true>(beam, admit);
+    else chart.run<false, true>(beam, admit);
+  } else {
+    if (space.ngram) chart.run<true, false>(beam, admit);
+    else chart.run<false, false>(beam, admit);
+  }
 }
 
 Result dp(Space& space, const SignatureDpOptions& o) {
@@ -895,7 +928,8 @@ Result beam_search(Space& space, const SignatureBeamOptions& o, Memory& memory) 
   }
 }
 
-// bounded.future_bounds: future[j], an upper bound on the score of translating positions j+1..n.
+// bounded.future_bounds: future[j], an upper bound on the score of translating positions j+1..n
+// (with a reordering model, each phrase's reordering charges at their best included).
 std::vector<double> future_bounds(Space& space, Heuristic& h) {
   const int n = space.n;
   const std::size_t width = static_cast<std::size_t>(n) + 2;
@@ -903,7 +937,7 @@ std::vector<double> future_bounds(Space& space, Heuristic& h) {
   std::vector<char> present(width * width, 0);
   for (int s = 1; s <= n; ++s)
     for (const Option& o : space.p.by_start()[static_cast<std::size_t>(s)]) {
-      const double v = o.score + h.start_word(o.first());
+      const double v = space.lr ? o.score + h.start_word(o.first()) + space.phrase_bound(o) : o.score + h.start_word(o.first());
       const std::size_t at = static_cast<std::size_t>(s) * width + static_cast<std::size_t>(o.t);
       if (v > best[at]) {
         best[at] = v;
@@ -930,11 +964,14 @@ std::vector<double> future_bounds(Space& space, Heuristic& h) {
 struct Admit {
   static constexpr bool active = true;
   Heuristic& h;
+  const Space& space;
   const std::vector<double>& future;
   double lb, close;
   int end;
-  bool operator()(int t, const Sig* sigs, int r, double score) {
+  bool operator()(int t, const Sig* sigs, const Ends* ends, int r, double score) {
     if (t == end) return score >= lb;  // complete: its score is exact
+    if (ends)  // the charges the tapes still owe, at their best (reordering.pending_bound)
+      return score + h(t, sigs, r) + space.pending_bound(sigs, ends, r) + future[static_cast<std::size_t>(t)] + close >= lb;
     return score + h(t, sigs, r) + future[static_cast<std::size_t>(t)] + close >= lb;
   }
 };
@@ -959,7 +996,7 @@ Result bounded(Space& space, const SignatureDpOptions& o) {
   }
   Chart chart(space, memory, 1, o.max_states);
   try {
-    run_chart(space, chart, NoBeam{}, Admit{h, future, lb, close, space.end});
+    run_chart(space, chart, NoBeam{}, Admit{h, space, future, lb, close, space.end});
   } catch (const Budget&) {
     Result out = lower;  // SearchLimitError(best=lower): the beam's derivation, not optimal
     out.status = "budget";

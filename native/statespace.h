@@ -1,12 +1,16 @@
 // The signature state space of Chang & Collins (Sections 4.2-4.4) for LMs of any order: a port of
 // fstdecode/statespace/{signature,ngram}.py (state_space: start, goal, expand, tape_roles, join,
-// joined, minimise). The searches that walk it (signature.cpp) and the reordering automaton R
+// joined, minimise), with the layers of gaprule.py (Moses' gap rule) and reordering.py
+// (lexicalized reordering: expand, charge, pending_bound, phrase_bound). The searches that walk it (signature.cpp) and the reordering automaton R
 // (reorder.cpp) share it; the stack decoder and the coverage DP (stack.cpp, coverage.cpp), which
 // keep only the <s> tape, use its interned contexts and joins (Contexts, BosJoins).
 //
 // Layout: a signature is four ints (s, a, t, b): for order 2, (s, w_s, t, w_t) as in Figure 4;
 // for higher orders (s, F, t, L) with F and L ids of word tuples interned per problem (Contexts).
 // A state of layer j is its signatures sorted by s (starts are distinct: tapes are disjoint).
+// With a lexicalized reordering model each signature also has its tape's LR ends (Ends,
+// fstdecode/statespace/reordering.py's head and tail), kept beside the signatures: a state is
+// then its signatures and their ends, and each transition's score includes its reordering charge.
 // Every floating-point sum is formed in the Python order, so scores agree bit for bit with the
 // Python engine given the same LM values, and successors come in Python's order.
 #pragma once
@@ -64,6 +68,24 @@ inline bool operator==(const Sig& x, const Sig& y) {
   return u[0] == v[0] && u[1] == v[1];
 }
 
+// Lexicalized reordering (reordering.py): a tape's head, its first phrase's pending backward
+// charge (t_first, the phrase's backward row id: Problem::lr_back_row), and its tail, its last
+// phrase (s_last, the phrase's next row id: Problem::lr_row). t_first and s_last are kept only
+// for the orientation classes that read them (msd and mslr: Problem::reordering_reads_start),
+// else 0, so that equivalent states merge. Python's None (the head of the <s> tape; the tail of
+// <s> alone and of a tape ended by </s>) is all 0: which tapes have none is fixed by the
+// signature (s == 0; t == 0 or t == end), so the encoding keeps states apart exactly as Python's.
+struct Ends {
+  std::int32_t back, next;       // head's row, tail's row
+  std::int16_t t_first, s_last;  // head's end, tail's start
+  std::int32_t unused;           // 0 (an Ends is a 16-byte record unit, as a Sig)
+};
+static_assert(sizeof(Ends) == 16, "a tape's LR ends are 16 bytes");
+
+inline bool operator==(const Ends& x, const Ends& y) {
+  return x.back == y.back && x.next == y.next && x.t_first == y.t_first && x.s_last == y.s_last;
+}
+
 // A state's hash is the sum of its signatures' (see Space::expand), so each must spread well:
 // two multiplications by odd constants and a fold of the high half into the low (the index
 // takes its home slot from the low bits and its tag from the high ones). A signature is read as
@@ -75,6 +97,22 @@ inline std::uint64_t sig_hash(const Sig& g) {
   std::uint64_t h = (pos ^ (ids * 0x9e3779b97f4a7c15ULL)) * 0xc2b2ae3d27d4eb4fULL;
   h ^= h >> 29;
   return h * 0x165667b19e3779f9ULL;
+}
+
+// The hash of a tape's LR ends, added to its signature's (no ends, all 0: adds 0).
+inline std::uint64_t ends_hash(const Ends& e) {
+  const std::uint64_t rows = pair64(e.back, e.next);
+  const std::uint64_t pos = (static_cast<std::uint64_t>(static_cast<std::uint16_t>(e.t_first)) << 16) |
+                            static_cast<std::uint16_t>(e.s_last);
+  if (rows == 0 && pos == 0) return 0;
+  std::uint64_t h = (rows * 0xbf58476d1ce4e5b9ULL ^ pos) * 0x94d049bb133111ebULL;
+  h ^= h >> 31;
+  return h * 0x9e3779b97f4a7c15ULL;
+}
+
+// A tape's hash: its signature's, plus its LR ends' when the state space has them (ends != null).
+inline std::uint64_t tape_hash(const Sig& g, const Ends* ends) {
+  return ends ? sig_hash(g) + ends_hash(*ends) : sig_hash(g);
 }
 
 // An open-addressing index of ids (into the owner's table), probed linearly, hashes stored.
@@ -184,12 +222,16 @@ struct Batch {
   const Opt* opts;
 };
 
-// Every successor of one state, in the order Python yields them (batch by batch).
+// Every successor of one state, in the order Python yields them (batch by batch). With
+// lexicalized reordering, key_ends and ends hold the LR ends of keys and sig, entry for entry
+// (else they stay empty).
 struct Successors {
   std::vector<Batch> store;  // batches: store[0 .. size)
   std::size_t size = 0;
   std::vector<Sig> keys;
+  std::vector<Ends> key_ends;
   std::vector<Sig> sig;
+  std::vector<Ends> ends;
   std::vector<double> delta;
   std::vector<std::uint64_t> hash;
   std::size_t count = 0;
@@ -197,6 +239,7 @@ struct Successors {
   void clear() {
     size = 0;
     keys.clear();
+    key_ends.clear();
     count = 0;
   }
   void add(const Batch& b) {
@@ -205,6 +248,8 @@ struct Successors {
   }
   const Batch* begin() const { return store.data(); }
   const Batch* end() const { return store.data() + size; }
+  bool lr = false;  // set by the state space: the successors carry LR ends
+
   // Room for m more successors; returns the first one's number.
   std::size_t reserve(std::size_t m) {
     if (sig.size() < count + m) {
@@ -212,6 +257,7 @@ struct Successors {
       sig.resize(size);
       delta.resize(size);
       hash.resize(size);
+      if (lr) ends.resize(size);
     }
     const std::size_t first = count;
     count += m;
@@ -348,7 +394,8 @@ class Space {
         // A limit beyond n + 2 allows every jump (no distance here exceeds n + 1); clamping it
         // keeps the arithmetic in range for "no limit" (UNLIMITED = 2**31 - 1).
         d(std::min(problem.d(), problem.n() + 2)), order(problem.order()), k(problem.order() - 1),
-        eta(problem.eta()), minimize(minimize), ngram(problem.order() > 2), gap(problem.moses()),
+        eta(problem.eta()), minimize(minimize), ngram(problem.order() > 2), lr(problem.has_reordering()),
+        lr_inner(problem.reordering_reads_start()), gap(problem.moses()),
         charge_final(problem.charge_final()), contexts(problem.order() - 1),
         joiner_(problem, contexts, minimize) {
     if (end > MAX_WORDS)
@@ -432,11 +479,20 @@ class Space {
   }
 
   // The successors of state (j, sigs[0..r)), as statespace.signature.expand (order 2) and
-  // ngram.expand_ngram yield them and in their order, into `out`. `hashes` holds sig_hash of
-  // each of sigs.
-  template <bool NG>
-  void expand(int j, const Sig* sigs, int r, const std::uint64_t* hashes, Successors& out) {
+  // ngram.expand_ngram yield them and in their order, into `out`. `hashes` holds tape_hash of
+  // each of sigs. With lexicalized reordering (lr), ends[0..r) are the tapes' LR ends, and the
+  // successors are reordering.expand's: the same, each new tape with its head and tail, each
+  // score plus the transition's charge (reordering.charge); else ends is null. LR must be lr (a
+  // template argument, so that a search without a reordering model pays nothing for it).
+  template <bool NG, bool LR>
+  void expand(int j, const Sig* sigs, const Ends* ends, int r, const std::uint64_t* hashes, Successors& out) {
     out.clear();
+    out.lr = LR;
+    // Appends a tape to out.keys (and its LR ends to out.key_ends).
+    const auto push_key = [&out](const Sig& sig, const Ends* e) {
+      out.keys.push_back(sig);
+      if constexpr (LR) out.key_ends.push_back(*e);
+    };
     for (const Group& g : groups[static_cast<std::size_t>(j) + 1]) {
       const int t = g.t;
       const int m = static_cast<int>(g.opts.size());
@@ -462,9 +518,10 @@ class Space {
             out.delta[q] = o.score + lam(a.b, o.first) - pen;
           }
           out.sig[q] = nw;
-          out.hash[q] = sig_hash(nw);
+          out.hash[q] = sig_hash(nw);  // </s> charges nothing; the goal tape has no LR ends
+          if constexpr (LR) out.ends[q] = Ends{};
         }
-        out.keys.push_back(sigs[0]);
+        push_key(sigs[0], LR ? &ends[0] : nullptr);
         out.add({t, 1, 0, a.s, PHI, m, out.keys.size() - 1, first, g.opts.data()});
         continue;
       }
@@ -509,33 +566,70 @@ class Space {
             gm = static_cast<std::int16_t>(gap_canonical(m, los, nlos));
             glo = static_cast<std::int16_t>(ns == 0 ? 0 : lo);
           }
-          // The other tapes, split around the new tape's start (states stay sorted by s).
+          // The other tapes, split around the new tape's start (states stay sorted by s); their
+          // LR ends do not change.
           const std::size_t key = out.keys.size();
           int w = 0, pos = -1;
           std::uint64_t rest = 0;
           for (int k = 0; k < r; ++k) {
             if (k == k1 || k == k2) continue;
+            const Ends* e = LR ? &ends[k] : nullptr;
             if (pos < 0 && sigs[k].s > ns) {
               pos = w++;
-              out.keys.push_back(Sig{});
+              push_key(Sig{}, LR ? &NO_ENDS : nullptr);
             }
             const int cm = gap ? gap_canonical(sigs[k].M, los, nlos) : 0;
             if (gap && cm != sigs[k].M) {  // canonical: the open tapes' lo changed
               Sig x = sigs[k];
               x.M = static_cast<std::int16_t>(cm);
-              out.keys.push_back(x);
-              rest += sig_hash(x);
+              push_key(x, e);
+              rest += tape_hash(x, e);
             } else {
-              out.keys.push_back(sigs[k]);
+              push_key(sigs[k], e);
               rest += hashes[k];
             }
             ++w;
           }
           if (pos < 0) {
             pos = w++;
-            out.keys.push_back(Sig{});
+            push_key(Sig{}, LR ? &NO_ENDS : nullptr);
           }
           const std::size_t first = out.reserve(static_cast<std::size_t>(m));
+          // reordering.charge's orientations, the same for every option of the group (they all
+          // span j + 1 .. t): o1 of p after ψ1's last phrase (or the sentence start, when ψ1 is
+          // <s> alone: its tail is None), o2 of ψ2's first phrase after p.
+          const Ends* ea = LR && a ? &ends[k1] : nullptr;
+          const Ends* ec = LR && c ? &ends[k2] : nullptr;
+          int o1 = 0, o2 = 0;
+          double head2 = 0.0;  // ψ2's pending backward score at o2
+          if (ea) o1 = a->t == 0 ? p.orientation(0, 0, true, j + 1, t) : p.orientation(ea->s_last, a->t, false, j + 1, t);
+          if (ec) {
+            o2 = p.orientation(j + 1, t, false, c->s, ec->t_first);
+            head2 = p.lr_back_of_row(ec->back, o2);
+          }
+          // The charge of option o (reordering.charge, in its order of operations) and the new
+          // tape's ends: the head is ψ1's (p's own, pending, when ψ1 is φ), the tail ψ2's (p's).
+          const auto charge = [&](const Opt& o, Ends& out_ends) {
+            double v = 0.0;
+            if (ea) v += a->t == 0 ? p.lr_back(o.id, o1) : p.lr_back(o.id, o1) + p.lr_next(ea->next, o1);
+            if (ec) v += head2 + p.lr_next(p.lr_row(o.id), o2);
+            out_ends = Ends{};
+            if (ea) {
+              out_ends.back = ea->back;
+              out_ends.t_first = ea->t_first;
+            } else {
+              out_ends.back = p.lr_back_row(o.id);
+              out_ends.t_first = static_cast<std::int16_t>(lr_inner ? o.t : 0);
+            }
+            if (ec) {
+              out_ends.next = ec->next;
+              out_ends.s_last = ec->s_last;
+            } else {
+              out_ends.next = p.lr_row(o.id);
+              out_ends.s_last = static_cast<std::int16_t>(lr_inner ? o.s : 0);
+            }
+            return v;
+          };
           if constexpr (NG) {
             const int jumps = (a ? j - a->t : 0) + (c ? t + 1 - c->s : 0);
             const Joined* joins = joined(g, a, c);
@@ -548,7 +642,12 @@ class Space {
               nw.lo = glo;
               out.sig[q] = nw;
               out.delta[q] = o.score + jn.score - eta * jumps;
-              out.hash[q] = rest + sig_hash(nw);
+              if constexpr (LR) {
+                out.delta[q] += charge(o, out.ends[q]);
+                out.hash[q] = rest + tape_hash(nw, &out.ends[q]);
+              } else {
+                out.hash[q] = rest + sig_hash(nw);
+              }
             }
           } else {
             // Figure 4: score = ŵ(p) [+ λ(e_1 | w_t(ψ1)) − η|t(ψ1) + 1 − s(p)|]
@@ -580,8 +679,13 @@ class Space {
                 nw.b = o.last;
               }
               out.sig[q] = nw;
-              out.delta[q] = score;
-              out.hash[q] = rest + sig_hash(nw);
+              if constexpr (LR) {
+                out.delta[q] = score + charge(o, out.ends[q]);
+                out.hash[q] = rest + tape_hash(nw, &out.ends[q]);
+              } else {
+                out.delta[q] = score;
+                out.hash[q] = rest + sig_hash(nw);
+              }
             }
           }
           out.add({t, w, pos, a ? a->s : PHI, c ? c->s : PHI, m, key, first, g.opts.data()});
@@ -589,10 +693,32 @@ class Space {
     }
   }
 
+  // reordering.pending_bound: the most the tapes' pending charges can still add (each head's
+  // best backward score, each tail's best forward score or 0: the tape may end up before </s>).
+  double pending_bound(const Sig* sigs, const Ends* ends, int r) const {
+    double total = 0.0;
+    for (int i = 0; i < r; ++i) {
+      if (sigs[i].s != 0) total += p.lr_back_best(ends[i].back);
+      if (sigs[i].t != 0 && sigs[i].t != end) {
+        const double v = p.lr_next_best(ends[i].next);
+        total += v > 0.0 ? v : 0.0;  // Python's max(0.0, v)
+      }
+    }
+    return total;
+  }
+  // reordering.phrase_bound: the most an option not placed yet will be charged.
+  double phrase_bound(const Option& o) const {
+    const double v = p.lr_next_best(p.lr_row(o.id));
+    return p.lr_back_best(p.lr_back_row(o.id)) + (v > 0.0 ? v : 0.0);
+  }
+
   const Problem& p;
   const int n, end, d, order, k;
   const double eta;
   const bool minimize, ngram;
+  // Lexicalized reordering: the tapes carry LR ends (lr); t_first and s_last are kept (lr_inner).
+  const bool lr, lr_inner;
+  static constexpr Ends NO_ENDS{};
   // Moses' distortion semantics (gaprule.py): the gap rule in every signature (gap); the jump
   // into </s> is charged unless Moses' semantics without [early-distortion-cost] (charge_final).
   const bool gap, charge_final;

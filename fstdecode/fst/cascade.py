@@ -16,7 +16,7 @@ costs, R's distortion costs and reordering charges, L's n-gram costs), which
 :func:`exact_path_score` computes from the labels alone.
 
 With a lexicalized reordering model R's arcs carry each transition's
-reordering charge (:mod:`.reorder`). Under Moses' distortion semantics R's
+reordering charge (:mod:`.reorder`), in the Python and the native R alike. Under Moses' distortion semantics R's
 states carry the gap rule (:mod:`fstdecode.statespace.gaprule`) and the arc
 into ``</s>`` charges no jump (without ``[early-distortion-cost]``), in the Python
 and the native R alike.
@@ -98,10 +98,6 @@ class Cascade:
     def __init__(
         self, model: Model, phrase_fst: PhraseFst | None = None, engine: str = "native", pruned: bool = True
     ) -> None:
-        if engine == "native" and model.reordering is not None:
-            raise CascadeError(
-                "the native R does not charge lexicalized reordering yet; build the cascade with engine='python'"
-            )
         self.model = model
         #: R and L are built by the native core (``native``) or in Python (``python``, the reference).
         self.build_reordering = build_reordering_native if engine == "native" else build_reordering

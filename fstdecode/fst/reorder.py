@@ -456,6 +456,7 @@ def build_reordering_native(
         out["lm_cost"],
         ilabel_sorted=True,
         best=out["best"] if threshold is not None else None,
+        lr=tuple(out["lr"]),
     )
 
 

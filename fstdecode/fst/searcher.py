@@ -116,5 +116,6 @@ register(
     distinct=True,  # the cascade prunes R for the k-th distinct translation (fstdecode.fst.cascade)
     summary="the same search as a WFST cascade in OpenFst (exact); R and L built by the native core",
     moses_model=True,  # the Python R: lexicalized reordering (fst.reorder) and Moses' gap rule (statespace.gaprule)
-    native_moses=True,  # the native R: Moses' gap rule (native/statespace.h), not lexicalized reordering
+    native_reordering=True,  # the native R: lexicalized reordering (the tapes' LR ends, native/statespace.h)
+    native_moses=True,  # and Moses' gap rule (native/statespace.h)
 )

@@ -10,7 +10,9 @@ the same signature states (:mod:`fstdecode.statespace.signature` for bigram LMs,
 :mod:`fstdecode.statespace.ngram` above) in the same order, so it returns the Python engine's
 derivations, scores, ``states`` and ``transitions``
 (:func:`fstdecode.search.native.to_result`), under either distortion semantics (Moses' gap rule
-as :mod:`fstdecode.statespace.gaprule` has it; not lexicalized reordering). A budget overrun raises
+as :mod:`fstdecode.statespace.gaprule` has it) and with a lexicalized reordering model (each
+tape's LR ends and each transition's charge as :mod:`fstdecode.statespace.reordering` has them;
+``bounded``'s bounds count the charges still to come at their best). A budget overrun raises
 :class:`~fstdecode.problem.problem.SearchLimitError` at the same state count (``bounded``
 carrying its beam's derivation), and a sentence without a derivation
 :class:`~fstdecode.problem.problem.SearchError`, with the Python engine's messages.
@@ -67,8 +69,8 @@ def bounded_search(problem: SearchProblem, options: BoundedOptions = BoundedOpti
     return to_result(problem, _core.signature_bounded(native_form(problem).core, core_options))
 
 
-# Moses' distortion semantics: the core's signature states carry the gap rule (gaprule.py's (M, lo),
-# native/statespace.h); lexicalized reordering in signature states stays in Python.
-attach_native("dp", dp_search, moses=True)
-attach_native("beam", beam_search, moses=True)
-attach_native("bounded", bounded_search, moses=True)
+# The core's signature states carry the tapes' LR ends (reordering.py's head and tail) and Moses'
+# gap rule (gaprule.py's (M, lo)), native/statespace.h.
+attach_native("dp", dp_search, reordering=True, moses=True)
+attach_native("beam", beam_search, reordering=True, moses=True)
+attach_native("bounded", bounded_search, reordering=True, moses=True)

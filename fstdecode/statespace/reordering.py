@@ -32,6 +32,11 @@ charges it along the target order: the signature searches stay exact.
 
 Without a reordering model nothing here is used and signatures keep their
 four entries (the state counts do not change).
+
+The native core carries the same ends beside each signature (``Ends`` in
+``native/statespace.h``: a head's row and a tail's row as ids shared by equal
+rows, so that its states merge exactly where these do) and charges the same
+scores in the same order of operations, in its dp, beam, bounded and R.
 """
 
 from __future__ import annotations

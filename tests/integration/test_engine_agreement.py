@@ -16,8 +16,9 @@ The models:
 * moses-early-distortion-de-en, its moses.ini (trigram, d = 6, early distortion cost);
 * moses-toy-numbers, its moses.ini adapted as its refusal asks (a text table, no InputFeature;
   ``tests/unit/test_moses_ini.py``), on every path of its lattice inputs;
-* moses-lexreo-europarl-fr-en (lexicalized reordering): the methods and engines that do not
-  implement it yet refuse it with the documented message; only that is checked here.
+* moses-lexreo-europarl-fr-en (lexicalized reordering): every native engine takes it; only that
+  is checked here (the native signature searches and R against the Python ones on random models
+  of every reordering type: tests/unit/test_native_lexreo.py).
 
 The Python engine is slow (tens of thousands of states a second), so the exact searches get
 small budgets (:data:`EXACT_BUDGETS`) and most Hansards and de-en lines run over them. Such a
@@ -35,7 +36,6 @@ from functools import cache
 import pytest
 
 from fstdecode.decoder import METHODS, DecodeResult, Decoder
-from fstdecode.search.base import OptionsError
 from fstdecode.model.model import load_model
 
 from shared import data_path, hansards_input, hansards_model
@@ -227,17 +227,17 @@ def test_native_equals_python(decoder, model, line, method, options):
         assert_same_result(ours, reference, where)
 
 
-@pytest.mark.parametrize(
-    "method", [name for name, m in METHODS.items() if m.has_native and not m.native_reordering]
-)
+@pytest.mark.parametrize("method", [name for name, m in METHODS.items() if m.has_native])
 @pytest.mark.parametrize("semantics", ["paper", "moses"])
-def test_reordering_features_are_refused_where_not_implemented(method, semantics):
-    # Every method implements lexicalized reordering in the Python engine; the native engines that
-    # do not (the signature searches') must say so, never decode without it.
-    assert METHODS[method].moses_model
-    ini = data_path("moses-lexreo-europarl-fr-en", "moses.ini")
-    with pytest.raises(OptionsError, match=f"lexicalized reordering is not supported by --method {method} --engine native"):
-        Decoder(load_model(ini, distortion_semantics=semantics), method, engine="native")
+def test_reordering_features_are_native_everywhere(method, semantics):
+    # Every native engine implements lexicalized reordering (the signature searches and R through
+    # the tapes' LR ends of native/statespace.h), so the gold moses.ini keeps the native engine
+    # under either semantics (tests/unit/test_native_lexreo.py checks the results).
+    assert METHODS[method].moses_model and METHODS[method].native_reordering
+    model = load_model(data_path("moses-lexreo-europarl-fr-en", "moses.ini"), distortion_semantics=semantics)
+    for engine in ("auto", "native"):
+        decoder = Decoder(model, method, engine=engine)
+        assert (decoder.engine, decoder.semantics) == ("native", semantics)
 
 
 @pytest.mark.parametrize("method", [name for name, m in METHODS.items() if m.has_native])
@@ -254,13 +254,12 @@ def test_moses_semantics_is_native_everywhere(method):
 
 
 def test_moses_models_take_the_engines_that_implement_them():
-    # auto takes the native engine where it implements the model (stack, coverage, exact), else
-    # the Python one (the signature searches, and exhaustive, which has no native engine): every
+    # auto takes the native engine where the method has one (every method but exhaustive): every
     # method accepts the gold moses.ini as it is, under its default Moses semantics.
     model = load_model(data_path("moses-lexreo-europarl-fr-en", "moses.ini"))
     decoders = {name: Decoder(model, name) for name in METHODS}
     assert {name: d.engine for name, d in decoders.items()} == {
         "stack": "native", "coverage": "native", "exact": "native", "exhaustive": "python",
-        "dp": "python", "beam": "python", "bounded": "python", "fst": "python",
+        "dp": "native", "beam": "native", "bounded": "native", "fst": "native",
     }
     assert {d.semantics for d in decoders.values()} == {"moses"}

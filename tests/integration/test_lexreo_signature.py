@@ -1,4 +1,4 @@
-"""Lexicalized reordering in the signature-state searches and the Python R (issue 13).
+"""Lexicalized reordering in the signature-state searches and R (issue 13).
 
 The signature states carry each tape's LR ends (fstdecode/statespace/reordering.py); these
 tests hold every signature search to the exhaustive oracle (an independent enumeration in
@@ -7,7 +7,8 @@ orders 1-3 and weights of any sign, under both distortion semantics (``moses``: 
 states also carry Moses' gap rule, fstdecode/statespace/gaprule.py):
 
 * dp == bounded == oracle (best score, and dp's k best), beam <= oracle, each running score
-  equal to the scorer's;
+  equal to the scorer's, in both engines (the native one's states and charges against the
+  Python one's: tests/unit/test_native_lexreo.py);
 * the cascade with the full Python R == oracle, and every lattice path's exact score (from its
   labels alone) == the scorer's value of its derivation;
 * R walked with the oracle's best as its threshold (the pruned R's Completion bound) keeps
@@ -51,20 +52,21 @@ def test_signature_searches_equal_exhaustive(semantics, type_string, data):
     model, sentence = data.draw(moses_case(max_n=5, order=data.draw(ORDERS), semantics=semantics, types=(type_string,)))
     best = oracle(model, sentence, nbest=3)
     assert best.best is not None, best.error
-    decoders = [
-        Decoder(model, "dp", max_states=NO_BUDGET, nbest=3),
-        Decoder(model, "bounded", max_states=NO_BUDGET),
-        Decoder(model, "beam", beam_size=2, max_states=NO_BUDGET),
-    ]
-    assert all((d.engine, d.semantics) == ("python", semantics) for d in decoders)
-    dp, bounded, beam = (d.decode(sentence) for d in decoders)
-    assert [d.score for d in dp.derivations] == pytest.approx([d.score for d in best.derivations], abs=1e-9)
-    assert bounded.best.score == pytest.approx(best.best.score, abs=1e-9)
-    assert beam.best.score <= best.best.score + 1e-9
-    for result in (dp, bounded, beam):
-        for d in result.derivations:
-            assert d.search_score == pytest.approx(d.score, abs=1e-9)  # the running score is the model's
-            check_distortion_limit(len(sentence), d.phrases, model.distortion_limit, semantics)
+    for engine in ("python", "native"):
+        decoders = [
+            Decoder(model, "dp", engine=engine, max_states=NO_BUDGET, nbest=3),
+            Decoder(model, "bounded", engine=engine, max_states=NO_BUDGET),
+            Decoder(model, "beam", engine=engine, beam_size=2, max_states=NO_BUDGET),
+        ]
+        assert all((d.engine, d.semantics) == (engine, semantics) for d in decoders)
+        dp, bounded, beam = (d.decode(sentence) for d in decoders)
+        assert [d.score for d in dp.derivations] == pytest.approx([d.score for d in best.derivations], abs=1e-9)
+        assert bounded.best.score == pytest.approx(best.best.score, abs=1e-9)
+        assert beam.best.score <= best.best.score + 1e-9
+        for result in (dp, bounded, beam):
+            for d in result.derivations:
+                assert d.search_score == pytest.approx(d.score, abs=1e-9)  # the running score is the model's
+                check_distortion_limit(len(sentence), d.phrases, model.distortion_limit, semantics)
 
 
 @pytest.mark.slow
@@ -105,18 +107,20 @@ def test_r_walked_with_the_best_score_as_threshold_keeps_it(semantics, data):
 @SEMANTICS
 @settings(max_examples=20, **SEARCH_SETTINGS)
 @given(data=st.data())
-def test_fst_method_decodes_reordering_models_in_python(semantics, data):
+def test_fst_method_decodes_reordering_models_in_both_engines(semantics, data):
     model, sentence = data.draw(moses_case(max_n=4, semantics=semantics))
-    decoder = Decoder(model, "fst", max_states=NO_BUDGET)
-    assert (decoder.engine, decoder.semantics) == ("python", semantics)
-    result = decoder.decode(sentence)
-    assert result.best.score == pytest.approx(oracle(model, sentence).best.score, abs=1e-9)
-    assert result.best.search_score == pytest.approx(result.best.score, abs=1e-9)
+    best = oracle(model, sentence).best.score
+    for engine in ("python", "native"):
+        decoder = Decoder(model, "fst", engine=engine, max_states=NO_BUDGET)
+        assert (decoder.engine, decoder.semantics) == (engine, semantics)
+        result = decoder.decode(sentence)
+        assert result.best.score == pytest.approx(best, abs=1e-9)
+        assert result.best.search_score == pytest.approx(result.best.score, abs=1e-9)
 
 
-def test_native_cascade_refuses_reordering_models(tmp_path):
-    # The native R charges no reordering: building it for such a model would search another space.
-    from fstdecode.fst.cascade import CascadeError
+def test_cascade_charges_reordering_in_both_engines(tmp_path):
+    # R's labels spell each transition's charge (|lr:O1,O2=V); the native R writes the same ones
+    # (tests/unit/test_native_lexreo.py compares the machines on random models).
     from fstdecode.model.model import load_model
 
     (tmp_path / "pt").write_text("u ||| a ||| 0.5\n", encoding="utf-8")
@@ -129,16 +133,15 @@ def test_native_cascade_refuses_reordering_models(tmp_path):
         encoding="utf-8",
     )
     model = load_model(tmp_path / "moses.ini", distortion_semantics="paper")
-    with pytest.raises(CascadeError, match="engine='python'"):
-        Cascade(model, engine="native")
-    out = Cascade(model, engine="python").search(("u",))
-    # u alone: monotone from the sentence start, ln 0.1 on top of ln 0.5 (TM) and the unigram LM.
-    assert out.result.hypotheses[0][0] == pytest.approx(out.problem.score(out.result.hypotheses[0][1])[1], abs=1e-9)
-    # Its labels: u after <s> (monotone, charged ln 0.1), u opening a tape of its own (its charge
-    # pending: nothing yet), and </s> (nothing).
-    assert out.reordering.names[1:] == [
-        "op:0-0:_:_:_:2:a|lr:_,_=0.0",
-        f"op:0-0:-1:-1:_:2:a|<s> a|lr:monotone,_={math.log(0.1)!r}",
-        "op:1-1:-1:0:_:0:</s>|a </s>|lr:_,_=0.0",
-    ]
-    assert list(out.reordering.lr) == [0.0, 0.0, math.log(0.1), 0.0]
+    for engine in ("python", "native"):
+        out = Cascade(model, engine=engine, pruned=False).search(("u",))
+        # u alone: monotone from the sentence start, ln 0.1 on top of ln 0.5 (TM) and the unigram LM.
+        assert out.result.hypotheses[0][0] == pytest.approx(out.problem.score(out.result.hypotheses[0][1])[1], abs=1e-9)
+        # Its labels: u after <s> (monotone, charged ln 0.1), u opening a tape of its own (its charge
+        # pending: nothing yet), and </s> (nothing).
+        assert list(out.reordering.names[1:]) == [
+            "op:0-0:_:_:_:2:a|lr:_,_=0.0",
+            f"op:0-0:-1:-1:_:2:a|<s> a|lr:monotone,_={math.log(0.1)!r}",
+            "op:1-1:-1:0:_:0:</s>|a </s>|lr:_,_=0.0",
+        ], engine
+        assert list(out.reordering.lr) == [0.0, 0.0, math.log(0.1), 0.0]

@@ -1,0 +1,264 @@
+"""Lexicalized reordering in the native signature state space (native/statespace.h, ``Ends``).
+
+The core carries reordering.py's head and tail of each tape beside its signature (row ids shared
+by equal rows, the spans for msd and mslr only) and charges each transition reordering.charge's
+score in its order of operations. So on random Moses models of every reordering type
+(randmodels.moses_case: weights of any sign, a table that misses some pairs), LM orders 1-3,
+under both distortion semantics:
+
+* dp, beam and bounded return, in the native engine, the Python engine's derivations, the same
+  scores bit for bit, and the same ``states`` and ``transitions`` (or the same error, over budget
+  at the same state);
+* native dp and bounded equal the oracles: the exhaustive enumeration and the Python coverage DP
+  (independent of signature states);
+* the native R has the Python R's states, arcs, weights and operation symbols (``|lr:O1,O2=V``),
+  pruned or not, and the native cascade's best is the oracle's;
+* ``--engine auto`` decodes such a model natively with every signature method, without the
+  "decodes on the Python engine" warning.
+
+The Python engine's own agreement with the oracle: tests/integration/test_lexreo_signature.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pywrapfst as fst
+
+from fstdecode.decoder import Decoder
+from fstdecode.fst.cascade import Cascade
+from fstdecode.fst.reorder import build_reordering, build_reordering_native
+from fstdecode.problem.problem import SearchProblem
+from fstdecode.search import bounded, native_signature, signature_beam, signature_dp
+from fstdecode.search.bounded import BoundedOptions
+from fstdecode.search.signature_beam import HEURISTICS, BeamOptions
+from fstdecode.search.signature_dp import DpOptions
+
+from randmodels import NO_BUDGET, REORDERING_TYPES, moses_case
+from shared import SEARCH_SETTINGS, outcome, run_cli
+
+SEMANTICS = pytest.mark.parametrize("semantics", ["paper", "moses"])  # moses: the gap entries beside the LR ends
+
+
+@st.composite
+def lexreo_case(draw, semantics: str, max_n: int = 5, types=REORDERING_TYPES):
+    """(model, sentence): a random model with a reordering feature, LM order 1, 2 or 3."""
+    order = draw(st.sampled_from([1, 2, 3]))
+    return draw(moses_case(max_n=max_n, order=order, semantics=semantics, types=types))
+
+
+def python_problem(case):
+    model, sentence = case
+    problem = Decoder(model, "dp", engine="python").problem(sentence)
+    assert problem.reordering is not None
+    return problem
+
+
+ENGINES = {
+    "dp": (signature_dp.search, native_signature.dp_search),
+    "beam": (signature_beam.search, native_signature.beam_search),
+    "bounded": (bounded.search, native_signature.bounded_search),
+}
+
+
+def assert_same(method, problem, options):
+    """Both engines give the same derivations (the same Phrase objects), scores bit for bit, and
+    the same state and transition counts, or the same error."""
+    python_search, native_search = ENGINES[method]
+    python = outcome(python_search, problem, options)
+    core = outcome(native_search, problem, options)
+    if isinstance(python, tuple):
+        assert isinstance(core, tuple) and core[:2] == python[:2], (core, python)
+        return
+    assert not isinstance(core, tuple), (core, python)
+    assert (core.states, core.transitions) == (python.states, python.transitions)
+    assert core.optimal is python.optimal
+    assert [s for s, _ in core.hypotheses] == [s for s, _ in python.hypotheses]  # bit for bit
+    assert [p for _, p in core.hypotheses] == [p for _, p in python.hypotheses]
+
+
+@SEMANTICS
+@settings(max_examples=40, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_dp_native_equals_python(semantics, data):
+    case = data.draw(lexreo_case(semantics))
+    options = DpOptions(nbest=data.draw(st.integers(1, 4)), minimize=data.draw(st.booleans()), max_states=NO_BUDGET)
+    assert_same("dp", python_problem(case), options)
+
+
+@SEMANTICS
+@settings(max_examples=40, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_beam_native_equals_python(semantics, data):
+    case = data.draw(lexreo_case(semantics))
+    options = BeamOptions(
+        nbest=data.draw(st.integers(1, 3)),
+        beam_size=data.draw(st.integers(1, 6)),
+        beam_threshold=data.draw(st.one_of(st.none(), st.floats(0, 3))),
+        heuristic=data.draw(st.sampled_from(HEURISTICS)),
+        max_states=NO_BUDGET,
+    )
+    assert_same("beam", python_problem(case), options)
+
+
+@SEMANTICS
+@settings(max_examples=30, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_bounded_native_equals_python(semantics, data):
+    # At LM order 2 the bounds prune, counting the pending and future reordering charges at their
+    # best (reordering.pending_bound, phrase_bound): the same admissions in both engines.
+    assert_same("bounded", python_problem(data.draw(lexreo_case(semantics))), BoundedOptions(max_states=NO_BUDGET))
+
+
+@SEMANTICS
+@settings(max_examples=15, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_budget_overrun_at_the_same_state(semantics, data):
+    case = data.draw(lexreo_case(semantics))
+    assert_same("dp", python_problem(case), DpOptions(max_states=data.draw(st.integers(1, 60))))
+
+
+@SEMANTICS
+@pytest.mark.parametrize("type_string", REORDERING_TYPES)  # each type reads spans and rows differently
+@settings(max_examples=8, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_native_dp_and_bounded_equal_the_oracles(semantics, type_string, data):
+    model, sentence = data.draw(lexreo_case(semantics, max_n=4, types=(type_string,)))
+    exhaustive = Decoder(model, "exhaustive", max_states=NO_BUDGET, nbest=3).decode(sentence)
+    coverage = Decoder(model, "coverage", engine="python", max_states=NO_BUDGET).decode(sentence)
+    dp = Decoder(model, "dp", max_states=NO_BUDGET, nbest=3)
+    bound = Decoder(model, "bounded", max_states=NO_BUDGET)
+    assert {(d.engine, d.semantics) for d in (dp, bound)} == {("native", semantics)}
+    dp_result, bounded_result = dp.decode(sentence), bound.decode(sentence)
+    if exhaustive.best is None:  # no derivation within the limit
+        assert coverage.best is None and dp_result.best is None and bounded_result.best is None
+        return
+    exact = [d.score for d in exhaustive.derivations]
+    assert coverage.best.score == pytest.approx(exact[0], abs=1e-9)
+    assert [d.score for d in dp_result.derivations] == pytest.approx(exact, abs=1e-9)
+    assert bounded_result.best.score == pytest.approx(exact[0], abs=1e-9)
+    for d in (*dp_result.derivations, bounded_result.best):
+        assert d.search_score == pytest.approx(d.score, abs=1e-9)  # the running score is the model's
+
+
+@pytest.mark.slow  # longer sentences (6 words), where more tapes stay open at once: several seconds
+@SEMANTICS
+@settings(max_examples=100, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_signature_searches_native_equal_python_longer(semantics, data):
+    model, sentence = data.draw(lexreo_case(semantics, max_n=6))
+    problem = python_problem((model, sentence))
+    assert_same("dp", problem, DpOptions(nbest=2, max_states=NO_BUDGET))
+    assert_same("beam", problem, BeamOptions(beam_size=3, max_states=NO_BUDGET))
+    assert_same("bounded", problem, BoundedOptions(max_states=NO_BUDGET))
+
+
+def machine(f) -> tuple:
+    """An FST as data: start, and per state its final weight and its arcs sorted (OpenFst's
+    arcsort leaves the order of arcs with equal input labels unspecified)."""
+    states = []
+    for q in f.states():
+        arcs = sorted((a.ilabel, a.olabel, float(a.weight), a.nextstate) for a in f.arcs(q))
+        states.append((float(f.final(q)), arcs))
+    return f.start(), states
+
+
+def both_rs(model, sentence, semantics, threshold=None):
+    """R built by the Python builder and by the core, for the same problem."""
+    cascade = Cascade(model)
+    ip = fst.compose(cascade.input_fst(sentence), cascade.p.fst)
+    built = []
+    for build in (build_reordering, build_reordering_native):
+        problem = SearchProblem(
+            cascade.sentence(sentence, ip), cascade.lm, model.weights, model.distortion_limit,
+            reordering=model.reordering, semantics=semantics, early_distortion_cost=model.early_distortion_cost,
+        )
+        built.append(build(problem, cascade.labels_for(problem.sentence), NO_BUDGET, threshold=threshold))
+    return built
+
+
+@SEMANTICS
+@settings(max_examples=25, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_native_r_equals_python_r(semantics, data):
+    # The same R: its states and arcs (the LR ends in every state), arc weights eta x jumps - lr,
+    # labels (the symbols' |lr:O1,O2=V, V as Python's repr) and operations; pruned at the
+    # exhaustive oracle's best score (Completion counts the charges to come at their best), the
+    # same pruned R and the same best path.
+    model, sentence = data.draw(lexreo_case(semantics))
+    threshold = None
+    if data.draw(st.booleans()):
+        best = Decoder(model, "exhaustive", max_states=NO_BUDGET).decode(sentence).best
+        threshold = None if best is None else best.score
+    py, nat = both_rs(model, sentence, semantics, threshold)
+    assert (nat.states, nat.transitions) == (py.states, py.transitions)
+    assert list(nat.names) == list(py.names)
+    assert list(nat.lr) == list(py.lr)  # bit for bit
+    assert machine(nat.fst) == machine(py.fst)
+    assert machine(nat.lm) == machine(py.lm)
+    assert list(nat.jumps) == list(py.jumps) and list(nat.s1) == list(py.s1) and list(nat.s2) == list(py.s2)
+    if threshold is not None:
+        assert nat.best == py.best
+        assert nat.best == pytest.approx(threshold, abs=1e-9)  # the oracle's derivation stays in R
+
+
+@SEMANTICS
+@settings(max_examples=15, **SEARCH_SETTINGS)
+@given(data=st.data())
+def test_native_cascade_equals_the_oracle(semantics, data):
+    model, sentence = data.draw(lexreo_case(semantics, max_n=4))
+    decoder = Decoder(model, "fst", max_states=NO_BUDGET)
+    assert (decoder.engine, decoder.semantics) == ("native", semantics)
+    got = decoder.decode(sentence)
+    best = Decoder(model, "exhaustive", max_states=NO_BUDGET).decode(sentence).best
+    if best is None:
+        assert got.best is None
+        return
+    assert got.best.score == pytest.approx(best.score, abs=1e-9)
+    assert got.best.search_score == pytest.approx(got.best.score, abs=1e-9)
+
+
+def lexreo_ini(tmp_path) -> str:
+    """One word u (-> a) with an msd-backward-fe row 0.1 0.2 0.3; the built-in example's shape."""
+    (tmp_path / "pt").write_text("u ||| a ||| 0.5\nv ||| b ||| 0.5\n", encoding="utf-8")
+    (tmp_path / "rt").write_text("u ||| a ||| 0.1 0.2 0.3\n", encoding="utf-8")
+    (tmp_path / "lm").write_text(
+        "\\data\\\nngram 1=5\n\n\\1-grams:\n-1\t<s>\n-1\t</s>\n-1\t<unk>\n-1\ta\n-1\tb\n\n\\end\\\n", encoding="utf-8"
+    )
+    (tmp_path / "moses.ini").write_text(
+        "[feature]\nKENLM path=lm order=2\nDistortion\nWordPenalty\nPhraseDictionaryMemory path=pt num-features=1\n"
+        "LexicalReordering type=msd-backward-fe path=rt\n[weight]\nKENLM0= 1\nDistortion0= 1\nWordPenalty0= 0\n"
+        "PhraseDictionaryMemory0= 1\nLexicalReordering0= 1 1 1\n",
+        encoding="utf-8",
+    )
+    return str(tmp_path / "moses.ini")
+
+
+def test_native_r_labels_spell_the_charges(tmp_path):
+    # u alone: u after <s> (monotone, charged ln 0.1), u opening a tape of its own (its charge
+    # pending: nothing yet), and </s> (nothing); the core writes what the Python builder writes.
+    from fstdecode.model.model import load_model
+
+    model = load_model(lexreo_ini(tmp_path), distortion_semantics="paper")
+    py, nat = both_rs(model, ("u",), "paper")
+    assert list(nat.names[1:]) == [
+        "op:0-0:_:_:_:2:a|lr:_,_=0.0",
+        f"op:0-0:-1:-1:_:2:a|<s> a|lr:monotone,_={math.log(0.1)!r}",
+        "op:1-1:-1:0:_:0:</s>|a </s>|lr:_,_=0.0",
+    ] == list(py.names[1:])
+    assert list(nat.lr) == list(py.lr) == [0.0, 0.0, math.log(0.1), 0.0]
+
+
+def test_auto_decodes_reordering_models_natively_without_the_warning(tmp_path):
+    ini = lexreo_ini(tmp_path)
+    args = ["decode", "-f", ini, "--max-states", "2000"]
+    for method in ("dp", "beam", "bounded", "fst"):
+        auto = run_cli([*args, "--method", method], "u v\nv u\n")
+        assert auto.returncode == 0, auto.stderr
+        assert "Python engine" not in auto.stderr, (method, auto.stderr)
+        python = run_cli([*args, "--method", method, "--engine", "python"], "u v\nv u\n")
+        assert python.stdout == auto.stdout, method
