@@ -31,7 +31,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from fstdecode import __version__
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.binarized import is_binary_table, is_lm_image, source_stamp
@@ -94,7 +93,8 @@ def binarize(options: BinarizeOptions) -> Binarized:
     try:
         paths = _write_files(cfg, work, out, options)
         header = (
-            f"# Written by fstdecode {__version__} binarize from {os.path.abspath(options.config)}.\n"
+            f"# Written by fstdecode binarize from {os.path.abspath(options.config)} (binarized tables: format "
+            f"{_core.BINARY_TABLE_VERSION}, LM image: format {_core.LM_IMAGE_VERSION}).\n"
             "# The binarized tables and LM image are fstdecode's own formats (README.md, \"Binarized models\").\n"
         )
         Path(work, INI_FILE).write_text(rewritten_ini(options.config, paths, header), encoding="utf-8")
