@@ -267,6 +267,7 @@ class PhraseTableReader {
           break;
         case SCORE_LOG10:
           v = floor_score(v * kLn10);
+          if (std::isinf(v)) fail(line, "a log10 score overflows as a natural log");
           break;
       }
     }

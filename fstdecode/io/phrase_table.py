@@ -274,7 +274,13 @@ def _parse_scores(
                 "prob-format scores must be >= 0 (use score_format='ln' or "
                 "'log10' if the table holds log scores)"
             )
-        features.append(convert(value))
+        feature = convert(value)
+        if feature == math.inf:  # a log10 value above ~1.3e307: times ln 10 it is no longer a float
+            raise PhraseTableError(
+                f"{where}: score {token!r} overflows when converted to a natural log; "
+                "log10 scores are at most about 1.3e307"
+            )
+        features.append(feature)
     return tuple(features)
 
 

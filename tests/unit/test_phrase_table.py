@@ -433,3 +433,11 @@ def test_moses_de_en_table_limit() -> None:
     for source in table.sources():
         ranks = [math.fsum(p.scores) for p in table.lookup(source)]
         assert ranks == sorted(ranks, reverse=True)
+
+
+def test_a_log10_score_that_overflows_as_a_natural_log_is_refused(tmp_path: Path) -> None:
+    # 1e308 * ln 10 is inf: every feature value must stay a finite float.
+    table = tmp_path / "pt"
+    table.write_text("a ||| x ||| 1e307\na ||| y ||| 1e308\n")
+    with pytest.raises(PhraseTableError, match=r"pt:2: score '1e308' overflows when converted to a natural log"):
+        load_phrase_table(table, score_format="log10")
