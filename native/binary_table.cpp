@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "hash.h"
+#include "text_lines.h"
 
 namespace fstdecode {
 
@@ -35,6 +36,33 @@ std::uint64_t source_hash(const Ids& ids, std::size_t n) {
   std::uint64_t h = 0x9e3779b97f4a7c15ULL;
   for (std::size_t i = 0; i < n; ++i) h = mix(h ^ static_cast<std::uint32_t>(ids[i])) + 0x9e3779b97f4a7c15ULL;
   return mix(h);
+}
+
+// Whether `text` is an alignment as the text reader keeps it ("i-j" points of ASCII digits,
+// single spaces), every point inside a pair of `source` and `target` words: a store's alignment
+// is parsed by Python's int() and indexes the pair's words.
+bool valid_alignment(std::string_view text, std::uint64_t source, std::uint64_t target) {
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find(' ', at), text.size());
+    const std::string_view point = text.substr(at, end - at);
+    const std::size_t dash = point.find('-');
+    if (dash == std::string_view::npos) return false;
+    std::uint64_t bound = source;
+    for (const std::string_view digits : {point.substr(0, dash), point.substr(dash + 1)}) {
+      if (digits.empty() || digits.size() > 9) return false;
+      std::uint64_t value = 0;
+      for (const char c : digits) {
+        if (c < '0' || c > '9') return false;
+        value = value * 10 + static_cast<std::uint64_t>(c - '0');
+      }
+      if (value >= bound) return false;
+      bound = target;
+    }
+    at = end + 1;
+    if (end + 1 == text.size()) return false;  // a trailing space
+  }
+  return true;
 }
 
 std::uint64_t capacity_for(std::size_t n) {
@@ -258,6 +286,7 @@ BinaryTable::BinaryTable(const std::string& path) : file_(path) {
   if (h.word_cap == 0 || (h.word_cap & (h.word_cap - 1)) || h.source_cap == 0 || (h.source_cap & (h.source_cap - 1)))
     corrupt("a hash table's size is not a power of two");
   stamp_.path.assign(reinterpret_cast<const char*>(file_.data() + h.begin[S_PATH]), h.end[S_PATH] - h.begin[S_PATH]);
+  if (!valid_utf8(stamp_.path) || stamp_.path.find('\0') != std::string::npos) corrupt("its source path is not a path");
   stamp_.size = h.stamp_size;
   stamp_.mtime_ns = h.stamp_mtime_ns;
 }
@@ -278,9 +307,11 @@ std::string_view BinaryTable::word(std::uint32_t id) const {
   std::size_t n_off, n_blob;
   const auto* off = section<std::uint64_t>(S_WORD_OFF, n_off);
   const auto* blob = section<char>(S_WORD_BLOB, n_blob);
-  if (id + 1 >= n_off) corrupt("a word id is out of range");
+  if (std::uint64_t{id} + 1 >= n_off) corrupt("a word id is out of range");
   if (off[id] > off[id + 1] || off[id + 1] > n_blob) corrupt("a word's bytes lie outside their section");
-  return std::string_view(blob + off[id], off[id + 1] - off[id]);
+  const std::string_view w(blob + off[id], off[id + 1] - off[id]);
+  if (!valid_utf8(w)) corrupt("a word is not UTF-8");
+  return w;
 }
 
 std::int64_t BinaryTable::find_word(std::string_view w) const {
@@ -309,7 +340,7 @@ std::int64_t BinaryTable::find_source(const std::vector<std::string_view>& words
     const std::uint32_t v = buckets[b];
     if (v == 0) return -1;
     const std::uint32_t s = v - 1;
-    if (s + 1 >= n_off) corrupt("a source id is out of range");
+    if (std::uint64_t{s} + 1 >= n_off) corrupt("a source id is out of range");
     if (off[s] > off[s + 1] || off[s + 1] > n_words) corrupt("a source phrase lies outside its section");
     if (off[s + 1] - off[s] == ids.size() && std::equal(ids.begin(), ids.end(), stored + off[s])) return s;
   }
@@ -380,7 +411,8 @@ PhraseStore BinaryTable::phrases(SourceFilter* filter, const KeepSource& keep) c
       key.append(reinterpret_cast<const char*>(&id), sizeof id);
     }
     out.source_off_.push_back(static_cast<std::int32_t>(out.source_words_.size()));
-    out.index_.emplace(std::move(key), static_cast<int>(out.source_off_.size() - 2));
+    if (!out.index_.emplace(std::move(key), static_cast<int>(out.source_off_.size() - 2)).second)
+      corrupt("a source phrase is listed twice");
     out.max_source_length_ = std::max(out.max_source_length_, static_cast<int>(soff[s + 1] - soff[s]));
     for (auto p = poff[s]; p < poff[s + 1]; ++p) {
       if (toff[p] >= toff[p + 1] || toff[p + 1] > n_twords) corrupt("a target phrase lies outside its section");
@@ -388,15 +420,17 @@ PhraseStore BinaryTable::phrases(SourceFilter* filter, const KeepSource& keep) c
       out.target_off_.push_back(static_cast<std::int64_t>(out.target_words_.size()));
       out.scores_.insert(out.scores_.end(), scores + p * m, scores + (p + 1) * m);
       const std::uint32_t a = aid[p];
-      if (a + 1 >= n_aoff || aoff[a] > aoff[a + 1] || aoff[a + 1] > n_ablob) corrupt("an alignment lies outside its section");
+      if (std::uint64_t{a} + 1 >= n_aoff || aoff[a] > aoff[a + 1] || aoff[a + 1] > n_ablob)
+        corrupt("an alignment lies outside its section");
+      const std::string_view text(ablob + aoff[a], aoff[a + 1] - aoff[a]);
+      if (!valid_alignment(text, soff[s + 1] - soff[s], toff[p + 1] - toff[p])) corrupt("an alignment is malformed");
       auto [it, fresh] = alignment_ids.emplace(a, 0);
       if (fresh) {
-        const std::string text(ablob + aoff[a], aoff[a + 1] - aoff[a]);
         if (text.empty()) {
           it->second = 0;
         } else {
           it->second = static_cast<std::int32_t>(out.alignments_.size());
-          out.alignments_.push_back(text);
+          out.alignments_.emplace_back(text);
         }
       }
       out.alignment_.push_back(it->second);

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <vector>
 
+#include "text_lines.h"
+
 namespace fstdecode {
 
 namespace {
@@ -180,6 +182,7 @@ std::shared_ptr<NgramLM> LmImage::map(const std::string& path, SourceStamp* stam
   for (std::uint64_t i = 0; i < h.words; ++i) {
     if (word_off[i] > word_off[i + 1] || word_off[i + 1] > blob_size) bad(path, "a word lies outside its section");
     const std::string_view w(word_blob + word_off[i], word_off[i + 1] - word_off[i]);
+    if (!valid_utf8(w)) bad(path, "a word is not UTF-8");
     if (lm->vocab_.intern(w) != static_cast<WordId>(i)) bad(path, "a word is listed twice");
   }
   const auto* alias_ids = reinterpret_cast<const std::int32_t*>(at(S_ALIAS_ID));
@@ -189,7 +192,9 @@ std::shared_ptr<NgramLM> LmImage::map(const std::string& path, SourceStamp* stam
   for (std::uint64_t i = 0; i < h.aliases; ++i) {
     if (alias_off[i] > alias_off[i + 1] || alias_off[i + 1] > alias_size) bad(path, "an alias lies outside its section");
     if (alias_ids[i] < 0 || static_cast<std::uint64_t>(alias_ids[i]) >= h.words) bad(path, "an alias names no word");
-    lm->vocab_.alias(std::string_view(alias_blob + alias_off[i], alias_off[i + 1] - alias_off[i]), alias_ids[i]);
+    const std::string_view spelling(alias_blob + alias_off[i], alias_off[i + 1] - alias_off[i]);
+    if (!valid_utf8(spelling)) bad(path, "an alias is not UTF-8");
+    lm->vocab_.alias(spelling, alias_ids[i]);
   }
   const auto* counts = reinterpret_cast<const std::int64_t*>(at(S_COUNTS));
   lm->counts_.assign(counts, counts + h.order);
@@ -205,6 +210,7 @@ std::shared_ptr<NgramLM> LmImage::map(const std::string& path, SourceStamp* stam
   }
   if (stamp != nullptr) {
     stamp->path.assign(reinterpret_cast<const char*>(at(S_PATH)), count(S_PATH, 1));
+    if (!valid_utf8(stamp->path) || stamp->path.find('\0') != std::string::npos) bad(path, "its source path is not a path");
     stamp->size = h.stamp_size, stamp->mtime_ns = h.stamp_mtime_ns;
   }
   lm->mapping_ = file;
