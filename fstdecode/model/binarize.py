@@ -10,7 +10,8 @@ DIR holds, for the moses.ini's features:
 * ``lm.bin``: the LM image (native/lm_image.h) of an ARPA LM, the reader's own doubles; a
   KenLM binary LM is used as it is (the new moses.ini names the original file);
 * ``moses.ini``: the original's every feature (name and arguments), weight and section, in the
-  current format, with the binarized files' absolute paths (any other path made absolute).
+  current format, naming the binarized files ``${MODEL_DIR}/FILE`` (fstdecode reads ``${...}`` as
+  the ini's own folder, so DIR may be moved whole); any other path made absolute.
 
 A decode of ``DIR/moses.ini`` gives the text model's output: the same pairs, scores and rows,
 found by lookups of the batch's source n-grams in the mapped files (so a decode always filters
@@ -50,6 +51,9 @@ PHRASES_FILE = "phrase-table.bin"
 REORDERING_FILE = "reordering-table.bin"
 LM_FILE = "lm.bin"
 INI_FILE = "moses.ini"
+#: How DIR/moses.ini names DIR: fstdecode reads ``${NAME}`` in a moses.ini as the ini's own folder,
+#: so a binarized model may be moved or copied whole.
+_HERE = "${MODEL_DIR}"
 
 
 class BinarizeError(FstdecodeError):
@@ -118,7 +122,7 @@ def _write_files(cfg, work: str, out: str, options: BinarizeOptions) -> dict[str
                                       progress=phase.progress)
             phase.said(f"{len(table):,} phrase pairs")
         _core.write_binary_table(table.store, *source_stamp(pt.path), os.path.join(work, PHRASES_FILE))
-        paths[pt.name] = os.path.join(out, PHRASES_FILE)
+        paths[pt.name] = f"{_HERE}/{PHRASES_FILE}"
     lr = cfg.lexical_reordering()
     if lr is not None:
         _not_binarized(lr.path)
@@ -128,7 +132,7 @@ def _write_files(cfg, work: str, out: str, options: BinarizeOptions) -> dict[str
                                          progress=phase.progress)
             phase.said(f"{len(rows):,} entries")
         _core.write_binary_table(rows.store, *source_stamp(lr.path), os.path.join(work, REORDERING_FILE))
-        paths[lr.name] = os.path.join(out, REORDERING_FILE)
+        paths[lr.name] = f"{_HERE}/{REORDERING_FILE}"
     lm = cfg.lm()
     if lm is not None:
         if is_kenlm_binary(lm.path):
@@ -140,7 +144,7 @@ def _write_files(cfg, work: str, out: str, options: BinarizeOptions) -> dict[str
                 model = NativeLM.from_file(lm.path)
                 phase.said(f"order {model.order}, {sum(model.counts):,} n-grams")
             model.core.write_image(*source_stamp(lm.path), os.path.join(work, LM_FILE))
-            paths[lm.name] = os.path.join(out, LM_FILE)
+            paths[lm.name] = f"{_HERE}/{LM_FILE}"
     return paths
 
 

@@ -426,6 +426,18 @@ def test_a_moved_source_is_fine(tmp_path):
     assert (proc.returncode, proc.stdout) == (0, "the house is small ||| 0-0 1-1 2-2 3-3\n"), proc.stderr
 
 
+def test_a_moved_binarized_model_decodes_the_same(tmp_path):
+    """DIR/moses.ini names its files as ${MODEL_DIR}/..., its own folder: DIR moves whole (and its
+    sources may be gone)."""
+    model = tmp_path / "model"
+    out = build(make_tiny(model), tmp_path / "bin")
+    want = decode_all(out / "moses.ini", TINY_INPUT)
+    assert "${MODEL_DIR}/phrase-table.bin" in (out / "moses.ini").read_text(encoding="utf-8")
+    out.rename(tmp_path / "moved")
+    model.rename(tmp_path / "sources-gone")
+    assert decode_all(tmp_path / "moved" / "moses.ini", TINY_INPUT) == want
+
+
 # ---------------------------------------------------------------------------------------------
 # 4. Corrupt files: a loader error or a decode, never a crash
 
