@@ -236,14 +236,7 @@ PhraseStore grouped(const ReorderingStore& store) {
 // ---------------------------------------------------------------------------------------------
 // Reading
 
-bool is_binary_table(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return false;
-  char head[sizeof kMagic];
-  const bool yes = std::fread(head, 1, sizeof head, f) == sizeof head && std::memcmp(head, kMagic, sizeof kMagic) == 0;
-  std::fclose(f);
-  return yes;
-}
+bool is_binary_table(const std::string& path) { return starts_with(path, kMagic, sizeof kMagic); }
 
 void BinaryTable::corrupt(const std::string& what) const {
   throw BinaryFormatError(path() + ": " + what + "; the binarized table is corrupt or truncated: run fstdecode binarize again");
@@ -382,12 +375,8 @@ std::vector<std::uint32_t> BinaryTable::kept_sources(SourceFilter* filter, const
   return asked;
 }
 
-PhraseStore BinaryTable::phrases(SourceFilter* filter, const KeepSource& keep) const {
-  if (kind() != BINARY_PHRASES) throw BinaryFormatError(path() + ": a binarized reordering table, not a phrase table");
-  PhraseStore out;
-  out.path_ = path();
-  out.num_scores_ = num_scores();
-  out.runs_ = static_cast<long>(sources());
+template <typename OnSource, typename OnEntry>
+void BinaryTable::walk(SourceFilter* filter, const KeepSource& keep, OnSource&& on_source, OnEntry&& on_entry) const {
   std::size_t n_soff, n_swords, n_poff, n_toff, n_twords, n_scores, n_aid, n_aoff, n_ablob;
   const auto* soff = section<std::uint64_t>(S_SOURCE_OFF, n_soff);
   const auto* swords = section<std::uint32_t>(S_SOURCE_WORDS, n_swords);
@@ -399,45 +388,63 @@ PhraseStore BinaryTable::phrases(SourceFilter* filter, const KeepSource& keep) c
   const auto* aoff = section<std::uint64_t>(S_ALIGN_OFF, n_aoff);
   const auto* ablob = section<char>(S_ALIGN_BLOB, n_ablob);
   const std::size_t m = static_cast<std::size_t>(num_scores());
-  std::unordered_map<std::uint32_t, std::int32_t> alignment_ids;  // file id -> store id
+  const bool phrases = kind() == BINARY_PHRASES;  // a reordering table's targets may be empty (`f`)
+  std::vector<std::string_view> source, target;
   for (const std::uint32_t s : kept_sources(filter, keep)) {
     if (soff[s] > soff[s + 1] || soff[s + 1] > n_swords) corrupt("a source phrase lies outside its section");
-    if (poff[s] > poff[s + 1] || poff[s + 1] > header_->pairs) corrupt("a source's pairs lie outside their section");
-    if (soff[s] == soff[s + 1] || poff[s] == poff[s + 1]) corrupt("a source phrase without words or pairs");
-    std::string key;
-    for (auto i = soff[s]; i < soff[s + 1]; ++i) {
-      const WordId id = out.vocab_.intern(word(swords[i]));
-      out.source_words_.push_back(id);
-      key.append(reinterpret_cast<const char*>(&id), sizeof id);
-    }
-    out.source_off_.push_back(static_cast<std::int32_t>(out.source_words_.size()));
-    if (!out.index_.emplace(std::move(key), static_cast<int>(out.source_off_.size() - 2)).second)
-      corrupt("a source phrase is listed twice");
-    out.max_source_length_ = std::max(out.max_source_length_, static_cast<int>(soff[s + 1] - soff[s]));
+    if (poff[s] > poff[s + 1] || poff[s + 1] > header_->pairs) corrupt("a source's entries lie outside their section");
+    if (soff[s] == soff[s + 1] || poff[s] == poff[s + 1]) corrupt("a source phrase without words or entries");
+    source.clear();
+    for (auto i = soff[s]; i < soff[s + 1]; ++i) source.push_back(word(swords[i]));
+    on_source(source);
     for (auto p = poff[s]; p < poff[s + 1]; ++p) {
-      if (toff[p] >= toff[p + 1] || toff[p + 1] > n_twords) corrupt("a target phrase lies outside its section");
-      for (auto i = toff[p]; i < toff[p + 1]; ++i) out.target_words_.push_back(out.vocab_.intern(word(twords[i])));
-      out.target_off_.push_back(static_cast<std::int64_t>(out.target_words_.size()));
-      out.scores_.insert(out.scores_.end(), scores + p * m, scores + (p + 1) * m);
+      if (toff[p] > toff[p + 1] || toff[p + 1] > n_twords || (phrases && toff[p] == toff[p + 1]))
+        corrupt("a target phrase lies outside its section");
+      target.clear();
+      for (auto i = toff[p]; i < toff[p + 1]; ++i) target.push_back(word(twords[i]));
       const std::uint32_t a = aid[p];
       if (std::uint64_t{a} + 1 >= n_aoff || aoff[a] > aoff[a + 1] || aoff[a + 1] > n_ablob)
         corrupt("an alignment lies outside its section");
-      const std::string_view text(ablob + aoff[a], aoff[a + 1] - aoff[a]);
-      if (!valid_alignment(text, soff[s + 1] - soff[s], toff[p + 1] - toff[p])) corrupt("an alignment is malformed");
-      auto [it, fresh] = alignment_ids.emplace(a, 0);
-      if (fresh) {
-        if (text.empty()) {
-          it->second = 0;
-        } else {
-          it->second = static_cast<std::int32_t>(out.alignments_.size());
-          out.alignments_.emplace_back(text);
-        }
-      }
-      out.alignment_.push_back(it->second);
+      const std::string_view alignment(ablob + aoff[a], aoff[a + 1] - aoff[a]);
+      if (!valid_alignment(alignment, source.size(), target.size())) corrupt("an alignment is malformed");
+      on_entry(target, scores + p * m, alignment);
     }
-    out.pair_off_.push_back(static_cast<std::int32_t>(out.alignment_.size()));
   }
   (void)n_poff, (void)n_scores, (void)n_aid;
+}
+
+PhraseStore BinaryTable::phrases(SourceFilter* filter, const KeepSource& keep) const {
+  if (kind() != BINARY_PHRASES) throw BinaryFormatError(path() + ": a binarized reordering table, not a phrase table");
+  PhraseStore out;
+  out.path_ = path();
+  out.num_scores_ = num_scores();
+  out.runs_ = static_cast<long>(sources());
+  const std::size_t m = static_cast<std::size_t>(num_scores());
+  std::unordered_map<std::string_view, std::int32_t> alignment_ids{{"", 0}};  // text -> store id
+  walk(
+      filter, keep,
+      [&](const std::vector<std::string_view>& words) {
+        if (!out.index_.empty()) out.pair_off_.push_back(static_cast<std::int32_t>(out.alignment_.size()));
+        std::string key;
+        for (const auto& w : words) {
+          const WordId id = out.vocab_.intern(w);
+          out.source_words_.push_back(id);
+          key.append(reinterpret_cast<const char*>(&id), sizeof id);
+        }
+        out.source_off_.push_back(static_cast<std::int32_t>(out.source_words_.size()));
+        if (!out.index_.emplace(std::move(key), static_cast<int>(out.source_off_.size() - 2)).second)
+          corrupt("a source phrase is listed twice");
+        out.max_source_length_ = std::max(out.max_source_length_, static_cast<int>(words.size()));
+      },
+      [&](const std::vector<std::string_view>& target, const double* scores, std::string_view alignment) {
+        for (const auto& w : target) out.target_words_.push_back(out.vocab_.intern(w));
+        out.target_off_.push_back(static_cast<std::int64_t>(out.target_words_.size()));
+        out.scores_.insert(out.scores_.end(), scores, scores + m);
+        const auto [it, fresh] = alignment_ids.emplace(alignment, static_cast<std::int32_t>(out.alignments_.size()));
+        if (fresh) out.alignments_.emplace_back(alignment);
+        out.alignment_.push_back(it->second);
+      });
+  if (!out.index_.empty()) out.pair_off_.push_back(static_cast<std::int32_t>(out.alignment_.size()));
   return out;
 }
 
@@ -447,37 +454,30 @@ ReorderingStore BinaryTable::reordering(SourceFilter* filter, const KeepSource& 
   out.path_ = path();
   out.num_scores_ = num_scores();
   out.with_target_ = kind() == BINARY_REORDERING_FE;
-  std::size_t n_soff, n_swords, n_poff, n_toff, n_twords, n_scores;
-  const auto* soff = section<std::uint64_t>(S_SOURCE_OFF, n_soff);
-  const auto* swords = section<std::uint32_t>(S_SOURCE_WORDS, n_swords);
-  const auto* poff = section<std::uint64_t>(S_PAIR_OFF, n_poff);
-  const auto* toff = section<std::uint64_t>(S_TARGET_OFF, n_toff);
-  const auto* twords = section<std::uint32_t>(S_TARGET_WORDS, n_twords);
-  const auto* scores = section<double>(S_SCORES, n_scores);
   const std::size_t m = static_cast<std::size_t>(num_scores());
-  for (const std::uint32_t s : kept_sources(filter, keep)) {
-    if (soff[s] > soff[s + 1] || soff[s + 1] > n_swords) corrupt("a source phrase lies outside its section");
-    if (poff[s] > poff[s + 1] || poff[s + 1] > header_->pairs) corrupt("a source's rows lie outside their section");
-    std::string source_key;
-    for (auto i = soff[s]; i < soff[s + 1]; ++i) {
-      const WordId id = out.vocab_.intern(word(swords[i]));
-      source_key.append(reinterpret_cast<const char*>(&id), sizeof id);
-    }
-    for (auto p = poff[s]; p < poff[s + 1]; ++p) {
-      if (toff[p] > toff[p + 1] || toff[p + 1] > n_twords) corrupt("a target phrase lies outside its section");
-      std::string key = source_key;
-      if (out.with_target_) {
-        const WordId sep = -1;
-        key.append(reinterpret_cast<const char*>(&sep), sizeof sep);
-        for (auto i = toff[p]; i < toff[p + 1]; ++i) {
-          const WordId id = out.vocab_.intern(word(twords[i]));
-          key.append(reinterpret_cast<const char*>(&id), sizeof id);
+  std::string source_key;
+  walk(
+      filter, keep,
+      [&](const std::vector<std::string_view>& words) {
+        source_key.clear();
+        for (const auto& w : words) {
+          const WordId id = out.vocab_.intern(w);
+          source_key.append(reinterpret_cast<const char*>(&id), sizeof id);
         }
-      }
-      if (out.rows_.emplace(std::move(key), static_cast<int>(out.rows_.size())).second)
-        out.scores_.insert(out.scores_.end(), scores + p * m, scores + (p + 1) * m);
-    }
-  }
+      },
+      [&](const std::vector<std::string_view>& target, const double* scores, std::string_view) {
+        std::string key = source_key;
+        if (out.with_target_) {
+          const WordId sep = -1;
+          key.append(reinterpret_cast<const char*>(&sep), sizeof sep);
+          for (const auto& w : target) {
+            const WordId id = out.vocab_.intern(w);
+            key.append(reinterpret_cast<const char*>(&id), sizeof id);
+          }
+        }
+        if (out.rows_.emplace(std::move(key), static_cast<int>(out.rows_.size())).second)
+          out.scores_.insert(out.scores_.end(), scores, scores + m);
+      });
   return out;
 }
 

@@ -74,6 +74,10 @@ class BinaryTable {
   std::int64_t find_word(std::string_view w) const;
   std::int64_t find_source(const std::vector<std::string_view>& words) const;
   std::vector<std::uint32_t> kept_sources(SourceFilter* filter, const KeepSource& keep) const;
+  // Every entry of the kept sources, each offset and id checked: on_source(words) per source,
+  // then on_entry(target words, its num_scores() scores, its alignment text) per entry.
+  template <typename OnSource, typename OnEntry>
+  void walk(SourceFilter* filter, const KeepSource& keep, OnSource&& on_source, OnEntry&& on_entry) const;
 
   MappedFile file_;
   const Header* header_ = nullptr;

@@ -4,11 +4,6 @@
 // offsets that the load proved to lie inside the mapping.
 #include "kenlm_binary.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -122,42 +117,18 @@ inline std::uint64_t align8(std::uint64_t x) { return (x + 7) / 8 * 8; }
 void KenLMBinary::fail(const std::string& what) const { throw KenLMFormatError(path_ + ": " + what); }
 
 KenLMBinary::KenLMBinary(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(std::string("cannot open this KenLM binary: ") + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    fail(std::string("cannot read this KenLM binary: ") + std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail("not a regular file, so not a KenLM binary");
-  }
-  size_ = static_cast<std::size_t>(st.st_size);
-  if (size_ > 0) {
-    void* map = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      fail(std::string("cannot map this KenLM binary into memory: ") + std::strerror(err));
-    }
-    map_ = map;
-    data_ = static_cast<const unsigned char*>(map);
-  }
-  ::close(fd);
   try {
-    load();
-  } catch (...) {
-    if (map_ != nullptr) ::munmap(map_, size_);
-    map_ = nullptr;
-    throw;
+    file_ = std::make_unique<MappedFile>(path);
+  } catch (const MappedFileError& e) {
+    if (e.err == EISDIR || e.err == 0) fail("not a regular file, so not a KenLM binary");
+    fail(std::string("cannot open this KenLM binary: ") + std::strerror(e.err));
   }
+  data_ = file_->data();
+  size_ = file_->size();
+  load();
 }
 
-KenLMBinary::~KenLMBinary() {
-  if (map_ != nullptr) ::munmap(map_, size_);
-}
+KenLMBinary::~KenLMBinary() = default;
 
 void KenLMBinary::load() {
   auto starts_with = [&](const char* text) {

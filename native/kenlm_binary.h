@@ -41,12 +41,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "language_model.h"
+#include "mapped_file.h"
 
 namespace fstdecode {
 
@@ -125,9 +127,9 @@ class KenLMBinary final : public LanguageModel {
   bool find_backoff(const WordId* ctx, int n, float* backoff) const;
 
   std::string path_;
-  void* map_ = nullptr;
+  std::unique_ptr<MappedFile> file_;
   std::size_t size_ = 0;
-  const unsigned char* data_ = nullptr;
+  const unsigned char* data_ = nullptr;  // file_'s bytes
 
   Kind kind_ = Kind::kProbing;
   int order_ = 0;

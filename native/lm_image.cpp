@@ -33,14 +33,7 @@ static_assert(sizeof(Header) % 8 == 0, "sections start 8-aligned");
 
 }  // namespace
 
-bool is_lm_image(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return false;
-  char head[sizeof kMagic];
-  const bool yes = std::fread(head, 1, sizeof head, f) == sizeof head && std::memcmp(head, kMagic, sizeof kMagic) == 0;
-  std::fclose(f);
-  return yes;
-}
+bool is_lm_image(const std::string& path) { return starts_with(path, kMagic, sizeof kMagic); }
 
 void LmImage::write(const NgramLM& lm, const SourceStamp& stamp, const std::string& path) {
   if (lm.order_ > kMaxOrder) throw LmImageError(path + ": an LM image holds at most order " + std::to_string(kMaxOrder));

@@ -6,18 +6,31 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace fstdecode {
 
+bool starts_with(const std::string& path, const char* magic, std::size_t n) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  std::string head(n, '\0');
+  const bool yes = std::fread(head.data(), 1, n, f) == n && std::memcmp(head.data(), magic, n) == 0;
+  std::fclose(f);
+  return yes;
+}
+
 MappedFile::MappedFile(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error(path + (errno == ENOENT ? ": no such file" : std::string(": cannot read: ") + std::strerror(errno)));
+  if (fd < 0) {
+    const int err = errno;
+    throw MappedFileError(path + (err == ENOENT ? ": no such file" : std::string(": cannot read: ") + std::strerror(err)), err);
+  }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     const int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
     ::close(fd);
-    throw std::runtime_error(path + ": cannot read: " + (err ? std::strerror(err) : "not a regular file"));
+    throw MappedFileError(path + ": cannot read: " + (err ? std::strerror(err) : "not a regular file"), err);
   }
   size_ = static_cast<std::size_t>(st.st_size);
   if (size_ > 0) {
@@ -25,7 +38,7 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     if (map == MAP_FAILED) {
       const int err = errno;
       ::close(fd);
-      throw std::runtime_error(path + ": cannot map into memory: " + std::strerror(err));
+      throw MappedFileError(path + ": cannot map into memory: " + std::strerror(err), err);
     }
     map_ = map;
     data_ = static_cast<const unsigned char*>(map);

@@ -16,9 +16,18 @@ struct SourceStamp {
   std::int64_t size = 0, mtime_ns = 0;
 };
 
+// Whether the file `path` starts with the `n` bytes of `magic` (false when it cannot be read).
+bool starts_with(const std::string& path, const char* magic, std::size_t n);
+
+// A failure to map a file: `err` is the errno (what a reader may word its own way).
+struct MappedFileError : std::runtime_error {
+  MappedFileError(const std::string& what, int err) : std::runtime_error(what), err(err) {}
+  int err;
+};
+
 class MappedFile {
  public:
-  // Maps `path`; throws std::runtime_error("path: cannot ...: reason") when it cannot. The
+  // Maps `path`; throws MappedFileError("path: no such file" / "path: cannot ...: reason"). The
   // mapping is advised random access (hash tables): no read-ahead and no fault-around, so the
   // pages a decode keeps resident are the ones its lookups touch.
   explicit MappedFile(const std::string& path);
