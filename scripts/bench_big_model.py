@@ -37,18 +37,28 @@ Variants, each measured when its files exist or can be made:
 * ``kenlm-probing``: the same moses.ini with the LM's path swapped for DIR/lm.probing.binlm
   (a KenLM probing binary of lm.arpa). When absent it is built with KenLM's ``build_binary
   probing`` if that is on the PATH (time reported); otherwise the row says so;
-* ``binarized``: a binarized phrase/reordering table; not implemented (issue 23): a TODO row.
+* ``binarized`` (``--binarized BIN``): BIN/moses.ini, a folder written by ``fstdecode binarize -f
+  DIR/moses.ini -o BIN`` (binarized phrase and reordering tables, the LM as an image), decoding the
+  same DIR/input.txt. When BIN has no moses.ini it is built first with that command, in a fresh
+  process (its time and peak RSS reported); an existing BIN is used as it is. The section lists
+  BIN's files against the text model's. Without ``--binarized`` the row says how to measure it;
+* ``text@base`` (``--base-python EXE``): DIR/moses.ini decoded by another build, the child run
+  with interpreter EXE (a venv with the base commit installed: see below). It comes first in
+  every round, so that base and the working tree's build alternate within one invocation.
+
+The JSON outputs of each variant are compared with ``text``'s first run: lines identical but for
+``stats``, and lines whose translation is identical (``--outputs DIR`` keeps every run's stdout).
 
 ``--runs N`` (default 1) repeats every (variant, method); runs alternate between them
 (run 1 of each, then run 2 of each, ...), so that a slow spell of the shared machine hits
 all alike. The table gives the median of each column and every run's numbers.
 
-Before/after comparisons (issue 23; no ``--base`` flag yet). Build the base commit apart
-from the working tree: ``git worktree add /tmp/base BASE`` (or ``git archive BASE | tar -x
--C /tmp/base``), then ``pip install --target /tmp/base-site /tmp/base`` (or a venv:
-``python -m venv /tmp/base-venv && /tmp/base-venv/bin/pip install /tmp/base``), which builds
-its native core. Then alternate the two builds on the same model, three times each, one run
-per invocation, and take the median of 3 of each::
+Before/after comparisons (issue 23). Build the base commit apart from the working tree:
+``git worktree add /tmp/base BASE`` (or ``git archive BASE | tar -x -C /tmp/base``), then
+``pip install --target /tmp/base-site /tmp/base`` (or a venv: ``python -m venv /tmp/base-venv
+&& /tmp/base-venv/bin/pip install /tmp/base``), which builds its native core. Then alternate
+the two builds on the same model, three times each, one run per invocation, and take the
+median of 3 of each::
 
     for i in 1 2 3; do
       python -m scripts.bench_big_model --model DIR --pythonpath /tmp/base-site --out /tmp/base-$i.md
@@ -56,15 +66,23 @@ per invocation, and take the median of 3 of each::
     done
 
 (``--pythonpath`` is put first on the child's PYTHONPATH, so the child imports that build;
-with a venv, run the first line with the venv's python instead.) The section's ``code`` line
-names the checkout the script ran from, and ``fstdecode measured`` the package the child
-imported. A later ``--base COMMIT`` can do the same within one invocation.
+with a venv, run the first line with the venv's python instead.) Or, in one invocation, with
+the runs alternated and both builds in one table::
 
-Writes the ``bench_big_model`` section of docs/benchmarks.md.
+    python -m scripts.bench_big_model --model DIR --binarized BIN --base-python /tmp/base-venv/bin/python --runs 3
+
+(check first that ``cd /tmp && /tmp/base-venv/bin/python -c "import fstdecode; print(fstdecode.__file__)"``
+prints a path inside the venv: a venv made with ``--system-site-packages`` may still see an
+editable install of the working tree). The section's ``code`` line names the checkout the
+script ran from, and each variant's line the package and native core its child imported.
+
+Writes the ``bench_big_model`` section of docs/benchmarks.md (``--section NAME`` another marked
+section, ``--title`` its heading: e.g. a one-off comparison kept next to the standing one).
 
     python -m scripts.bench_big_model (--model DIR | --generate DIR [--preset small|full] [--pairs N]
         [--lm-words N] [--sentences N]) [--methods stack[,exact]] [--runs N] [--timeout S]
-        [--pythonpath DIR] [--decode-args "..."] [--out docs/benchmarks.md]
+        [--pythonpath DIR] [--decode-args "..."] [--binarized BIN] [--base-python EXE]
+        [--outputs DIR] [--section NAME] [--title TEXT] [--out docs/benchmarks.md]
 """
 
 from __future__ import annotations
@@ -92,11 +110,22 @@ PT_NAMES = ("phrase-table", "phrase-table.gz")
 RT_BASE = f"reordering-table.{REORDERING_TYPE.rsplit('-', 1)[0]}"
 RT_NAMES = (RT_BASE, RT_BASE + ".gz")
 
-#: The CLI in this process, with markers on stderr: after the import, and at exit the process's
-#: own seconds, VmHWM (its peak RSS, read from /proc) and exit code, which is also the process's.
+#: The CLI in this process, with markers on stderr: after the import, and at exit the largest RssAnon and
+#: RssFile (resident memory of its own, and resident pages of mapped files) that a thread sampling
+#: /proc/self/status every 20 ms saw, the process's own seconds, VmHWM (its peak RSS, the two together,
+#: read from /proc) and exit code, which is also the process's.
 _CHILD = """
-import sys, time
+import sys, threading, time
 start = time.perf_counter()
+peak = {"RssAnon": 0, "RssFile": 0}
+def _sample():
+    while True:
+        for l in open("/proc/self/status"):
+            k = l.split(":")[0]
+            if k in peak:
+                peak[k] = max(peak[k], int(l.split()[1]))
+        time.sleep(0.02)
+threading.Thread(target=_sample, daemon=True).start()
 sys.argv = ["fstdecode", *sys.argv[1:]]
 code = 1
 try:
@@ -109,6 +138,7 @@ finally:
     if core is not None and getattr(core, "__file__", None):
         print(f"bench-core {core.__file__}", file=sys.stderr, flush=True)
     hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+    print(f"bench-rss {peak['RssAnon'] / 1024:.1f} {peak['RssFile'] / 1024:.1f}", file=sys.stderr, flush=True)
     print(f"bench-end {time.perf_counter() - start:.3f} {hwm / 1024:.1f} {code}", file=sys.stderr, flush=True)
 sys.exit(code)
 """
@@ -244,12 +274,15 @@ def phases(err: list, start: float) -> dict:
     return out
 
 
-def measure(ini: Path, method: str, folder: Path, timeout: float, pythonpath: str | None, extra: list[str]) -> dict:
-    """One decode of DIR/input.txt in a fresh process; its timings, peak RSS and scores."""
+def measure(ini: Path, method: str, folder: Path, timeout: float, pythonpath: str | None, extra: list[str],
+            python: str | None = None) -> dict:
+    """One decode of DIR/input.txt in a fresh process (interpreter ``python``, default this one); its timings,
+    peak RSS, scores and output lines."""
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    cmd = [sys.executable, "-c", _CHILD, "-v", "decode", "-f", str(ini), "--method", method, "--format", "json", *extra]
+    cmd = [python or sys.executable, "-c", _CHILD, "-v", "decode", "-f", str(ini), "--method", method,
+           "--format", "json", *extra]
     out: list = []
     err: list = []
     load_avg = "/".join(f"{x:.2f}" for x in os.getloadavg())
@@ -271,10 +304,12 @@ def measure(ini: Path, method: str, folder: Path, timeout: float, pythonpath: st
         wall = time.perf_counter() - start
         for t in threads:
             t.join()
-    r: dict = {"wall": wall, "load_avg": load_avg, "code": proc.returncode}
+    r: dict = {"wall": wall, "load_avg": load_avg, "code": proc.returncode,
+               "load_avg_end": "/".join(f"{x:.2f}" for x in os.getloadavg()), "output": [line for _, line in out]}
     imported = next((t - start for t, line in err if line.startswith("bench-imported ")), None)
     r["import"] = imported
     r["core"] = next((line.split(" ", 1)[1] for _, line in err if line.startswith("bench-core ")), None)
+    r["core_mtime"] = os.path.getmtime(r["core"]) if r["core"] and os.path.exists(r["core"]) else None
     r["fstdecode"] = next((line.split(" ", 2)[1:] for _, line in err if line.startswith("bench-imported ")), None)
     model = next(((t - start, m) for t, line in err if (m := _MODEL_LINE.match(line))), None)
     r["load"] = model[0] - imported if model and imported is not None else None
@@ -282,6 +317,8 @@ def measure(ini: Path, method: str, folder: Path, timeout: float, pythonpath: st
     r.update(phases(err, start))
     end = next((line.split()[1:] for _, line in err if line.startswith("bench-end ")), None)
     r["rss"] = float(end[1]) if end else None
+    rss_end = next((line.split()[1:] for _, line in err if line.startswith("bench-rss ")), None)
+    r["rss_anon"], r["rss_file"] = (float(rss_end[0]), float(rss_end[1])) if rss_end else (None, None)
     r["first_line"] = out[0][0] - start if out else None
     warnings = [line for _, line in err if ": warning: " in line or ": error: " in line]
     r["warnings"] = warnings
@@ -303,6 +340,79 @@ def measure(ini: Path, method: str, folder: Path, timeout: float, pythonpath: st
              decode=sum(seconds) if seconds else None, scores=scores,
              mean_score=statistics.fmean(scores) if scores else None)
     return r
+
+
+# --------------------------------------------------------------------------- the binarized model
+
+
+def folder_files(folder: Path) -> list[tuple[str, int]]:
+    """(name, bytes) of each file in ``folder``, sorted by name."""
+    return sorted((p.name, p.stat().st_size) for p in folder.iterdir() if p.is_file())
+
+
+def binarize(model: Path, out: Path, timeout: float) -> tuple[float | None, float | None, str]:
+    """``fstdecode binarize -f MODEL/moses.ini -o OUT`` in a fresh process: (seconds, peak RSS MiB, note);
+    seconds None when it failed."""
+    cmd = [sys.executable, "-c", _CHILD, "-v", "binarize", "-f", str(model / "moses.ini"), "-o", str(out)]
+    log("binarizing: fstdecode -v binarize -f " + str(model / "moses.ini") + " -o " + str(out))
+    load_avg = "/".join(f"{x:.2f}" for x in os.getloadavg())
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, cwd=model, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, None, f"fstdecode binarize: timeout after {timeout:.0f} s"
+    seconds = time.perf_counter() - start
+    end = next((line.split()[1:] for line in proc.stderr.splitlines() if line.startswith("bench-end ")), None)
+    rss = float(end[1]) if end else None
+    if proc.returncode != 0:
+        tail = [line for line in proc.stderr.splitlines() if not line.startswith("bench-")]
+        return None, rss, f"fstdecode binarize failed: {(tail or [f'exit {proc.returncode}'])[-1]}"
+    load_end = "/".join(f"{x:.2f}" for x in os.getloadavg())
+    return seconds, rss, (f"built here by `fstdecode binarize -f {model / 'moses.ini'} -o {out}` in {seconds:,.1f} s, "
+                          f"peak RSS {rss:,.0f} MiB (load average {load_avg} before, {load_end} after)")
+
+
+def binarized_model(args, folder: Path) -> tuple[Path | None, str, list[str]]:
+    """The binarized variant's moses.ini (None when not measured), its note, and the lines on its size."""
+    if args.binarized is None:
+        return None, "binarized: not measured (pass --binarized BIN, a folder of `fstdecode binarize`)", []
+    bin_dir = args.binarized.resolve()
+    if (bin_dir / "moses.ini").exists():
+        note = f"`{bin_dir}/moses.ini`, present (written by `fstdecode binarize`; not rebuilt here)"
+    else:
+        seconds, _, note = binarize(folder, bin_dir, args.timeout)
+        if seconds is None:
+            return None, "binarized: " + note, []
+    files = folder_files(bin_dir)
+    text = [(n, s) for n, s in folder_files(folder) if n != "input.txt"]
+    mib = lambda b: f"{b / 2**20:,.0f} MiB"  # noqa: E731
+    size = [
+        f"  - binarized `{bin_dir}`: " + ", ".join(f"`{n}` {mib(s)}" for n, s in files)
+        + f"; {mib(sum(s for _, s in files))} in all",
+        f"  - text `{folder}`: " + ", ".join(f"`{n}` {mib(s)}" for n, s in text) + f"; {mib(sum(s for _, s in text))} in all",
+    ]
+    return bin_dir / "moses.ini", note, size
+
+
+def _without_stats(line: str):
+    obj = json.loads(line)
+    obj.pop("stats", None)
+    return obj
+
+
+def compare_outputs(ref: list[str], other: list[str]) -> str:
+    """How ``other``'s JSON lines compare with ``ref``'s: identical but for ``stats``, same translations."""
+    if len(ref) != len(other):
+        return f"{len(other)} lines against {len(ref)}"
+    a, b = [_without_stats(x) for x in ref], [_without_stats(x) for x in other]
+    same = sum(x == y for x, y in zip(a, b))
+    same_tr = sum(x.get("translation") == y.get("translation") for x, y in zip(a, b))
+    diff = [abs(x["score"] - y["score"]) for x, y in zip(a, b)
+            if isinstance(x.get("score"), float) and isinstance(y.get("score"), float)]
+    keys = sorted(set().union(*map(set, a)) ^ set().union(*map(set, b)))
+    return (f"{same} of {len(a)} lines identical but for `stats`; {same_tr} of {len(a)} translations identical"
+            + (f"; largest score difference {max(diff):.3g}" if diff else "")
+            + (f"; keys in one only: {', '.join(keys)}" if keys else ""))
 
 
 # --------------------------------------------------------------------------- the run
@@ -338,6 +448,13 @@ def add_args(ap) -> None:
     ap.add_argument("--timeout", type=float, default=3600, help="seconds before a run is killed (default 3600)")
     ap.add_argument("--pythonpath", help="put this first on the child's PYTHONPATH (another build of fstdecode)")
     ap.add_argument("--decode-args", default="", help="more arguments for fstdecode decode (one string, shell-split)")
+    ap.add_argument("--binarized", type=Path, metavar="BIN", help="measure BIN/moses.ini too, a folder written by "
+                    "`fstdecode binarize -f DIR/moses.ini -o BIN` (built first, timed, when BIN has no moses.ini)")
+    ap.add_argument("--base-python", metavar="EXE", help="measure DIR/moses.ini with this interpreter too (a venv "
+                    "with the base commit installed): the row text@base, first in every round")
+    ap.add_argument("--outputs", type=Path, metavar="DIR", help="write every run's stdout to DIR/VARIANT-METHOD-RUN.jsonl")
+    ap.add_argument("--section", default=SECTION, help=f"the marked section of --out to write (default {SECTION})")
+    ap.add_argument("--title", help="the section's heading (default: the script's)")
 
 
 def _s(x: float | None, digits: int = 2) -> str:
@@ -388,38 +505,52 @@ def run(args, record) -> int:
     log(f"model {folder}: {size}")
     extra = shlex.split(args.decode_args)
 
+    bin_ini, bin_note, bin_size = binarized_model(args, folder)
     with tempfile.TemporaryDirectory() as tmp:
-        variants: list[tuple[str, Path | None, str]] = [("text", folder / "moses.ini", "moses.ini as generated (text tables, ARPA LM)")]
+        variants: list[tuple[str, Path | None, str]] = []
+        if args.base_python:
+            variants.append(("text@base", folder / "moses.ini", f"moses.ini as generated, decoded by `{args.base_python}`"))
+        variants.append(("text", folder / "moses.ini", "moses.ini as generated (text tables, ARPA LM)"))
         binlm, note = probing_binary(folder)
         variants.append(("kenlm-probing", variant_ini(folder, binlm, Path(tmp)) if binlm else None,
                          f"moses.ini with the LM swapped for {PROBING}: {note}"))
-        variants.append(("binarized", None, "binarized: not implemented (issue 23)"))
+        variants.append(("binarized", bin_ini, bin_note))
         configs = [(v, ini, m) for v, ini, _ in variants if ini is not None for m in methods]
         results: dict[tuple[str, str], list[dict]] = {(v, m): [] for v, _, m in configs}
+        if args.outputs:
+            args.outputs.mkdir(parents=True, exist_ok=True)
         for i in range(args.runs):
             for v, ini, m in configs:
-                log(f"run {i + 1}/{args.runs}: {v}, {m} ...")
-                r = measure(ini, m, folder, args.timeout, args.pythonpath, extra)
+                log(f"run {i + 1}/{args.runs}: {v}, {m} ... (load average {os.getloadavg()})")
+                python = args.base_python if v == "text@base" else None
+                r = measure(ini, m, folder, args.timeout, None if python else args.pythonpath, extra, python)
                 results[(v, m)].append(r)
-                log(f"  {', '.join(f'{k}={val}' for k, val in r.items() if k not in ('scores', 'warnings'))}")
+                if args.outputs:
+                    (args.outputs / f"{v}-{m}-{i + 1}.jsonl").write_text(
+                        "".join(line + "\n" for line in r.get("output", [])), encoding="utf-8")
+                log(f"  {', '.join(f'{k}={val}' for k, val in r.items() if k not in ('scores', 'warnings', 'output'))}")
 
     state_end = tree_state()
-    core = next((r["core"] for rs in results.values() for r in rs if r.get("core")), None)
-    core_note = ""
-    if core:
-        built = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(os.path.getmtime(core))) if os.path.exists(core) else "?"
-        core_note = f"; native core `{core}` (file dated {built})"
-    measured = next((r["fstdecode"] for rs in results.values() for r in rs if r.get("fstdecode")), None)
+    measured_lines = []
+    for v, _, _ in variants:
+        r = next((r for m in methods for r in results.get((v, m), []) if r.get("fstdecode")), None)
+        if r is None:
+            continue
+        core = r.get("core")
+        built = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(os.path.getmtime(core))) if core and os.path.exists(core) else "?"
+        mtimes = {x.get("core_mtime") for m in methods for x in results.get((v, m), []) if x.get("core_mtime")}
+        measured_lines.append(f"  - {v}: fstdecode `{Path(r['fstdecode'][1]).parent}` (version {r['fstdecode'][0]})"
+                              + (f"; native core `{core}` (file dated {built})" if core else "")
+                              + ("; **the native core file changed between this variant's runs** (rebuilt)"
+                                 if len(mtimes) > 1 else ""))
     name = size_name(size)
     full = PRESETS["full"]
     lines = [
-        "## A real-size model: load, first line, search, memory (`scripts/bench_big_model.py`)",
+        "## " + (args.title or "A real-size model: load, first line, search, memory (`scripts/bench_big_model.py`)"),
         "",
         f"- command: `{record.command}`",
         f"- machine: {record.machine}",
-        f"- code: {record.code}"
-        + (f"; fstdecode measured: `{Path(measured[1]).parent}` (version {measured[0]})" if measured else "")
-        + core_note
+        f"- code: {record.code} (the checkout the script ran from)"
         + (f"; child PYTHONPATH first: `{args.pythonpath}`" if args.pythonpath else "")
         + ("" if state_start == state_end else
            "; **the code (fstdecode/ or native/, HEAD or uncommitted changes) changed during the run**: "
@@ -437,6 +568,9 @@ def run(args, record) -> int:
         + (", ".join(f"{n}-grams {c:,}" for n, c in enumerate(size["ngrams"], 1)) + f" ({sum(size['ngrams']):,} in all)"
            if size["ngrams"] else "no ARPA header"),
         f"  - input: {size['sentences']:,} sentences, {size['words']:,} words",
+        *( [f"- binarized: {bin_note}", *bin_size] if bin_ini is not None else []),
+        "- fstdecode measured, by variant:",
+        *measured_lines,
         f"- each run: `fstdecode -v decode -f INI --method M --format json{(' ' + args.decode_args) if args.decode_args else ''} "
         "< input.txt` in a fresh process; runs alternate between the rows; medians of "
         f"{args.runs} run(s) below, every run after",
@@ -446,23 +580,26 @@ def run(args, record) -> int:
         "rest of *load* is the ini, the features and the model's assembly; \"not logged\" for a build older "
         "than b239d67, which logs no per-file lines); *first line* start to the first output line; *decode* the sum of the lines' JSON "
         "`stats.seconds` (problem + search + derivations; no load); *ms/word* decode over the source words; "
-        "*peak RSS* the child's VmHWM; *pairs loaded* from the `model` line (after the table limit, and `--filter`, "
+        "*peak RSS* the child's VmHWM (resident pages of mapped model files included); *anon / file* the largest "
+        "RssAnon (its own memory) and RssFile (resident pages of mapped files: page cache, shared and "
+        "reclaimable) seen by a thread sampling every 20 ms; *pairs loaded* from the `model` line (after the table limit, and `--filter`, "
         "on by default for a table of 32 MiB or more); *not optimal* counts lines without a proof of optimality "
         "(every stack line: a beam search proves none)",
         "",
         "| variant | method | wall s | import s | load s | LM s | phrase table s | reordering s | first line s | "
-        "decode s | ms/word | peak RSS MiB | pairs loaded | mean score | not optimal / failed |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "decode s | ms/word | peak RSS MiB | anon / file MiB | pairs loaded | mean score | "
+        "not optimal / failed |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for v, ini, what in variants:
         if ini is None:
-            lines.append(f"| {v} | {', '.join(methods)} | {what} |" + " |" * 12)
+            lines.append(f"| {v} | {', '.join(methods)} | {what} |" + " |" * 13)
             continue
         for m in methods:
             rs = results[(v, m)]
             ok = [r for r in rs if "error" not in r]
             if not ok:
-                lines.append(f"| {v} | {m} | failed: {rs[-1]['error']} |" + " |" * 12)
+                lines.append(f"| {v} | {m} | failed: {rs[-1]['error']} |" + " |" * 13)
                 continue
             decode = _med(ok, "decode")
             load = _med(ok, "load")
@@ -471,6 +608,7 @@ def run(args, record) -> int:
                 f"{'not logged' if load is None else _s(load)} | {_phase_cells(ok, _med)} | "
                 f"{_s(_med(ok, 'first_line'))} | {_s(decode, 2)} | "
                 f"{_s(None if decode is None else 1000 * decode / size['words'], 2)} | {_s(_med(ok, 'rss'), 0)} | "
+                f"{_s(_med(ok, 'rss_anon'), 0)} / {_s(_med(ok, 'rss_file'), 0)} | "
                 f"{'not logged' if ok[0]['pairs_loaded'] is None else format(ok[0]['pairs_loaded'], ',')} | "
                 f"{_s(ok[0]['mean_score'], 4)} | {ok[0]['not_optimal']} / {ok[0]['failed']} of {ok[0]['lines']} |"
             )
@@ -478,9 +616,9 @@ def run(args, record) -> int:
         "",
         "Every run:",
         "",
-        "| run | variant | method | load avg at start | wall s | import s | load s | LM s | phrase table s | "
-        "reordering s | first line s | decode s | peak RSS MiB | outcome |",
-        "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| run | variant | method | load avg at start | load avg at end | wall s | import s | load s | LM s | "
+        "phrase table s | reordering s | first line s | decode s | peak RSS MiB | anon / file MiB | outcome |",
+        "|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     notes = []
     for (v, m), rs in results.items():
@@ -488,20 +626,35 @@ def run(args, record) -> int:
             outcome = r.get("error", "ok")
             if "error" not in r and r["scores"] != rs[0].get("scores"):
                 outcome = "scores differ from run 1"
+            elif "error" not in r and i > 1 and "error" not in rs[0]:
+                same = [_without_stats(x) for x in r["output"]] == [_without_stats(x) for x in rs[0]["output"]]
+                outcome += "" if same else "; JSON (without stats) differs from run 1"
             if r.get("warnings") and "error" not in r:
                 outcome += f"; {len(r['warnings'])} warning(s)"
             lines.append(
-                f"| {i} | {v} | {m} | {r['load_avg']} | {_s(r.get('wall'))} | {_s(r.get('import'))} | "
+                f"| {i} | {v} | {m} | {r['load_avg']} | {r.get('load_avg_end', 'n/a')} | {_s(r.get('wall'))} | "
+                f"{_s(r.get('import'))} | "
                 f"{'not logged' if r.get('load') is None else _s(r['load'])} | {_phase_cells([r], _med)} | "
                 f"{_s(r.get('first_line'))} | "
-                f"{_s(r.get('decode'), 2)} | {_s(r.get('rss'), 0)} | {outcome} |"
+                f"{_s(r.get('decode'), 2)} | {_s(r.get('rss'), 0)} | "
+                f"{_s(r.get('rss_anon'), 0)} / {_s(r.get('rss_file'), 0)} | {outcome} |"
             )
             if r.get("warnings") and not notes:
                 notes.append(f"First warning ({v}, {m}, run {i}): `{r['warnings'][0]}`")
+    ref = next((rs[0] for (v, m), rs in results.items() if v == "text" and rs and "error" not in rs[0]), None)
+    if ref is not None:
+        lines += ["", "Outputs against text's run 1 (same method), every run:", ""]
+        for (v, m), rs in results.items():
+            ref_m = results.get(("text", m), [None])[0]
+            if ref_m is None or "error" in ref_m:
+                continue
+            for i, r in enumerate(rs, 1):
+                if (v, i) != ("text", 1) and "error" not in r:
+                    lines.append(f"- {v}, {m}, run {i}: {compare_outputs(ref_m['output'], r['output'])}")
     if notes:
         lines += ["", *notes]
-    write_section(args.out, SECTION, marked(SECTION, lines))
-    log(f"wrote the {SECTION} section of {args.out}")
+    write_section(args.out, args.section, marked(args.section, lines))
+    log(f"wrote the {args.section} section of {args.out}")
     return 0 if all("error" not in r for rs in results.values() for r in rs) else 1
 
 
