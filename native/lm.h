@@ -87,7 +87,8 @@ class NgramLM final : public LanguageModel {
   struct Entry {
     double prob = 0.0;        // ln; -inf for probability zero
     double backoff = 0.0;     // ln; nonzero only for stored n-grams shorter than the order
-    bool stored = false;      // an n-gram of the model (not only a prefix of one)
+    std::uint8_t stored = 0;  // 1: an n-gram of the model (not only a prefix of one); a byte, not a
+                              // bool, so that any byte of a mapped image is a value (lm_image.h)
     std::int32_t min_ext = 0; // the length of the shortest stored n-gram that has this one as a
                               // proper prefix (0: none), so restrict() can recompute extends
   };

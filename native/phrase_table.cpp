@@ -631,6 +631,13 @@ class Reader {
     take(&v, sizeof v);
     return v;
   }
+  // A bool written by Writer::pod: any byte but 0 or 1 is not one (and loading it as a bool
+  // would be undefined behaviour).
+  bool flag() {
+    const auto v = pod<std::uint8_t>();
+    if (v > 1) bad();
+    return v == 1;
+  }
   template <typename T>
   std::vector<T> vec() {
     const auto n = pod<std::uint64_t>();
@@ -711,9 +718,9 @@ PhraseStore PhraseStore::deserialize(std::string_view bytes) {
   s.num_scores_ = r.pod<int>();
   s.max_source_length_ = r.pod<int>();
   s.runs_ = r.pod<long>();
-  s.repeats_.count = r.pod<long>(), s.repeats_.other_scores = r.pod<long>(), s.repeats_.any = r.pod<bool>();
+  s.repeats_.count = r.pod<long>(), s.repeats_.other_scores = r.pod<long>(), s.repeats_.any = r.flag();
   s.repeats_.line = r.pod<long>(), s.repeats_.original = r.pod<long>(), s.repeats_.pair = read_text(r);
-  s.repeats_.differs = r.pod<bool>();
+  s.repeats_.differs = r.flag();
   read_vocab(r, s.vocab_);
   s.source_off_ = r.vec<std::int32_t>(), s.source_words_ = r.vec<std::int32_t>(), s.pair_off_ = r.vec<std::int32_t>();
   s.target_off_ = r.vec<std::int64_t>(), s.target_words_ = r.vec<std::int32_t>();
@@ -765,7 +772,7 @@ ReorderingStore ReorderingStore::deserialize(std::string_view bytes) {
   ReorderingStore s;
   s.path_ = read_text(r);
   s.num_scores_ = r.pod<int>();
-  s.with_target_ = r.pod<bool>();
+  s.with_target_ = r.flag();
   read_vocab(r, s.vocab_);
   const auto n = r.pod<std::uint64_t>();
   for (std::uint64_t i = 0; i < n; ++i) {
