@@ -613,7 +613,7 @@ class Writer {
   template <typename T>
   void vec(const std::vector<T>& v) {
     pod(static_cast<std::uint64_t>(v.size()));
-    out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+    if (!v.empty()) out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
   }
   void str(const std::string& s) {
     pod(static_cast<std::uint64_t>(s.size()));
@@ -661,6 +661,7 @@ class Reader {
  private:
   void take(void* to, std::size_t n) {
     if (n > in_.size()) bad();
+    if (n == 0) return;  // `to` may be an empty vector's null data()
     std::memcpy(to, in_.data(), n);
     in_.remove_prefix(n);
   }
