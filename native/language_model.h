@@ -7,6 +7,7 @@
 // only its last order()-1 words are used; queries are const and never allocate Python objects.
 // Problem caches logprob per (context, word), so the virtual call is off the searches' hot path;
 // backoff and extends are called by right-state minimisation (statespace.h) per new state.
+// prefetch lets the searches overlap logprob's cache misses with other work (stack.cpp).
 #pragma once
 
 #include <cstddef>
@@ -41,6 +42,12 @@ class LanguageModel {
   virtual bool extends(const WordId* ctx, int n) const = 0;
   // The number of n-grams of each order 1..order() (what the file says it holds).
   virtual const std::vector<long>& counts() const = 0;
+  // Starts loading the memory logprob(ctx, n, w) will read, and returns at once: a hint that
+  // lets a caller overlap the cache misses of lookups it will make soon (the tables of a large
+  // LM miss the cache on nearly every query). Changes no result; the default does nothing.
+  virtual void prefetch(const WordId* ctx, int n, WordId w) const {
+    (void)ctx, (void)n, (void)w;
+  }
 
  protected:
   LanguageModel() = default;

@@ -853,6 +853,24 @@ double NgramLM::logprob(const WordId* ctx, int n, WordId w) const {
   return total + unigrams_[static_cast<std::size_t>(w)].prob;
 }
 
+void NgramLM::prefetch(const WordId* ctx, int n, WordId w) const {
+  const int m = order_ - 1;
+  if (n > m) {
+    ctx += n - m;
+    n = m;
+  }
+  // The keys logprob computes (hw[L], hc[L]), in the same fold.
+  std::uint64_t h = hash_step(kSeed, w);
+  std::uint64_t g = kSeed;
+  for (int L = 1; L <= n; ++L) {
+    const WordId c = ctx[n - L];
+    h = hash_step(h, c);
+    g = hash_step(g, c);
+    tables_[static_cast<std::size_t>(L - 1)].prefetch(nonzero(h));
+    if (L >= 2) tables_[static_cast<std::size_t>(L - 2)].prefetch(nonzero(g));
+  }
+}
+
 double NgramLM::backoff(const WordId* ctx, int n) const {
   if (n <= 0 || n >= order_) return 0.0;
   if (n == 1) return unigrams_[static_cast<std::size_t>(ctx[0])].backoff;

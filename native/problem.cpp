@@ -139,6 +139,40 @@ void Problem::grow_cache() const {
   cache_.slots.swap(fresh);
 }
 
+std::uint64_t Problem::cache_hash(const WordId* context, int n, WordId w) {
+  std::uint64_t h = mix(static_cast<std::uint64_t>(n) * 0x9e3779b97f4a7c15ULL ^ static_cast<std::uint32_t>(w));
+  for (int i = 0; i < n; ++i) h = mix(h ^ (static_cast<std::uint64_t>(static_cast<std::uint32_t>(context[i])) << 7));
+  return h;
+}
+
+const double* Problem::cached(const WordId* context, int n, WordId w, std::uint64_t h) const {
+  if (cache_.slots.empty()) return nullptr;
+  const std::size_t stride = static_cast<std::size_t>(order()) + 1;
+  const std::size_t mask = cache_.slots.size() - 1;
+  for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+    const auto& slot = cache_.slots[i];
+    if (slot.id < 0) return nullptr;
+    if (slot.hash != h) continue;
+    const WordId* key = cache_.keys.data() + static_cast<std::size_t>(slot.id) * stride;
+    if (key[0] == n && key[1] == w && std::equal(context, context + n, key + 2))
+      return &cache_.values[static_cast<std::size_t>(slot.id)];
+  }
+}
+
+void Problem::prefetch_ngram(const WordId* context, int n, WordId w) const {
+  const int k = order() - 1;
+  if (n > k) {
+    context += n - k;
+    n = k;
+  }
+  if (cached(context, n, w, cache_hash(context, n, w)) != nullptr) return;
+  constexpr int kMost = 16;  // a longer context is not worth a buffer: no hint
+  if (n > kMost) return;
+  WordId ids[kMost];
+  for (int i = 0; i < n; ++i) ids[i] = lm_id_[static_cast<std::size_t>(context[i])];
+  lm_.prefetch(ids, n, lm_id_[static_cast<std::size_t>(w)]);
+}
+
 double Problem::ngram(const WordId* context, int n, WordId w) const {
   // ArpaLM.logprob uses context[-(order - 1):] only, so the cache keys on those words.
   const int k = order() - 1;
@@ -146,20 +180,9 @@ double Problem::ngram(const WordId* context, int n, WordId w) const {
     context += n - k;
     n = k;
   }
-  std::uint64_t h = mix(static_cast<std::uint64_t>(n) * 0x9e3779b97f4a7c15ULL ^ static_cast<std::uint32_t>(w));
-  for (int i = 0; i < n; ++i) h = mix(h ^ (static_cast<std::uint64_t>(static_cast<std::uint32_t>(context[i])) << 7));
+  const std::uint64_t h = cache_hash(context, n, w);
+  if (const double* v = cached(context, n, w, h)) return *v;
   const std::size_t stride = static_cast<std::size_t>(k) + 2;
-  if (!cache_.slots.empty()) {
-    const std::size_t mask = cache_.slots.size() - 1;
-    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
-      const auto& slot = cache_.slots[i];
-      if (slot.id < 0) break;
-      if (slot.hash != h) continue;
-      const WordId* key = cache_.keys.data() + static_cast<std::size_t>(slot.id) * stride;
-      if (key[0] == n && key[1] == w && std::equal(context, context + n, key + 2))
-        return cache_.values[static_cast<std::size_t>(slot.id)];
-    }
-  }
   lm_buffer_.clear();
   for (int i = 0; i < n; ++i) lm_buffer_.push_back(lm_id_[static_cast<std::size_t>(context[i])]);
   const double v = lm_weight_ * lm_.logprob(lm_buffer_.data(), n, lm_id_[static_cast<std::size_t>(w)]);

@@ -124,6 +124,9 @@ class Problem {
   // (context, word) ids. Only the last order - 1 context words are used. Not thread-safe: a
   // Problem is searched by one thread at a time (each sentence has its own Problem).
   double ngram(const WordId* context, int n, WordId w) const;
+  // Starts loading what ngram(context, n, w) will read when it is not cached yet (the LM's
+  // LanguageModel::prefetch); changes no result.
+  void prefetch_ngram(const WordId* context, int n, WordId w) const;
   double backoff(const WordId* context, int n) const;
   bool extends(const WordId* context, int n) const;
   double ngram(const std::vector<WordId>& context, WordId w) const {
@@ -177,6 +180,10 @@ class Problem {
   };
   mutable NgramCache cache_;
   void grow_cache() const;
+  // The key of (context[0..n), w), context already cut to its last order - 1 words, and its
+  // cached value (null when absent).
+  static std::uint64_t cache_hash(const WordId* context, int n, WordId w);
+  const double* cached(const WordId* context, int n, WordId w, std::uint64_t h) const;
   mutable std::vector<WordId> lm_buffer_;
 };
 

@@ -46,6 +46,14 @@ class RestrictedLM final : public LanguageModel {
     }
     return base_->logprob(ctx, n, w);
   }
+  void prefetch(const WordId* ctx, int n, WordId w) const override {
+    const int keep = order_ - 1;
+    if (n > keep) {
+      ctx += n - keep;
+      n = keep;
+    }
+    base_->prefetch(ctx, n, w);
+  }
   double unigram(WordId w) const override { return base_->unigram(w); }
   double backoff(const WordId* ctx, int n) const override {
     return n >= order_ ? 0.0 : base_->backoff(ctx, n);

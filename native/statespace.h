@@ -347,6 +347,21 @@ class Joiner {
     return {first, last, total};
   }
 
+  // Starts loading the LM entries the join of the <s> tape ending in the words `last` (a
+  // Contexts id) with opt will score (operator() with a = (0, (), _, last), c = null): the
+  // same (context, word) pairs, in the same order. Changes no result.
+  void prefetch_bos(int last, const Option& opt) {
+    if (opt.s == p_.end()) return;  // </s>: one lookup per final key, not worth a hint
+    seq_.assign(contexts_.words(last), contexts_.words(last) + contexts_.len(last));
+    const int scored = std::min<int>(k_, static_cast<int>(opt.words.size()));  // i >= k_: in ŵ(p)
+    for (int i = 0; i < scored; ++i) {
+      const WordId w = opt.words[static_cast<std::size_t>(i)];
+      const int m = std::min<int>(k_, static_cast<int>(seq_.size()));
+      p_.prefetch_ngram(seq_.data() + seq_.size() - m, m, w);
+      seq_.push_back(w);
+    }
+  }
+
  private:
   const Problem& p_;
   Contexts& contexts_;
@@ -374,6 +389,14 @@ class BosJoins {
     values_.push_back(value);
     index_.insert(h, static_cast<int>(values_.size() - 1));
     return value;
+  }
+
+  // Starts loading what get(context, opt) will read, when its join is not cached yet
+  // (Joiner::prefetch_bos). Changes no result.
+  void prefetch(int context, const Option& opt) {
+    const std::uint64_t key = pair64(context, opt.id);
+    if (index_.find(mix(key), [&](int i) { return keys_[static_cast<std::size_t>(i)] == key; }) >= 0) return;
+    join_.prefetch_bos(context, opt);
   }
 
  private:
