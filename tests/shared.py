@@ -214,3 +214,25 @@ def assert_native_sound(method: str, problem, options, oracle=None):
     got = native_outcome(method, problem, options)
     assert_sound(problem, got, exact=method in EXACT_METHODS, nbest=options.nbest, oracle=oracle)
     return got
+
+
+def assert_exact_heuristic_alone_finds(problem, k, want):
+    """Without the stack decoder's lower bound nothing is pruned by it: the heuristic alone
+    (docs/exact.md, lemmas 1-8) must be admissible and consistent for the k best to come out in
+    order, with the best as the certificate."""
+    import math
+
+    from fstdecode._native import core
+    from fstdecode.search.native import native_form
+
+    options = core.ExactOptions(nbest=k, max_states=-1, time_limit=-1.0, lower_bound=-math.inf)
+    alone = core.exact_search(native_form(problem).core, options)
+    assert alone.status == "" and alone.optimal
+    assert [h.score for h in alone.hypotheses] == _approx(want, abs=1e-9)
+    assert alone.upper_bound == _approx(want[0], abs=1e-6)
+
+
+def _approx(value, abs):
+    import pytest
+
+    return pytest.approx(value, abs=abs)

@@ -49,7 +49,7 @@ Example (the built-in model)::
     >>> decoder.decode("das muss unsere sorge gleichermaßen sein").best.translation
     'this must also be our concern'
 
-The search runs in the native core (:func:`fstdecode.search.native.stack_search`,
+The search runs in the native core (:func:`fstdecode.search.native_stack.stack_search`,
 native/stack.cpp); this module holds its options, which the core reads.
 """
 
