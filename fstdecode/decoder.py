@@ -26,22 +26,22 @@ from fstdecode.io.writing import WriteError
 from fstdecode.io.phrase_table import alignment_points
 from fstdecode.io.tokens import is_token, split_tokens
 from fstdecode.io.xml_input import XML_INPUT_MODES, XmlInputError, XmlOption, parse_markup
-from fstdecode.io.kenlm_binary import KenLMBinaryLM, KenLMError
 from fstdecode.model.features import Features
 from fstdecode.model.model import Model
 from fstdecode.problem.problem import PhraseScores, SearchLimitError, SearchProblem, SearchResult
 from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.problem.sentence import Phrase, build_sentence, with_xml_options
-# Importing the method modules registers them, in this order (fstdecode.search.base.METHODS).
-from fstdecode.search import signature_dp, bounded, signature_beam, stack, coverage_dp, exact  # noqa: F401, I001
-import fstdecode.fst.searcher  # noqa: F401, E402
-import fstdecode.reference.exhaustive  # noqa: F401, E402
-import fstdecode.search.native  # noqa: F401, E402  (the native twins)
-from fstdecode.search.native import NativeTable  # noqa: E402
-import fstdecode.search.native_coverage  # noqa: F401, E402
-import fstdecode.search.native_exact  # noqa: F401, E402
-import fstdecode.search.native_signature  # noqa: F401, E402
-from fstdecode.search.base import METHODS, SearchOptions, Searcher, resolve_model_support
+# Importing the method modules registers them, in this order (fstdecode.search.base.METHODS):
+# the native core's searches, the cascade, then the reference oracle a user may still pick.
+import fstdecode.search.native_signature  # noqa: F401, I001  (dp, beam, bounded)
+import fstdecode.search.native_stack  # noqa: F401  (stack)
+from fstdecode.search.native import NativeTable
+import fstdecode.search.native_coverage  # noqa: F401  (coverage)
+import fstdecode.search.native_exact  # noqa: F401  (exact)
+import fstdecode.fst.searcher  # noqa: F401  (fst)
+import fstdecode.reference.exhaustive  # noqa: F401  (exhaustive)
+from fstdecode.search.base import METHODS, SearchOptions, Searcher
+from fstdecode.search.stack import StackOptions
 from fstdecode.search.kbest import distinct
 
 #: The method of ``fstdecode decode`` and ``Decoder`` when none is named.
@@ -150,9 +150,9 @@ class Decoder:
     (e.g. :class:`~fstdecode.search.stack.StackOptions`) or as keyword
     arguments naming its fields (``beam_size=10``), which are validated
     there, for the API as for the CLI. ``nbest`` and ``max_states`` are
-    options of every method. ``engine`` picks the native core or the Python
-    reference (``auto``: native where the method has it); both give the same results.
-    ``unique`` (an option of every method) makes the n-best hold distinct translations.
+    options of every method. Every method but the ``exhaustive`` oracle runs in the native core,
+    with every feature of the model; there is no other engine to pick (the ``engine`` keyword
+    was removed). ``unique`` (an option of every method) makes the n-best hold distinct translations.
 
     ``xml_input`` is Moses' ``-xml-input`` (:mod:`fstdecode.io.xml_input`): ``pass-through``
     (the default) reads lines as they are; ``ignore`` strips markup; ``exclusive`` and
@@ -170,7 +170,6 @@ class Decoder:
         method: str = DEFAULT_METHOD,
         options: SearchOptions | None = None,
         *,
-        engine: str = "auto",
         xml_input: str = "pass-through",
         **values: Any,
     ) -> None:
@@ -196,14 +195,14 @@ class Decoder:
         self.model = model
         self.method = method
         self.options = options
-        #: The engine and distortion semantics the searches use (the one rule is in resolve_model_support).
-        self.engine, self.semantics = resolve_model_support(entry, _engine_for_lm(model, engine), model)
+        #: The distortion semantics the searches use: the model's (README.md, "Distortion semantics").
+        self.semantics = model.distortion_semantics
         self.lm = model.search_lm()
-        self.searcher: Searcher = entry.searcher(model, options, self.engine)
+        self.searcher: Searcher = entry.searcher(model, options)
         self._fallback: Searcher | None = None
         self._phrase_scores = PhraseScores()  # ŵ(p) of the model's pairs, shared by every sentence
-        if self.engine == "native":  # the table in the core, made with the decoder as Moses loads its own
-            self._phrase_scores.native = NativeTable(model.table, self.lm, model.weights)
+        # The table in the core, made with the decoder as Moses loads its own.
+        self._phrase_scores.native = NativeTable(model.table, self.lm, model.weights)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         """Pickle the recipe, not the searcher's native objects: every argument of ``__init__``
@@ -217,7 +216,7 @@ class Decoder:
         return (_rebuild_decoder, (self.model, self.method, self.options, self.settings()))
 
     def settings(self) -> dict[str, Any]:
-        """The keyword-only settings of ``__init__`` (engine, xml_input, ...) as this decoder has them."""
+        """The keyword-only settings of ``__init__`` (xml_input, ...) as this decoder has them."""
         return {name: getattr(self, name) for name in _KEYWORD_SETTINGS}
 
     @property
@@ -306,7 +305,7 @@ class Decoder:
             raise e
         if self._fallback is None:
             fallback = METHODS["stack"]
-            self._fallback = fallback.searcher(self.model, stack.StackOptions(nbest=self.options.nbest), self.engine)
+            self._fallback = fallback.searcher(self.model, StackOptions(nbest=self.options.nbest))
         found = self._fallback.search(problem)
         return found, f"over budget: {e}; the derivation is the stack decoder's (default settings), not proven optimal"
 
@@ -317,31 +316,6 @@ class Decoder:
             semantics=self.semantics, early_distortion_cost=m.early_distortion_cost,
         )
         return Derivation(words, phrases, feats, total, search_score)
-
-
-def _engine_for_lm(model: Model, engine: str) -> str:
-    """``engine``, but ``python`` for ``auto`` when the LM is a KenLM binary that the native core
-    cannot read (quantized or array-compressed, opened with the ``kenlm`` package).
-
-    ``native`` with such a binary raises KenLMError: the core reader's message and what to do.
-    Every other binary runs natively (its ``_core.KenLMBinary``: :meth:`KenLMBinaryLM.native_core`).
-    """
-    if not isinstance(model.lm, KenLMBinaryLM) or engine == "python":
-        return engine
-    try:
-        model.lm.native_core()
-    except KenLMError as err:
-        if engine == "native":
-            raise KenLMError(
-                f"{err}; decode this KenLM binary with --engine python (the kenlm package reads it), "
-                "or give the ARPA file it was built from"
-            ) from None
-        logging.getLogger("fstdecode").warning(
-            "%s; decoding on the Python engine with the kenlm package, 20-70x slower (give the ARPA file "
-            "it was built from for the native engine)", err,
-        )
-        return "python"
-    return engine
 
 
 def _rebuild_decoder(model: Model, method: str, options: SearchOptions, settings: dict[str, Any]) -> Decoder:

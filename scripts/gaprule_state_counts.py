@@ -36,7 +36,7 @@ def run(args, record) -> int:
         for reordering in (False, True):
             got = {}
             for semantics in ("paper", "moses"):
-                model = load_model(GOLD / "moses.ini", distortion_semantics=semantics, lm_order=order, engine="python")
+                model = load_model(GOLD / "moses.ini", distortion_semantics=semantics, lm_order=order)
                 model = dataclasses.replace(model, distortion_limit=d)
                 if not reordering:
                     model = dataclasses.replace(model, reordering=None)
@@ -50,7 +50,7 @@ def run(args, record) -> int:
         f"- machine: {record.machine}",
         f"- code: {record.code}",
         f"- date: {record.date()}; whole run {record.elapsed():.0f} s; load average at start {record.load_start}",
-        "- model: moses-lexreo-europarl-fr-en (table-limit 20), the exact signature DP (Python engine), "
+        "- model: moses-lexreo-europarl-fr-en (table-limit 20), the exact signature DP (the Python oracle), "
         "without and with its msd-bidirectional-fe reordering feature; each row sums the first K words of "
         f"its 5 sentences; one run each; a case over {args.cap:,} states on a prefix reads \"over cap\"; "
         "the seconds were measured on a shared machine, the counts are exact",

@@ -4,7 +4,7 @@
 With a reordering model each tape signature also carries its first phrase's pending backward
 row and its last phrase's span and forward row (fstdecode/statespace/reordering.py), so
 states that the LM and the positions alone would merge split. This script runs the exact
-signature DP (``signature_dp.run``, Python engine, ``paper`` semantics) on the first K words
+signature DP (``signature_dp.run``, the Python oracle, ``paper`` semantics) on the first K words
 of each of the 5 gold sentences (moses-lexreo-europarl-fr-en, table-limit 20), with the
 model's reordering feature and without it, and reports the states and transitions (summed
 over the 5 prefixes), their ratio, and the seconds. Cases:
@@ -51,7 +51,7 @@ def with_type(model, type_string: str):
 
 def count(model, prefixes: list[str], cap: int) -> tuple[int, int, float] | None:
     """Summed states and transitions of the DP on the prefixes, and seconds; None over ``cap``."""
-    decoder = Decoder(model, "dp", engine="python")
+    decoder = Decoder(model, "dp")
     states = transitions = 0
     start = time.perf_counter()
     for line in prefixes:
@@ -68,7 +68,7 @@ def run(args, record) -> int:
     lines = (GOLD / "to-translate.txt").read_text(encoding="utf-8").splitlines()
     rows = []
     for order, d, k in CASES:
-        base = load_model(GOLD / "moses.ini", distortion_semantics="paper", lm_order=order, engine="python")
+        base = load_model(GOLD / "moses.ini", distortion_semantics="paper", lm_order=order)
         base = dataclasses.replace(base, distortion_limit=d)
         prefixes = [" ".join(line.split()[:k]) for line in lines]
         plain = count(dataclasses.replace(base, reordering=None), prefixes, args.cap)
@@ -85,7 +85,7 @@ def run(args, record) -> int:
         f"- code: {record.code}",
         f"- date: {record.date()}; whole run {record.elapsed():.0f} s; load average at start {record.load_start}",
         "- model: moses-lexreo-europarl-fr-en (table-limit 20), `paper` semantics, the exact signature DP "
-        "(Python engine); each row sums the first K words of its 5 sentences; one run each; "
+        "(the Python oracle); each row sums the first K words of its 5 sentences; one run each; "
         f"a case over {args.cap:,} states on a prefix reads \"over cap\"",
         "",
         "| LM order | d | K | reordering type | states without | states with | ratio | transitions without "

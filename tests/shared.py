@@ -121,19 +121,127 @@ def outcome(search, problem, options):
 
 
 def assert_support_holds(problem, threshold: float, everything) -> None:
-    """The options ``exact.support`` keeps (those --method fst restricts R to) are the same in
-    both engines and hold every derivation of ``everything`` (the oracle's full list, best
-    first) that scores at least ``threshold``."""
-    from fstdecode.search import exact
-    from fstdecode.search.native_exact import support as native_support
+    """The options the native ``support`` keeps (those --method fst restricts R to) hold every
+    derivation of ``everything`` (the oracle's full list, best first) that scores at least
+    ``threshold``."""
+    from fstdecode.search.native_exact import support
 
-    python, _, status = exact.support(problem, threshold)
-    native, _, native_status = native_support(problem, threshold)
-    assert status == native_status == ""
-
-    def spans(options):
-        return {(o.s, o.t, o.phrase.pair.target) for o in options}
-
-    assert spans(python) == spans(native)
+    kept, _, status = support(problem, threshold)
+    assert status == ""
+    spans = {(o.s, o.t, o.phrase.pair.target) for o in kept}
     needed = {(p.start + 1, p.end + 1, p.pair.target) for score, phrases in everything if score >= threshold for p in phrases}
-    assert needed <= spans(python)
+    assert needed <= spans
+
+
+#: Scores of one derivation from two sums agree to this (the search's running sum, the scorer's).
+SCORE_TOLERANCE = 1e-7
+
+
+def assert_scored(problem, result) -> None:
+    """Every derivation a search reports scores, by the scorer (fstdecode.problem.scorer, from its
+    strings alone), what the search says; hypotheses come best first."""
+    from fstdecode.problem.scorer import score
+
+    for value, phrases in result.hypotheses:
+        _, total = score(
+            problem.n, phrases, problem.lm, problem.weights, reordering=problem.reordering,
+            semantics=problem.semantics, early_distortion_cost=problem.early_distortion_cost,
+        )
+        assert abs(total - value) <= SCORE_TOLERANCE * max(1.0, abs(total)), (total, value)
+    values = [value for value, _ in result.hypotheses]
+    assert values == sorted(values, reverse=True)
+
+
+def oracle_outcome(problem, nbest: int = 1, max_states: int = 10**9):
+    """The Python coverage DP's k best (the oracle every native search is held to: exact for any LM
+    order, independent of the signature states, and far cheaper than the Python signature DP on
+    small random models), or its error."""
+    from fstdecode.search import coverage_dp
+
+    return outcome(coverage_dp.search, problem, coverage_dp.CoverageOptions(nbest=nbest, max_states=max_states))
+
+
+def assert_sound(problem, got, *, exact: bool, nbest: int = 1, oracle=None, max_states: int = 10**9) -> None:
+    """A native search's ``outcome`` against the oracle's (:func:`oracle_outcome`, at the same nbest):
+
+    * every reported score is the scorer's value (:func:`assert_scored`), a budget's ``best`` too;
+    * the oracle gets ``max_states`` too: over it (a real model's long line), only the scores are checked;
+    * an exact search finds a derivation iff the oracle does, with the oracle's k best scores;
+    * a heuristic never beats the proven optimum: its i-th best is at most the oracle's i-th, and
+      it finds none only where pruning may lose every derivation (never where the oracle finds none
+      but it does).
+    """
+    from fstdecode.problem.problem import SearchError, SearchLimitError
+
+    if oracle is None:
+        oracle = oracle_outcome(problem, nbest, max_states)
+    if isinstance(oracle, tuple) and oracle[0] is SearchLimitError:  # no proven optimum to hold it to
+        for result in (got[2] if isinstance(got, tuple) and got[0] is SearchLimitError else got,):
+            if result is not None and not isinstance(result, tuple):
+                assert_scored(problem, result)
+        return
+    if isinstance(got, tuple):
+        if got[0] is SearchLimitError:
+            if got[2] is not None:
+                assert_scored(problem, got[2])
+                if not isinstance(oracle, tuple):
+                    assert got[2].hypotheses[0][0] <= oracle.hypotheses[0][0] + SCORE_TOLERANCE
+            return
+        assert got[0] is SearchError, got
+        if exact:
+            assert isinstance(oracle, tuple) and oracle[0] is SearchError, (got, oracle)
+        return
+    assert_scored(problem, got)
+    assert not isinstance(oracle, tuple), (got, oracle)  # a derivation the oracle says cannot exist
+    best = [v for v, _ in oracle.hypotheses]
+    mine = [v for v, _ in got.hypotheses]
+    if exact:
+        assert got.optimal
+        assert len(mine) == len(best)
+        for a, b in zip(mine, best):
+            assert abs(a - b) <= SCORE_TOLERANCE * max(1.0, abs(b)), (mine, best)
+    else:
+        for a, b in zip(mine, best):
+            assert a <= b + SCORE_TOLERANCE * max(1.0, abs(b)), (mine, best)
+
+
+#: The registered methods whose results are proven optimal (held to the oracle's scores exactly).
+EXACT_METHODS = ("dp", "bounded", "coverage", "exact", "fst")
+
+
+def native_outcome(method: str, problem, options):
+    """The outcome (:func:`outcome`) of ``--method method``'s native search on ``problem``."""
+    from fstdecode.decoder import METHODS
+
+    return outcome(lambda p, o: METHODS[method].factory(None, o).search(p), problem, options)
+
+
+def assert_native_sound(method: str, problem, options, oracle=None):
+    """``--method method``'s native search on ``problem`` passes :func:`assert_sound` against the
+    Python coverage DP; returns its outcome."""
+    got = native_outcome(method, problem, options)
+    budget = getattr(options, "max_states", None) or 10**9
+    assert_sound(problem, got, exact=method in EXACT_METHODS, nbest=options.nbest, oracle=oracle, max_states=min(budget, 10**9))
+    return got
+
+
+def assert_exact_heuristic_alone_finds(problem, k, want):
+    """Without the stack decoder's lower bound nothing is pruned by it: the heuristic alone
+    (docs/exact.md, lemmas 1-8) must be admissible and consistent for the k best to come out in
+    order, with the best as the certificate."""
+    import math
+
+    from fstdecode._native import core
+    from fstdecode.search.native import native_form
+
+    options = core.ExactOptions(nbest=k, max_states=-1, time_limit=-1.0, lower_bound=-math.inf)
+    alone = core.exact_search(native_form(problem).core, options)
+    assert alone.status == "" and alone.optimal
+    assert [h.score for h in alone.hypotheses] == _approx(want, abs=1e-9)
+    assert alone.upper_bound == _approx(want[0], abs=1e-6)
+
+
+def _approx(value, abs):
+    import pytest
+
+    return pytest.approx(value, abs=abs)

@@ -27,7 +27,7 @@ from fstdecode.errors import FstdecodeError
 from fstdecode.io.phrase_table import SCORE_FORMATS
 from fstdecode.io.binarized import is_binary_table
 from fstdecode.io.table_filter import DEFAULT_CHUNK_LINES, FILTER_THRESHOLD_BYTES, SourceFilter
-from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, ENGINES, Model, load_model, refiltered, table_path
+from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, Model, load_model, refiltered, table_path
 from fstdecode.run import decode_filtered, decode_lines
 from fstdecode.model.distortion import SEMANTICS
 from fstdecode.search.base import METHODS
@@ -42,7 +42,7 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model (flags override moses.ini; no model flags = the built-in example)")
     g.add_argument("-f", "--config", metavar="moses.ini", help="Moses configuration file")
     g.add_argument("--phrase-table", metavar="FILE", help="Moses phrase table (plain or .gz)")
-    g.add_argument("--lm", metavar="FILE", help="language model: ARPA (plain or .gz), or a KenLM binary (probing or trie; the kenlm extra for --engine python)")
+    g.add_argument("--lm", metavar="FILE", help="language model: ARPA (plain or .gz), or a KenLM binary (probing or trie)")
     g.add_argument("--lm-order", type=int, metavar="N", help="read the LM up to order N (default: moses.ini's, else the file's)")
     g.add_argument(
         "--distortion-limit", "-d", type=int, metavar="D",
@@ -57,8 +57,7 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--distortion-semantics", choices=SEMANTICS,
         help="moses: Moses' distortion limit rule, no jump into </s>; paper: Chang & Collins' (every jump, "
-        "</s> included, at most d). Default: moses for a moses.ini, else paper. Every method searches "
-        "both; under moses, methods whose native engine lacks it run in the Python engine",
+        "</s> included, at most d). Default: moses for a moses.ini, else paper. Every method searches both",
     )
     g.add_argument(
         "--tm-score-format", choices=SCORE_FORMATS,
@@ -135,10 +134,6 @@ def _parser() -> argparse.ArgumentParser:
         "--method", choices=list(METHODS), default=DEFAULT_METHOD,
         help=f"search method (default: {DEFAULT_METHOD}); " + "; ".join(f"{m.name}: {m.summary}" for m in METHODS.values()),
     )
-    dec.add_argument(
-        "--engine", choices=ENGINES, default="auto",
-        help="native: the C++ core; python: the reference engine; auto (default): native where the method has it",
-    )
     dec.add_argument("--format", choices=output.FORMATS, default="text", help="output format (default: text)")
     _output_args(dec)
     running.add_run_flags(dec)
@@ -195,8 +190,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _load(args: argparse.Namespace, table=None, source_vocabulary=None):
-    """The model the flags name (load_model checks their values); ``--engine python`` reads its LM with
-    the Python reference reader."""
+    """The model the flags name (load_model checks their values)."""
     return load_model(
         args.config,
         table=table,
@@ -208,7 +202,6 @@ def _load(args: argparse.Namespace, table=None, source_vocabulary=None):
         tm_score_format=args.tm_score_format,
         table_limit=args.table_limit,
         lm_order=args.lm_order,
-        engine=getattr(args, "engine", "auto"),
         distortion_semantics=args.distortion_semantics,
     )
 
@@ -222,7 +215,7 @@ def _decoder(args: argparse.Namespace, model: Model) -> Decoder:
     nbest = (model.nbest_size or 1) if args.format == "nbest" else 1
     unique = model.nbest_distinct and args.format == "nbest"
     options = search_options(args.method, args, nbest=nbest, unique=unique)
-    return Decoder(model, args.method, options, engine=args.engine, xml_input=args.xml_input)
+    return Decoder(model, args.method, options, xml_input=args.xml_input)
 
 
 def _filtering(args: argparse.Namespace) -> bool:
@@ -410,7 +403,19 @@ def _setup_logging(verbose: int, quiet: bool = False) -> None:
     logging.addLevelName(logging.DEBUG, "debug")
 
 
+#: What an old script that still passes ``--engine`` is told (exit 2).
+ENGINE_REMOVED = (
+    "--engine was removed: every method runs in the native core "
+    "(the Python searches are reference oracles for the tests)"
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    options = words[: words.index("--")] if "--" in words else words
+    if any(w == "--engine" or w.startswith("--engine=") for w in options):
+        print(f"fstdecode: error: {ENGINE_REMOVED}", file=sys.stderr)
+        return 2
     args = _parser().parse_args(argv)
     _setup_logging(args.verbose, args.quiet)
     saved = sys.stdout

@@ -39,8 +39,7 @@ from fstdecode.fst.phrase_fst import UNK, UNK_LABEL, PhraseFst, build_phrase_fst
 from fstdecode.fst.reorder import Reordering, build_reordering, build_reordering_native
 from fstdecode.model.model import Model
 from fstdecode.problem.problem import Option, SearchLimitError, SearchProblem, SearchResult
-from fstdecode.search.exact import support as exact_support
-from fstdecode.search.native_exact import support as native_support
+from fstdecode.search.native_exact import kth_score, lower_bound, support
 from fstdecode.statespace.signature import phrases_of
 from fstdecode.problem.sentence import Phrase, Sentence, unknown_pair
 
@@ -96,16 +95,14 @@ class Cascade:
     """
 
     def __init__(
-        self, model: Model, phrase_fst: PhraseFst | None = None, engine: str = "native", pruned: bool = True
+        self, model: Model, phrase_fst: PhraseFst | None = None, pruned: bool = True, reference_r: bool = False
     ) -> None:
         self.model = model
-        #: R and L are built by the native core (``native``) or in Python (``python``, the reference).
-        self.build_reordering = build_reordering_native if engine == "native" else build_reordering
-        #: The options of every derivation that can reach a threshold (an A* over coverage states).
-        self.support = native_support if engine == "native" else exact_support
+        #: R and L are built by the native core, or (``reference_r``, for the tests) by the Python
+        #: reference builder :func:`fstdecode.fst.reorder.build_reordering`, an oracle.
+        self.build_reordering = build_reordering if reference_r else build_reordering_native
         #: R keeps only what can beat the stack decoder's derivation (see :meth:`_pruned`).
         self.pruned = pruned
-        self.engine = engine
         self.lm = model.search_lm()
         self.p = phrase_fst or build_phrase_fst(model.table, model.weights)
         self.isyms = self.p.fst.input_symbols()
@@ -180,7 +177,7 @@ class Cascade:
     ) -> CascadeResult:
         """The ``nbest`` best derivations (distinct, or with distinct translations if ``unique``)
         under the distortion ``semantics`` (``moses``: R's states carry Moses' gap rule,
-        :mod:`fstdecode.statespace.gaprule`, in either engine's R)."""
+        :mod:`fstdecode.statespace.gaprule`, in either builder's R)."""
         words = tuple(words)
         ip = fst.compose(self.input_fst(words), self.p.fst)
         if ip.start() == fst.NO_STATE_ID:
@@ -231,30 +228,26 @@ class Cascade:
         derivation within ``prune`` of the best.
 
         First the options of every derivation that can reach that threshold
-        (:func:`fstdecode.search.exact.support`, an A* over coverage states run to exhaustion
+        (:func:`fstdecode.search.native_exact.support`, an A* over coverage states run to exhaustion
         above it); then R over those options only, walked with the threshold
-        (:func:`.reorder.build_reordering_native`). Each step keeps every derivation reaching
+        (:func:`.reorder.build_reordering_native`, or the reference builder). Each step keeps every derivation reaching
         the threshold, so R does. Over ``max_states`` (in either step), SearchLimitError
         carries the stack decoder's derivations (with the A*'s upper bound if it ran out).
         With lexicalized reordering both steps charge it (the A*'s bound and the walk's
         ``Completion`` take each phrase's best reordering score).
         """
-        from fstdecode.search import exact, stack
-        from fstdecode.search.native import stack_search
-
-        search_stack = stack_search if self.engine == "native" else stack.search
-        lower = exact.lower_bound(problem, nbest * (4 if unique else 1), search_stack)
+        lower = lower_bound(problem, nbest * (4 if unique else 1))
         if unique and lower is not None:  # the k best translations reach the k-th distinct one's score
             seen: dict[tuple[str, ...], float] = {}
             for score, phrases in lower.hypotheses:
                 seen.setdefault(tuple(w for p in phrases for w in p.pair.target), score)
             threshold = list(seen.values())[nbest - 1] if len(seen) >= nbest else -math.inf
         else:
-            threshold = exact.kth_score(lower, nbest)
+            threshold = kth_score(lower, nbest)
         threshold -= prune or 0.0
         if threshold == -math.inf:  # no known derivation (or fewer than k): nothing to prune by
             return self.build_reordering(problem, labels, max_states)
-        winners, found, status = self.support(problem, threshold, max_states)
+        winners, found, status = support(problem, threshold, max_states)
         # Over budget (either step): the stack's derivations, with the A*'s certified bound.
         best = None if lower is None else dataclasses.replace(lower, optimal=False, upper_bound=found.upper_bound)
         if winners is None:

@@ -262,7 +262,7 @@ class Completion:
     """
 
     def __init__(self, problem: SearchProblem) -> None:
-        from fstdecode.search.exact import tape_bounds
+        from fstdecode.fst.bounds import tape_bounds
 
         self.problem = problem
         self.b = tape_bounds(problem)
@@ -432,7 +432,7 @@ def build_reordering_native(
     on every completion of its target is below it. The bound (``native/reorder.cpp``,
     ``Completion``) takes the positions still to translate at their best segmentation, each open
     tape's first words at their best after any LM context that may precede it (the contexts of
-    :func:`fstdecode.search.exact.contexts`), every backoff charge at its largest, and the best
+    :func:`fstdecode.fst.bounds.contexts`), every backoff charge at its largest, and the best
     ``</s>``; so every derivation scoring at least the threshold stays in R, with its score.
     ``best`` is then the best path's score (−inf if none reaches the threshold).
     """

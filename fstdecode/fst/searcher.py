@@ -80,9 +80,9 @@ def lattice_folder(path: str) -> None:
 
 class FstSearcher:
     """Searches with ``ShortestPath(I ∘ P ∘ R ∘ L)``; P is built (or read) once per searcher, R and
-    L per sentence by the ``engine`` (native: the core; python: :mod:`fstdecode.fst.reorder`)."""
+    L per sentence by the native core."""
 
-    def __init__(self, model: Model, options: FstOptions, engine: str = "python") -> None:
+    def __init__(self, model: Model, options: FstOptions) -> None:
         from fstdecode.fst.cascade import Cascade
         from fstdecode.fst.grammar import with_source_grammar
 
@@ -90,7 +90,7 @@ class FstSearcher:
         if options.source_grammar:
             p = with_source_grammar(options.source_grammar, model, p)
         self.options = options
-        self.cascade = Cascade(model, p, engine)
+        self.cascade = Cascade(model, p)
         if options.lattice_dir is not None:
             lattice_folder(options.lattice_dir)
 
@@ -111,11 +111,8 @@ register(
     "fst",
     FstOptions,
     factory=FstSearcher,
-    native_factory=lambda model, options: FstSearcher(model, options, "native"),
     exact=True,
     distinct=True,  # the cascade prunes R for the k-th distinct translation (fstdecode.fst.cascade)
+    # R's states carry the tapes' LR ends and Moses' gap rule (native/statespace.h).
     summary="the same search as a WFST cascade in OpenFst (exact); R and L built by the native core",
-    moses_model=True,  # the Python R: lexicalized reordering (fst.reorder) and Moses' gap rule (statespace.gaprule)
-    native_reordering=True,  # the native R: lexicalized reordering (the tapes' LR ends, native/statespace.h)
-    native_moses=True,  # and Moses' gap rule (native/statespace.h)
 )

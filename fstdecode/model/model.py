@@ -282,22 +282,16 @@ def _model_paths(
     return lm_path, pt_path
 
 
-def load_lm(path: str | Path, order: int | None, engine: str = "auto") -> ArpaLM | NativeLM | KenLMBinaryLM:
-    """The LM in ``path`` read up to ``order`` (None: the file's order).
-
-    A KenLM binary (detected by its magic bytes, whatever its name) is a
-    :class:`~fstdecode.io.kenlm_binary.KenLMBinaryLM`, and an ARPA file is read, by the
-    ``kenlm`` package (binary) or the Python reader (ARPA) for ``engine="python"``, else by
-    the native core's readers.
+def load_lm(path: str | Path, order: int | None) -> NativeLM | KenLMBinaryLM:
+    """The LM in ``path`` read up to ``order`` (None: the file's order), by the native core's
+    readers: a KenLM binary (detected by its magic bytes, whatever its name) is a
+    :class:`~fstdecode.io.kenlm_binary.KenLMBinaryLM`, an ARPA file a
+    :class:`~fstdecode.io.native_lm.NativeLM`. (:class:`~fstdecode.io.arpa.ArpaLM`, the Python
+    reader, is a reference the tests use; a model built on one still searches natively.)
     """
     if is_kenlm_binary(path):
-        return KenLMBinaryLM.from_file(path, max_order=order, engine=engine)
-    reader = ArpaLM if engine == "python" else NativeLM
-    return reader.from_file(path, max_order=order)
-
-
-#: ``--engine``: the native core, the Python reference, or (``auto``) native wherever it exists.
-ENGINES = ("auto", "native", "python")
+        return KenLMBinaryLM.from_file(path, max_order=order)
+    return NativeLM.from_file(path, max_order=order)
 
 
 def load_model(
@@ -312,15 +306,12 @@ def load_model(
     lm_order: int | None = None,
     source_vocabulary: Callable[[tuple[str, ...]], bool] | None = None,
     table: PhraseTable | None = None,
-    engine: str = "auto",
     distortion_semantics: str | None = None,
 ) -> Model:
     """Assemble a model; explicit arguments override the moses.ini ``config``.
 
-    ``engine``: ``python`` reads the LM with the Python reference reader
-    (:class:`~fstdecode.io.arpa.ArpaLM`); ``native`` or ``auto`` with the
-    native core (:class:`~fstdecode.io.native_lm.NativeLM`), which scores
-    identically and loads many times faster.
+    The LM is read by the native core (:func:`load_lm`); every search runs there (the
+    ``engine`` argument was removed: there is no other engine).
 
     With neither a config nor a phrase table nor an LM, the built-in example
     is loaded (and the other arguments still apply). ``weights`` are
@@ -344,10 +335,7 @@ def load_model(
     ``distortion_semantics``: ``"moses"`` or ``"paper"``
     (:mod:`fstdecode.model.distortion`); default ``"moses"`` when ``config``
     (a moses.ini) is given, ``"paper"`` otherwise (the built-in example included).
-    A decoder honours a default ``moses`` only for a model with lexicalized
-    reordering, and searches other default-``moses`` models under ``paper``
-    until every method implements Moses' rule; an explicit ``moses`` is refused
-    by the methods without it (:func:`fstdecode.search.base.resolve_model_support`).
+    Every method implements both.
 
     A moses.ini ``LexicalReordering`` line loads its table
     (:mod:`fstdecode.model.lexical_reordering`); its weights are ``lr``.
@@ -373,10 +361,8 @@ def load_model(
     w = _weights_from_ini(cfg) if cfg is not None else Weights()
     w = w.override(list(weights))
     order = lm_order or (ini_lm.int_arg("order", 0) if ini_lm and lm is None else 0) or None
-    if engine not in ENGINES:
-        raise ModelError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
     with reading_phase("language model", lm_path) as phase:
-        language_model = load_lm(lm_path, order, engine)
+        language_model = load_lm(lm_path, order)
         phase.said(f"order {language_model.order}, {sum(getattr(language_model, 'counts', ())):,} n-grams")
     num = ini_pt.num_features if ini_pt and phrase_table is None and "num-features" in ini_pt.args else None
     read_table = table is None

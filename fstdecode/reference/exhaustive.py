@@ -104,5 +104,4 @@ register(
     function=search,
     exact=True,
     summary="enumeration of every derivation (for tiny inputs)",
-    moses_model=True,
 )

@@ -13,24 +13,21 @@ A search method is three things, all registered here by the method's own module:
 The seam is narrow on purpose: a :class:`Searcher` takes one whole
 :class:`~fstdecode.problem.problem.SearchProblem` and returns one
 :class:`~fstdecode.problem.problem.SearchResult`, never a call per state, so
-a native core can stand behind it.
+the native core stands behind it (every registered method but the oracles of
+:mod:`fstdecode.reference`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from fstdecode.errors import FstdecodeError
-from fstdecode.model.model import ENGINES, Model
+from fstdecode.model.model import Model
 from fstdecode.problem.problem import SearchProblem, SearchResult
-
-_LOG = logging.getLogger("fstdecode")
-
 
 class OptionsError(FstdecodeError):
     """A search option out of its range, of the wrong type, or unknown to the method."""
@@ -156,14 +153,13 @@ class Searcher(Protocol):
 
 @dataclass(frozen=True)
 class Method:
-    """A registered search method (``--method name``).
+    """A registered search method (``--method name``): its options, its ``factory`` (the
+    production search: the native core's, but for the oracles of :mod:`fstdecode.reference`),
+    whether it proves optimality, and whether it honours ``unique`` itself.
 
-    ``native``, if not None, is the same search in the native core
-    (``function(problem, options)``), or ``native_factory`` makes a native searcher from the
-    model; the Python ``factory`` stays the reference. ``moses_model`` is True when the
-    Python engine implements lexicalized reordering and Moses' distortion semantics;
-    ``native_reordering`` and ``native_moses`` when the native engine implements the one and
-    the other (:func:`resolve_model_support`).
+    Every registered method implements every feature of a model (lexicalized reordering, both
+    distortion semantics, any sentence length); nothing is decided per model, and nothing falls
+    back to another engine.
     """
 
     name: str
@@ -171,50 +167,24 @@ class Method:
     factory: Callable[[Model, Any], Searcher]
     exact: bool
     summary: str
-    native: Callable[[SearchProblem, Any], SearchResult] | None = None
-    native_factory: Callable[[Model, Any], Searcher] | None = None
     #: The method's own searches honour ``unique`` (else :func:`searcher` wraps them in
     #: :class:`fstdecode.search.kbest.DistinctSearcher`).
     distinct: bool = False
-    moses_model: bool = False
-    native_reordering: bool = False
-    native_moses: bool = False
 
-    @property
-    def has_native(self) -> bool:
-        return self.native is not None or self.native_factory is not None
-
-    def engine(self, engine: str) -> str:
-        """The engine that serves ``engine`` (auto, native or python) for this method."""
-        if engine not in ENGINES:
-            raise OptionsError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
-        if engine == "auto":
-            return "native" if self.has_native else "python"
-        if engine == "native" and not self.has_native:
-            raise OptionsError(f"--method {self.name} has no native implementation yet; use --engine python or auto")
-        return engine
-
-    def searcher(self, model: Model, options: SearchOptions, engine: str = "auto") -> Searcher:
+    def searcher(self, model: Model, options: SearchOptions) -> Searcher:
         """The configured search; with ``options.unique`` and ``nbest > 1``, distinct translations
         (the method's own way, else by :class:`~fstdecode.search.kbest.DistinctSearcher`)."""
         if options.unique and options.nbest > 1 and not self.distinct:
             from fstdecode.search.kbest import DistinctSearcher
 
-            return DistinctSearcher(functools.partial(_plain_searcher, self.name, model, options, engine), options.nbest)
-        return self._searcher(model, options, engine)
-
-    def _searcher(self, model: Model, options: SearchOptions, engine: str) -> Searcher:
-        if self.engine(engine) == "native":
-            if self.native_factory is not None:
-                return self.native_factory(model, options)
-            return FunctionSearcher(self.native, options)
+            return DistinctSearcher(functools.partial(_plain_searcher, self.name, model, options), options.nbest)
         return self.factory(model, options)
 
 
-def _plain_searcher(method: str, model: Model, options: SearchOptions, engine: str, size: int) -> Searcher:
+def _plain_searcher(method: str, model: Model, options: SearchOptions, size: int) -> Searcher:
     """Method ``method``'s plain searcher for ``nbest=size`` (a module function, so that a
     DistinctSearcher built on it pickles, for runners that ship decoders)."""
-    return METHODS[method]._searcher(model, dataclasses.replace(options, nbest=size, unique=False), engine)
+    return METHODS[method].factory(model, dataclasses.replace(options, nbest=size, unique=False))
 
 
 @dataclass(frozen=True)
@@ -240,93 +210,18 @@ def register(
     summary: str,
     factory: Callable[[Model, Any], Searcher] | None = None,
     function: Callable[[SearchProblem, Any], SearchResult] | None = None,
-    native: Callable[[SearchProblem, Any], SearchResult] | None = None,
-    native_factory: Callable[[Model, Any], Searcher] | None = None,
     distinct: bool = False,
-    moses_model: bool = False,
-    native_reordering: bool = False,
-    native_moses: bool = False,
 ) -> Method:
-    """Register a method by a ``factory``, or by a ``function(problem, options)``; ``native``
-    (a function) or ``native_factory`` is its native-core twin, if it has one; ``distinct``: its
-    searches honour ``unique`` themselves."""
+    """Register a method by a ``factory``, or by a ``function(problem, options)``; ``distinct``:
+    its searches honour ``unique`` themselves."""
     if factory is None:
         if function is None:
             raise ValueError("register() needs a factory or a function")
-        factory = lambda model, opts: FunctionSearcher(function, opts)  # noqa: E731
-    method = METHODS[name] = Method(
-        name, options, factory, exact, summary, native, native_factory,
-        distinct=distinct, moses_model=moses_model, native_reordering=native_reordering, native_moses=native_moses,
-    )
+        factory = functools.partial(_function_searcher, function)
+    method = METHODS[name] = Method(name, options, factory, exact, summary, distinct=distinct)
     return method
 
 
-def resolve_model_support(method: Method, engine: str, model: Model) -> tuple[str, str]:
-    """The engine and distortion semantics a decoder of ``model`` with ``method`` uses: the one
-    place that decides which searches serve Moses' reordering features.
-
-    The Python engine of every method registered with ``moses_model`` implements lexicalized
-    reordering and Moses' distortion semantics (the coverage-state searches directly, the
-    signature-state ones through :mod:`fstdecode.statespace.reordering` and
-    :mod:`fstdecode.statespace.gaprule`); a native engine implements what its
-    ``native_reordering`` and ``native_moses`` say. Rules:
-
-    * the semantics is the model's: ``moses`` for a moses.ini unless ``--distortion-semantics``
-      says otherwise, else ``paper`` (README.md, "Distortion semantics");
-    * under ``engine="auto"`` a model that needs a feature gets the native engine if it
-      implements every feature needed, else the Python engine;
-    * an engine (or method) that lacks a needed feature raises OptionsError
-      ("... is not supported by --method X --engine native yet"), never searches without it.
-    """
-    lr = model.reordering is not None
-    semantics = model.distortion_semantics
-    needs = [
-        (what, field)
-        for what, field, needed in (
-            ("lexicalized reordering", "native_reordering", lr),
-            (f"Moses' distortion semantics ({_why_moses(model)})", "native_moses", semantics == "moses"),
-        )
-        if needed
-    ]
-    if needs and engine == "auto" and method.moses_model:
-        native = method.has_native and all(getattr(method, field) for _, field in needs)
-        resolved = "native" if native else "python"
-        if method.has_native and not native:  # never behind the user's back
-            lacking = " and ".join(what for what, field in needs if not getattr(method, field))
-            _LOG.warning(
-                "--method %s: the native engine lacks %s; decoding on the Python engine, 20-70x slower "
-                "(--method stack or exact run it natively)", method.name, lacking,
-            )
-    else:
-        resolved = method.engine(engine)
-    where = f"--method {method.name}" + (" --engine native" if resolved == "native" else "")
-    for what, field in needs:
-        if not method.moses_model or (resolved == "native" and not getattr(method, field)):
-            advice = "remove the LexicalReordering feature" if field == "native_reordering" else "--distortion-semantics paper"
-            raise OptionsError(f"{what} is not supported by {where} yet; use {_moses_methods(field)}, or {advice}")
-    return resolved, semantics
-
-
-def _why_moses(model: Model) -> str:
-    """Where a model's ``moses`` semantics comes from, for error messages."""
-    return "--distortion-semantics moses" if model.semantics_given else "the default for a moses.ini"
-
-
-def _moses_methods(field: str) -> str:
-    """The methods whose Python engine implements Moses' reordering features, as a phrase (naming the
-    Python engine where the native one lacks ``field``)."""
-    return " or ".join(
-        f"--method {m.name}" + ("" if getattr(m, field) or not m.has_native else " (the Python engine)")
-        for m in METHODS.values()
-        if m.moses_model
-    )
-
-
-def attach_native(
-    name: str, native: Callable[[SearchProblem, Any], SearchResult], *, reordering: bool = False, moses: bool = False
-) -> Method:
-    """Give the registered method ``name`` its native-core twin (:mod:`fstdecode.search.native`);
-    ``reordering``/``moses``: the twin implements lexicalized reordering / Moses' distortion
-    semantics too."""
-    method = METHODS[name] = dataclasses.replace(METHODS[name], native=native, native_reordering=reordering, native_moses=moses)
-    return method
+def _function_searcher(function: Callable[[SearchProblem, Any], SearchResult], model: Model, options: Any) -> Searcher:
+    """A FunctionSearcher for a method registered by its function (the model is not needed)."""
+    return FunctionSearcher(function, options)

@@ -3,8 +3,10 @@
 This is the search space of Koehn et al. (2003) and Moses without any
 pruning: a state is ``(coverage, last source position, last target word)``
 and a transition appends one phrase to the target string. It is exact and
-takes time exponential in n (Chang & Collins, Section 5.2); fstdecode uses
-it as an independent cross-check of the signature DP and for state counts.
+takes time exponential in n (Chang & Collins, Section 5.2). This Python DP is a reference
+oracle (an independent cross-check of the signature DP and of every native search, and state
+counts); ``--method coverage`` is the native core's (:mod:`fstdecode.search.native_coverage`),
+which reads :class:`CoverageOptions` from here.
 Positions and scores follow :mod:`fstdecode.problem.problem`.
 
 **Moses' models.** With a lexicalized reordering model the state also holds what the next
@@ -21,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult, no_derivation_message
-from fstdecode.search.base import SearchOptions, register
+from fstdecode.search.base import SearchOptions
 from fstdecode.search.kbest import first, insert_best
 from fstdecode.search.signature_dp import minimize_field
 from fstdecode.statespace.ngram import joined
@@ -114,5 +116,3 @@ def search(problem: SearchProblem, options: CoverageOptions = CoverageOptions())
         out.append((score, tuple(reversed(phrases))))
     return SearchResult(tuple(out), optimal=True, states=states, transitions=transitions)
 
-
-register("coverage", CoverageOptions, function=search, exact=True, summary="the bit-vector DP over coverage vectors (exact, exponential)", moses_model=True)

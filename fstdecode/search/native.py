@@ -2,17 +2,17 @@
 
 :func:`native_problem` turns a :class:`~fstdecode.problem.problem.SearchProblem` into the
 core's ``Problem`` (the same options, in the same order, over the same per-sentence word ids,
-so the core's states are the Python engine's; with a lexicalized reordering model, each
+so the core's states are the Python oracles'; with a lexicalized reordering model, each
 option's weighted ``lr_back``/``lr_next`` rows, and the distortion semantics), :func:`to_result` turns the core's result back
 into a :class:`~fstdecode.problem.problem.SearchResult` over the problem's Phrase objects, and
-:func:`stack_search` is the native twin of :func:`fstdecode.search.stack.search`.
+the searches are in :mod:`.native_stack`, :mod:`.native_signature`, :mod:`.native_coverage`
+and :mod:`.native_exact`.
 
 The core scores with a ``_core.LanguageModel``: the problem's LM's own (``problem.lm.core``: a
 :class:`fstdecode.io.native_lm.NativeLM`'s ``NgramLM``, or a
 :class:`fstdecode.io.kenlm_binary.KenLMBinaryLM`'s ``KenLMBinary``), or, for a Python
-:class:`~fstdecode.io.arpa.ArpaLM` (``--engine python`` models), one parsed from the same file
-once per (path, order) and kept for the process (a KenLMBinaryLM read with the ``kenlm``
-package opens its file with the core's reader once: :meth:`KenLMBinaryLM.native_core`).
+:class:`~fstdecode.io.arpa.ArpaLM` (the reference reader the tests build models with), one
+parsed from the same file once per (path, order) and kept for the process.
 """
 
 from __future__ import annotations
@@ -34,10 +34,8 @@ from fstdecode.model.features import UNKNOWN_WORD_VALUE, Weights
 from fstdecode.model.lexical_reordering import BACKWARD, FORWARD
 from fstdecode.problem.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult, no_derivation_message
 from fstdecode.problem.sentence import Phrase, unknown_pair
-from fstdecode.search.base import attach_native
-from fstdecode.search.stack import StackOptions
 
-__all__ = ["NativeForm", "NativeTable", "native_form", "native_problem", "to_result", "stack_search", "lm_core"]
+__all__ = ["NativeForm", "NativeTable", "native_form", "native_problem", "to_result", "lm_core", "options_form"]
 
 _CORES: dict[tuple[str, int], Any] = {}
 _BY_OBJECT: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -273,6 +271,16 @@ def native_form(problem: SearchProblem) -> NativeForm:
     return form
 
 
+def options_form(problem: SearchProblem) -> NativeForm:
+    """The core's form of ``problem``'s Python options, whatever :func:`native_form` holds: for
+    a search that must name the options it keeps (``flat[i]`` is the core's option i)."""
+    form = native_form(problem)
+    if not form.flat:  # a problem the core built from the table
+        form = NativeForm(native_problem(problem), flat=tuple(_flat_options(problem)))
+        _set_moses(problem, form)
+    return form
+
+
 def native_problem(problem: SearchProblem) -> Any:
     """The core ``Problem`` of ``problem``'s Python options (indexed as :func:`_flat_options`),
     word ids, distortion limit and weights (ŵ(p) comes from ``Option.score`` as computed in Python)."""
@@ -309,7 +317,7 @@ def to_result(problem: SearchProblem, result: Any) -> SearchResult:
     """The core's ``Result`` as a SearchResult over the problem's phrases.
 
     Raises SearchLimitError for status ``"budget"`` (with the best derivations found, if any,
-    as its ``best``) and SearchError for ``"none"``, as the Python searches do.
+    as its ``best``) and SearchError for ``"none"``, as the Python oracles do.
     """
     status = result.status
     hypotheses = ()
@@ -324,34 +332,3 @@ def to_result(problem: SearchProblem, result: Any) -> SearchResult:
     if status:
         raise SearchError(f"the native search ended with an unknown status {status!r}: {result.message}")
     return SearchResult(hypotheses, result.optimal, result.states, result.transitions)
-
-
-def _off(value: float | None) -> float:
-    return -1.0 if value is None else float(value)
-
-
-def stack_search(problem: SearchProblem, options: StackOptions = StackOptions()) -> SearchResult:
-    """:func:`fstdecode.search.stack.search` in the native core: the same derivations, scores,
-    ``states`` and ``transitions``, and the same errors."""
-    core_options = _core.StackOptions(
-        nbest=options.nbest,
-        max_states=-1 if options.max_states is None else options.max_states,
-        beam_size=options.beam_size,
-        beam_threshold=_off(options.beam_threshold),
-        distortion_estimate=options.distortion_estimate,
-        early_pruning=options.early_pruning,
-        # The threshold early pruning uses, resolved in Python (ln 1e5 computed once, by Python).
-        early_threshold=float(options.threshold),
-    )
-    result = _core.stack_search(native_form(problem).core, core_options)
-    if result.status == "none":
-        # The Python engine's message, formatted by Python.
-        raise SearchError(
-            f"no complete hypothesis: every partial hypothesis was pruned or could not finish within "
-            f"the distortion limit d={problem.d}; widen the beam (beam size {options.beam_size}, beam threshold "
-            f"{options.beam_threshold}, early threshold {options.threshold if options.early_pruning else None})"
-        )
-    return to_result(problem, result)
-
-
-attach_native("stack", stack_search, reordering=True, moses=True)

@@ -1,9 +1,8 @@
-"""``--method exact`` in the native core: the twin of :func:`fstdecode.search.exact.search`.
+"""``--method exact`` in the native core: A* over coverage states with a certificate.
 
-The lower bound comes from the native stack decoder; the core runs the same A* (the same
-states, bounds and budgets) and :func:`fstdecode.search.exact.finish` turns its result into the
-searcher's answer, as for the Python engine. Scores agree with the Python engine's to rounding
-(the sums are formed in the same order; ties may pop in another order).
+The lower bound comes from the native stack decoder (:func:`lower_bound`); the core runs the A*
+whose heuristic docs/exact.md proves admissible and consistent, and :func:`finish` turns its
+result into the searcher's answer.
 
 A sentence of any length stays in the core: beyond 512 words its coverages are held in a
 sliding window (``WinCov``, native/coverage_set.h). A transition the window cannot hold is
@@ -16,14 +15,14 @@ from __future__ import annotations
 import math
 
 from fstdecode._native import core as _core
-from fstdecode.problem.problem import SearchLimitError, SearchProblem, SearchResult
-from fstdecode.search import exact
-from fstdecode.search.base import OptionsError, attach_native
+from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult, no_derivation_message
+from fstdecode.search.base import OptionsError, register
 from fstdecode.search.exact import ExactOptions
-from fstdecode.search.native import native_form, stack_search
+from fstdecode.search.native import native_form, options_form
+from fstdecode.search.native_stack import stack_search
 from fstdecode.search.stack import StackOptions
 
-__all__ = ["exact_search"]
+__all__ = ["exact_search", "finish", "kth_score", "lower_bound", "support"]
 
 
 def _core_result(problem: SearchProblem, result) -> tuple[SearchResult, str]:
@@ -60,30 +59,72 @@ def _stack_lower_bound(problem: SearchProblem, options: StackOptions) -> SearchR
         return e.best
 
 
+def lower_bound(problem: SearchProblem, nbest: int) -> SearchResult | None:
+    """The native stack decoder's k best (default settings): real derivations, so a lower bound;
+    None if it finds none."""
+    try:
+        return _stack_lower_bound(problem, StackOptions(nbest=nbest))
+    except SearchError:
+        return None
+
+
+def finish(problem: SearchProblem, result: SearchResult, status: str, lower: SearchResult | None) -> SearchResult:
+    """The searcher's answer from the A* result and status.
+
+    Over budget: SearchLimitError carrying the best derivations known, not proven, with the
+    upper bound. ``states`` and ``transitions`` include the lower bound's stack search.
+    """
+    states = result.states + (lower.states if lower else 0)
+    transitions = result.transitions + (lower.transitions if lower else 0)
+    if status.startswith("budget"):
+        hypotheses = result.hypotheses
+        if lower is not None and (not hypotheses or lower.hypotheses[0][0] > hypotheses[0][0]):
+            hypotheses = lower.hypotheses
+        best = SearchResult(hypotheses, False, states, transitions, result.upper_bound) if hypotheses else None
+        raise SearchLimitError(status.partition(": ")[2], best)
+    if status == "none" or not result.hypotheses:
+        if lower is not None:
+            raise SearchError("the exact search lost the stack decoder's derivation (a bug)")
+        raise SearchError(no_derivation_message(problem.d))
+    if lower is not None and result.hypotheses[0][0] < lower.hypotheses[0][0] - 1e-6 * max(1.0, abs(lower.hypotheses[0][0])):
+        raise SearchError("the exact search scored below the stack decoder's derivation (a bug)")
+    return SearchResult(result.hypotheses, True, states, transitions, result.upper_bound)
+
+
+def kth_score(lower: SearchResult | None, nbest: int) -> float:
+    """The score every one of the k best derivations reaches: the stack's k-th, if it found k."""
+    if lower is None or len(lower.hypotheses) < nbest:
+        return -math.inf
+    return lower.hypotheses[nbest - 1][0]
+
+
 def exact_search(problem: SearchProblem, options: ExactOptions = ExactOptions()) -> SearchResult:
-    """:func:`fstdecode.search.exact.search` in the native core."""
-    lower = exact.lower_bound(problem, options.nbest, _stack_lower_bound)
+    """The k best derivations, proven (``optimal``, ``upper_bound`` = the best score); over budget,
+    SearchLimitError with the best known derivations and a valid upper bound."""
+    lower = lower_bound(problem, options.nbest)
     core_options = _core.ExactOptions(
         nbest=options.nbest,
         max_states=-1 if options.max_states is None else options.max_states,
         time_limit=_core_time_limit(options.time_limit),
-        lower_bound=exact.kth_score(lower, options.nbest),
+        lower_bound=kth_score(lower, options.nbest),
     )
     result, status = _core_result(problem, _core.exact_search(native_form(problem).core, core_options))
-    return exact.finish(problem, result, status, lower)
+    return finish(problem, result, status, lower)
 
 
-attach_native("exact", exact_search, reordering=True, moses=True)
+register("exact", ExactOptions, function=exact_search, exact=True, summary="A* over coverage states with a certificate (exact, any LM order)")
 
 
 
 def support(
     problem: SearchProblem, threshold: float, max_states: int | None = None, time_limit: float | None = None
 ) -> tuple[list | None, SearchResult, str]:
-    """:func:`fstdecode.search.exact.support` in the native core (the same A*, transitions and β)."""
-    form = native_form(problem)
-    if not form.flat:  # (no Python options to name: a problem the core built)
-        return exact.support(problem, threshold, max_states, time_limit)
+    """The options of every derivation scoring at least ``threshold`` (a superset: it may hold
+    more), from the A* run to exhaustion above the threshold (the lemma: a derivation reaching
+    the threshold passes only through states whose bound reaches it, so each of its transitions
+    is recorded and its options kept). Returns (options in the order of the problem's options,
+    or None when the budget ran out; the A* result; its status)."""
+    form = options_form(problem)
     core_options = _core.ExactOptions(
         nbest=1,
         max_states=-1 if max_states is None else max_states,

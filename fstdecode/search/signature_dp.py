@@ -4,6 +4,10 @@ States are processed in order of j; transitions come from
 :func:`fstdecode.statespace.signature.expand` (already filtered by ``valid()``).
 Each state keeps its k best (score, backpointer) entries, so ``nbest=k``
 returns the k best derivations, all distinct (a derivation is one path).
+
+This is a reference oracle, not an engine a user can pick: ``--method dp`` is the native
+core's (:mod:`fstdecode.search.native_signature`), and the tests hold its results to this one.
+:class:`DpOptions`, the method's options, stays here: the native wrapper reads it.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult, no_derivation_message
-from fstdecode.search.base import SearchOptions, option, register
+from fstdecode.search.base import SearchOptions, option
 from fstdecode.search.kbest import first, insert_best
 from fstdecode.statespace.ngram import state_space
 from fstdecode.statespace.signature import Sigs, Step, phrases_of
@@ -130,9 +134,3 @@ def search(problem: SearchProblem, options: DpOptions = DpOptions()) -> SearchRe
     chart = run(problem, nbest=options.nbest, max_states=options.max_states, minimize=options.minimize)
     return result(problem, chart, optimal=True, empty=no_derivation_message(problem.d))
 
-
-register(
-    "dp", DpOptions, function=search, exact=True,
-    summary="the signature-state DP of Chang & Collins (exact)",
-    moses_model=True,  # signature states with lexicalized reordering and Moses' gap rule (statespace.reordering, .gaprule)
-)

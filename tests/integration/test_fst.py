@@ -279,7 +279,7 @@ def test_binary_vector_fst_equals_add_arc():
 @settings(max_examples=12, **SETTINGS)
 @given(case=random_case(max_n=5, order=3, any_sign=True))
 def test_native_pruned_reordering_equals_python(order, case):
-    """The pruned R (threshold: the best derivation's score) is the same machine in both engines."""
+    """The pruned R (threshold: the best derivation's score) is the same machine from both R builders (the Python oracle and the core)."""
     model, sentence = case
     if order == 2:
         model = dataclasses.replace(model, lm=model.lm.restrict(2))

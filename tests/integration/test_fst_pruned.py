@@ -75,16 +75,15 @@ def test_pruned_reordering_is_much_smaller_on_hansards():
 
 
 @pytest.mark.slow  # the exhaustive oracle on 6 trigram words: up to minutes on an unlucky draw
-@pytest.mark.parametrize("engine", ["native", "python"])
 @settings(max_examples=8, **SETTINGS)
 @given(case=random_case(min_n=4, max_n=6, order=3, any_sign=True))
-def test_pruned_cascade_over_budget_gives_a_valid_gap(engine, case):
+def test_pruned_cascade_over_budget_gives_a_valid_gap(case):
     """A budget that runs out (in the A* that finds R's options, or in the walk) gives the stack
     decoder's derivation, not optimal, with a gap that bounds the oracle's best."""
     model, sentence = case
     best = exhaustive.search(problem_of(case), exhaustive.ExhaustiveOptions(max_states=NO_BUDGET)).hypotheses[0][0]
     for budget in (3, 12):
-        got = Decoder(model, "fst", engine=engine, max_states=budget).decode(list(sentence))
+        got = Decoder(model, "fst", max_states=budget).decode(list(sentence))
         if got.optimal:
             assert got.best.search_score == pytest.approx(best, abs=1e-6)
             continue

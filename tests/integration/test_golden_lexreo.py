@@ -40,10 +40,10 @@ def golden(request):
     folder = data_path("moses-lexreo-europarl-fr-en")
     # The scorer needs every pair, not the top 20.
     if request.param == "binlm":
-        model = load_model(folder / "moses.binlm.ini", table_limit=0, engine="native")
+        model = load_model(folder / "moses.binlm.ini", table_limit=0)
         assert model.lm.core is not None  # the core's KenLMBinary, not the kenlm package
     else:
-        model = load_model(folder / "moses.ini", table_limit=0, engine=request.param)
+        model = load_model(folder / "moses.ini", table_limit=0)
     inputs = [line.split() for line in (folder / "to-translate.txt").read_text(encoding="utf-8").splitlines()]
     entries = parse_nbest((folder / "truth" / "moses-nbest-100.txt").read_text(encoding="utf-8"))
     results = (folder / "truth" / "results.txt").read_text(encoding="utf-8")

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 import pywrapfst as fst
 
 from fstdecode.decoder import Decoder
+from fstdecode.search import signature_dp
 from fstdecode.fst.cascade import Cascade, exact_path_score, read_paths
 from fstdecode.fst.reorder import build_reordering
 from fstdecode.problem.scorer import check_distortion_limit
@@ -52,21 +53,25 @@ def test_signature_searches_equal_exhaustive(semantics, type_string, data):
     model, sentence = data.draw(moses_case(max_n=5, order=data.draw(ORDERS), semantics=semantics, types=(type_string,)))
     best = oracle(model, sentence, nbest=3)
     assert best.best is not None, best.error
-    for engine in ("python", "native"):
-        decoders = [
-            Decoder(model, "dp", engine=engine, max_states=NO_BUDGET, nbest=3),
-            Decoder(model, "bounded", engine=engine, max_states=NO_BUDGET),
-            Decoder(model, "beam", engine=engine, beam_size=2, max_states=NO_BUDGET),
-        ]
-        assert all((d.engine, d.semantics) == (engine, semantics) for d in decoders)
-        dp, bounded, beam = (d.decode(sentence) for d in decoders)
-        assert [d.score for d in dp.derivations] == pytest.approx([d.score for d in best.derivations], abs=1e-9)
-        assert bounded.best.score == pytest.approx(best.best.score, abs=1e-9)
-        assert beam.best.score <= best.best.score + 1e-9
-        for result in (dp, bounded, beam):
-            for d in result.derivations:
-                assert d.search_score == pytest.approx(d.score, abs=1e-9)  # the running score is the model's
-                check_distortion_limit(len(sentence), d.phrases, model.distortion_limit, semantics)
+    decoders = [
+        Decoder(model, "dp", max_states=NO_BUDGET, nbest=3),
+        Decoder(model, "bounded", max_states=NO_BUDGET),
+        Decoder(model, "beam", beam_size=2, max_states=NO_BUDGET),
+    ]
+    assert all(d.semantics == semantics for d in decoders)
+    dp, bounded, beam = (d.decode(sentence) for d in decoders)
+    want = [d.score for d in best.derivations]
+    assert [d.score for d in dp.derivations] == pytest.approx(want, abs=1e-9)
+    assert bounded.best.score == pytest.approx(best.best.score, abs=1e-9)
+    assert beam.best.score <= best.best.score + 1e-9
+    for result in (dp, bounded, beam):
+        for d in result.derivations:
+            assert d.search_score == pytest.approx(d.score, abs=1e-9)  # the running score is the model's
+            check_distortion_limit(len(sentence), d.phrases, model.distortion_limit, semantics)
+    # The Python signature DP, the oracle the native searches are held to elsewhere, against exhaustive.
+    problem = decoders[0].problem(sentence)
+    oracle_dp = signature_dp.search(problem, signature_dp.DpOptions(nbest=3, max_states=NO_BUDGET))
+    assert [s for s, _ in oracle_dp.hypotheses] == pytest.approx(want, abs=1e-9)
 
 
 @pytest.mark.slow
@@ -76,7 +81,7 @@ def test_signature_searches_equal_exhaustive(semantics, type_string, data):
 def test_full_python_r_equals_exhaustive_and_scores_paths_exactly(semantics, data):
     model, sentence = data.draw(moses_case(max_n=5, order=data.draw(ORDERS), semantics=semantics))
     best = oracle(model, sentence)
-    out = Cascade(model, engine="python", pruned=False).search(sentence, semantics=semantics)
+    out = Cascade(model, pruned=False, reference_r=True).search(sentence, semantics=semantics)
     assert out.result.hypotheses[0][0] == pytest.approx(best.best.score, abs=1e-9)
     problem = out.problem
     for labels, _ in read_paths(fst.shortestpath(out.raw_lattice, nshortest=6)):
@@ -94,7 +99,7 @@ def test_r_walked_with_the_best_score_as_threshold_keeps_it(semantics, data):
     # charge would drop the best derivation.
     model, sentence = data.draw(moses_case(max_n=5, order=data.draw(ORDERS), semantics=semantics))
     best = oracle(model, sentence).best.score
-    cascade = Cascade(model, engine="python", pruned=False)
+    cascade = Cascade(model, pruned=False, reference_r=True)
     problem = cascade.search(sentence, semantics=semantics).problem
     labels = cascade.labels_for(problem.sentence)  # the unknown words' labels are per sentence
     pruned = build_reordering(problem, labels, threshold=best)
@@ -107,18 +112,17 @@ def test_r_walked_with_the_best_score_as_threshold_keeps_it(semantics, data):
 @SEMANTICS
 @settings(max_examples=20, **SEARCH_SETTINGS)
 @given(data=st.data())
-def test_fst_method_decodes_reordering_models_in_both_engines(semantics, data):
+def test_fst_method_decodes_reordering_models(semantics, data):
     model, sentence = data.draw(moses_case(max_n=4, semantics=semantics))
     best = oracle(model, sentence).best.score
-    for engine in ("python", "native"):
-        decoder = Decoder(model, "fst", engine=engine, max_states=NO_BUDGET)
-        assert (decoder.engine, decoder.semantics) == (engine, semantics)
-        result = decoder.decode(sentence)
-        assert result.best.score == pytest.approx(best, abs=1e-9)
-        assert result.best.search_score == pytest.approx(result.best.score, abs=1e-9)
+    decoder = Decoder(model, "fst", max_states=NO_BUDGET)
+    assert decoder.semantics == semantics
+    result = decoder.decode(sentence)
+    assert result.best.score == pytest.approx(best, abs=1e-9)
+    assert result.best.search_score == pytest.approx(result.best.score, abs=1e-9)
 
 
-def test_cascade_charges_reordering_in_both_engines(tmp_path):
+def test_cascade_charges_reordering_in_both_r_builders(tmp_path):
     # R's labels spell each transition's charge (|lr:O1,O2=V); the native R writes the same ones
     # (tests/unit/test_native_lexreo.py compares the machines on random models).
     from fstdecode.model.model import load_model
@@ -133,8 +137,8 @@ def test_cascade_charges_reordering_in_both_engines(tmp_path):
         encoding="utf-8",
     )
     model = load_model(tmp_path / "moses.ini", distortion_semantics="paper")
-    for engine in ("python", "native"):
-        out = Cascade(model, engine=engine, pruned=False).search(("u",))
+    for reference in (True, False):  # the Python R builder (the oracle) and the core's
+        out = Cascade(model, pruned=False, reference_r=reference).search(("u",))
         # u alone: monotone from the sentence start, ln 0.1 on top of ln 0.5 (TM) and the unigram LM.
         assert out.result.hypotheses[0][0] == pytest.approx(out.problem.score(out.result.hypotheses[0][1])[1], abs=1e-9)
         # Its labels: u after <s> (monotone, charged ln 0.1), u opening a tape of its own (its charge
@@ -143,5 +147,5 @@ def test_cascade_charges_reordering_in_both_engines(tmp_path):
             "op:0-0:_:_:_:2:a|lr:_,_=0.0",
             f"op:0-0:-1:-1:_:2:a|<s> a|lr:monotone,_={math.log(0.1)!r}",
             "op:1-1:-1:0:_:0:</s>|a </s>|lr:_,_=0.0",
-        ], engine
+        ], reference
         assert list(out.reordering.lr) == [0.0, 0.0, math.log(0.1), 0.0]

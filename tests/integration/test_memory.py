@@ -78,7 +78,7 @@ for k, line in zip(range(config["sentences"]), itertools.cycle(lines)):
     over_budget += result.reason is not None
     if k + 1 == config["warm_up"] or (k + 1) % 100 == 0:
         readings[k + 1] = rss()
-print(json.dumps({"engine": decoder.engine, "readings": readings, "failed": failed[:5],
+print(json.dumps({"engine": "native", "readings": readings, "failed": failed[:5],
                   "over_budget": over_budget, "trimmed": _trim is not None}))
 """
 

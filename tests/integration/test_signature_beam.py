@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from fstdecode.decoder import Decoder
 from fstdecode.problem.scorer import score as score_derivation
-from fstdecode.search import bounded, coverage_dp, signature_beam
+from fstdecode.search import bounded, coverage_dp, native_signature, signature_beam
 from fstdecode.problem.problem import SearchError
 
 from randmodels import NO_BUDGET, problem_of, random_case
@@ -33,7 +33,7 @@ def optimum(problem, nbest: int = 1) -> list[float]:
 @given(random_case(max_n=6), st.sampled_from(signature_beam.HEURISTICS))
 def test_huge_beam_is_exact_bigram(case, heuristic):
     problem = problem_of(case)
-    beam = signature_beam.search(problem, signature_beam.BeamOptions(beam_size=10**6, heuristic=heuristic, nbest=3)).hypotheses
+    beam = native_signature.beam_search(problem, signature_beam.BeamOptions(beam_size=10**6, heuristic=heuristic, nbest=3)).hypotheses
     assert [h[0] for h in beam] == pytest.approx(optimum(problem, nbest=3), abs=1e-9)
 
 
@@ -43,7 +43,7 @@ def test_huge_beam_is_exact_bigram(case, heuristic):
 def test_huge_beam_is_exact_trigram(case):
     problem = problem_of(case)
     exact = optimum(problem)[0]
-    assert signature_beam.search(problem, signature_beam.BeamOptions(beam_size=10**6)).hypotheses[0][0] == pytest.approx(exact, abs=1e-9)
+    assert native_signature.beam_search(problem, signature_beam.BeamOptions(beam_size=10**6)).hypotheses[0][0] == pytest.approx(exact, abs=1e-9)
 
 
 @pytest.mark.slow
@@ -57,7 +57,7 @@ def test_small_beams_return_true_scores_never_above_the_optimum(case, sizes):
     for heuristic in signature_beam.HEURISTICS:
         for size in sizes:
             try:
-                out = signature_beam.search(problem, signature_beam.BeamOptions(beam_size=size, heuristic=heuristic))
+                out = native_signature.beam_search(problem, signature_beam.BeamOptions(beam_size=size, heuristic=heuristic))
             except SearchError:
                 continue  # a beam may find nothing even after widening; the error says so
             score, phrases = out.hypotheses[0]
@@ -71,19 +71,19 @@ def test_bound_heuristic_is_exact_on_the_examples_with_a_tiny_beam(example_decod
     for sentence in EXAMPLES:
         problem = example_decoder.problem(sentence.split())
         exact = optimum(problem)[0]
-        assert signature_beam.search(problem, signature_beam.BeamOptions(beam_size=3)).hypotheses[0][0] == pytest.approx(exact, abs=1e-9)
+        assert native_signature.beam_search(problem, signature_beam.BeamOptions(beam_size=3)).hypotheses[0][0] == pytest.approx(exact, abs=1e-9)
 
 
 def test_threshold_prunes_states(example_decoder):
     problem = example_decoder.problem(EXAMPLES[0].split())
-    wide = signature_beam.search(problem, signature_beam.BeamOptions(beam_size=10**9, beam_threshold=None))
-    narrow = signature_beam.search(problem, signature_beam.BeamOptions(beam_size=10**9, beam_threshold=2.0))
+    wide = native_signature.beam_search(problem, signature_beam.BeamOptions(beam_size=10**9, beam_threshold=None))
+    narrow = native_signature.beam_search(problem, signature_beam.BeamOptions(beam_size=10**9, beam_threshold=2.0))
     assert narrow.states < wide.states
 
 
 def assert_bounded_search_is_exact(problem) -> None:
     # The bound filter must never drop a state of an optimal derivation.
-    out = bounded.search(problem, bounded.BoundedOptions(max_states=NO_BUDGET))
+    out = native_signature.bounded_search(problem, bounded.BoundedOptions(max_states=NO_BUDGET))
     assert out.hypotheses[0][0] == pytest.approx(optimum(problem)[0], abs=1e-9)
     assert out.optimal is True
 

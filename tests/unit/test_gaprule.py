@@ -5,9 +5,9 @@
   on every ordering of every segmentation of up to 7 words and every d up to 5.
 * README's example: two prefixes that reach the same ``paper`` signature state, one legal for
   Moses and one not: under ``moses`` the illegal one has no path.
-* dp, bounded, beam and the cascade of the Python engine equal the exhaustive oracle under ``moses``
-  semantics on random models without a reordering model (with one:
-  tests/integration/test_lexreo_signature.py; the native engine: tests/unit/test_native_gaprule.py).
+* dp, bounded, beam, the cascade and the Python signature DP oracle equal the exhaustive oracle
+  under ``moses`` semantics on random models without a reordering model (with one:
+  tests/integration/test_lexreo_signature.py).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fstdecode.decoder import Decoder
+from fstdecode.search import signature_dp
 from fstdecode.model.distortion import derivation_violation, jump
 from fstdecode.problem.scorer import check_distortion_limit
 from fstdecode.statespace.gaprule import canonical, reach
@@ -102,19 +103,22 @@ def test_signature_searches_equal_exhaustive_under_moses(data):
     model, sentence = data.draw(random_case(max_n=6, max_d=4, order=order, any_sign=True))
     model = dataclasses.replace(model, distortion_semantics="moses", semantics_given=True)
     best = Decoder(model, "exhaustive", max_states=NO_BUDGET, nbest=3).decode(sentence)
-    # The Python engine (the native one: tests/unit/test_native_gaprule.py).
+    # The native searches, and beside them the Python signature DP (the oracle the others are held to).
     decoders = {
-        "dp": Decoder(model, "dp", engine="python", max_states=NO_BUDGET, nbest=3),
-        "bounded": Decoder(model, "bounded", engine="python", max_states=NO_BUDGET),
-        "beam": Decoder(model, "beam", engine="python", beam_size=2, max_states=NO_BUDGET),
-        "fst": Decoder(model, "fst", engine="python", max_states=NO_BUDGET),
+        "dp": Decoder(model, "dp", max_states=NO_BUDGET, nbest=3),
+        "bounded": Decoder(model, "bounded", max_states=NO_BUDGET),
+        "beam": Decoder(model, "beam", beam_size=2, max_states=NO_BUDGET),
+        "fst": Decoder(model, "fst", max_states=NO_BUDGET),
     }
-    assert {(d.engine, d.semantics) for d in decoders.values()} == {("python", "moses")}
+    assert {d.semantics for d in decoders.values()} == {"moses"}
     results = {name: d.decode(sentence) for name, d in decoders.items()}
     if best.best is None:  # no derivation within the limit: the exact searches find none either
         assert results["dp"].best is None and results["bounded"].best is None
         return
     assert [d.score for d in results["dp"].derivations] == pytest.approx([d.score for d in best.derivations], abs=1e-9)
+    problem = decoders["dp"].problem(sentence)
+    oracle = signature_dp.search(problem, signature_dp.DpOptions(nbest=3, max_states=NO_BUDGET))
+    assert [s for s, _ in oracle.hypotheses] == pytest.approx([d.score for d in best.derivations], abs=1e-9)
     assert results["bounded"].best.score == pytest.approx(best.best.score, abs=1e-9)
     assert results["fst"].best.score == pytest.approx(best.best.score, abs=1e-9)
     assert results["beam"].best is None or results["beam"].best.score <= best.best.score + 1e-9
@@ -126,13 +130,12 @@ def test_signature_searches_equal_exhaustive_under_moses(data):
 
 @pytest.mark.parametrize("method", ["dp", "beam", "bounded", "fst"])
 def test_explicit_moses_semantics_on_a_plain_model_runs_natively(tmp_path, method):
-    # Without a reordering model the native signature searches (and the native R) serve both
-    # semantics (native/statespace.h carries the gap rule); with one, moses or not, they take
-    # the Python engine (tests/unit/test_lexical_reordering.py).
+    # The native signature searches (and the native R) serve both semantics (native/statespace.h
+    # carries the gap rule).
     paper = model_of(tmp_path, None)
     moses = dataclasses.replace(paper, distortion_semantics="moses", semantics_given=True)
-    assert (Decoder(paper, method).engine, Decoder(paper, method).semantics) == ("native", "paper")
-    assert (Decoder(moses, method).engine, Decoder(moses, method).semantics) == ("native", "moses")
+    assert Decoder(paper, method).semantics == "paper"
+    assert Decoder(moses, method).semantics == "moses"
 
 
 def test_no_jump_into_eos_is_owed_under_moses(tmp_path):

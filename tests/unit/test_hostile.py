@@ -60,7 +60,7 @@ def test_every_keyword_setting_travels(model):
     import inspect
 
     keywords = [n for n, p in inspect.signature(Decoder.__init__).parameters.items() if p.kind is p.KEYWORD_ONLY]
-    assert set(keywords) >= {"engine", "xml_input"}
+    assert set(keywords) >= {"xml_input"}
     assert set(Decoder(model, "stack").settings()) == set(keywords)
 
 
@@ -321,11 +321,10 @@ def test_a_real_ctrl_c_early_in_the_run_gives_no_traceback(delay):
     assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, err.decode())
 
 
-@pytest.mark.slow  # the Python engine on the gold model: ~4 s
-def test_auto_decodes_the_reordering_gold_model_natively():
+@pytest.mark.slow  # the gold model: ~4 s
+def test_the_reordering_gold_model_decodes_without_a_warning():
     # --method dp on a model with lexicalized reordering once fell back to the Python engine (with
-    # a warning); its native engine now implements it: no warning, and the Python engine's output.
-    # (The warning itself: tests/unit/test_kenlm_binary.py, a binary the core cannot read.)
+    # a warning); every method runs in the core now: no warning, and --engine is refused.
     from shared import data_path, run_cli
 
     folder = data_path("moses-lexreo-europarl-fr-en")
@@ -333,7 +332,6 @@ def test_auto_decodes_the_reordering_gold_model_natively():
     args = ["decode", "-f", str(folder / "moses.ini"), "--max-states", "2000"]
     auto = run_cli([*args, "--method", "dp"], line)
     assert auto.returncode == 0, auto.stderr
-    assert "Python engine" not in auto.stderr
+    assert auto.stderr == "" or "Python engine" not in auto.stderr
     asked = run_cli([*args, "--method", "dp", "--engine", "python"], line)
-    assert "Python engine" not in asked.stderr
-    assert asked.stdout == auto.stdout
+    assert asked.returncode == 2 and "--engine was removed" in asked.stderr

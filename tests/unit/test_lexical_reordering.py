@@ -254,65 +254,30 @@ def test_scorer_total_includes_the_weighted_lr_features(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# Which methods serve such a model (fstdecode.search.base.resolve_model_support, the one place)
+# Every method serves such a model (the native core; exhaustive, the oracle, in Python)
 
 
-def test_which_engine_serves_lexicalized_reordering(tmp_path):
+def test_every_method_serves_lexicalized_reordering(tmp_path):
     model = load_model(lr_ini(tmp_path, f"LexicalReordering type=msd-bidirectional-fe path={tmp_path / 'rt'}"))
     paper = load_model(lr_ini(tmp_path, f"LexicalReordering type=msd-bidirectional-fe path={tmp_path / 'rt'}"),
                        distortion_semantics="paper")
-    with pytest.raises(OptionsError, match="--method exhaustive has no native implementation"):
-        Decoder(model, "exhaustive", engine="native")
-    # Every method with a native engine serves it in both engines, under either semantics, the
-    # native one by default (the signature methods: tests/unit/test_native_lexreo.py).
-    for method in ("dp", "beam", "bounded", "fst"):
+    for method in METHODS:
         for m, semantics in ((model, "moses"), (paper, "paper")):
-            for engine, want in (("auto", "native"), ("native", "native"), ("python", "python")):
-                decoder = Decoder(m, method, engine=engine)
-                assert (decoder.engine, decoder.semantics) == (want, semantics), (method, engine)
-                best = decoder.decode("das muss").best
-                assert len(best.features.lr) == 6 and best.search_score == pytest.approx(best.score)
-    for method in ("stack", "exact", "coverage"):
-        for engine, want in (("auto", "native"), ("native", "native"), ("python", "python")):
-            decoder = Decoder(model, method, engine=engine)
-            assert (decoder.engine, decoder.semantics) == (want, "moses"), (method, engine)
-            result = decoder.decode("das muss")
-            assert len(result.best.features.lr) == 6 and result.best.search_score == pytest.approx(result.best.score)
-
-
-def test_a_native_engine_without_reordering_is_never_used_behind_the_users_back(tmp_path, caplog):
-    # Every registered native engine implements lexicalized reordering now; a method whose native
-    # engine did not (a Method registered without native_reordering) would decode such a model on
-    # the Python engine under auto, saying so, and refuse it under --engine native.
-    import dataclasses
-    import logging
-
-    from fstdecode.search.base import resolve_model_support
-
-    model = load_model(lr_ini(tmp_path, f"LexicalReordering type=msd-bidirectional-fe path={tmp_path / 'rt'}"))
-    assert all(m.native_reordering for m in METHODS.values() if m.has_native)
-    lacking = dataclasses.replace(METHODS["dp"], native_reordering=False)
-    with caplog.at_level(logging.WARNING, logger="fstdecode"):
-        assert resolve_model_support(lacking, "auto", model) == ("python", "moses")
-    assert "--method dp: the native engine lacks lexicalized reordering; decoding on the Python engine" in caplog.text
-    with pytest.raises(OptionsError, match="lexicalized reordering is not supported by --method dp --engine native yet"):
-        resolve_model_support(lacking, "native", model)
-    assert resolve_model_support(METHODS["dp"], "auto", model) == ("native", "moses")
+            decoder = Decoder(m, method)
+            assert decoder.semantics == semantics, method
+            best = decoder.decode("das muss").best
+            assert len(best.features.lr) == 6 and best.search_score == pytest.approx(best.score), method
 
 
 def test_a_moses_ini_defaults_to_moses_semantics(tmp_path):
     ini = write(tmp_path / "moses.ini", example_ini_text())
     model = load_model(ini)
     assert model.distortion_semantics == "moses" and not model.semantics_given
-    # Without lexicalized reordering too: every method searches Moses' space, each in an engine
-    # that implements it (the native one where it does).
+    # Without lexicalized reordering too: every method searches Moses' space.
     for method in METHODS:
-        decoder = Decoder(model, method)
-        assert decoder.semantics == "moses"
-        assert decoder.engine == ("native" if METHODS[method].native_moses else "python")
+        assert Decoder(model, method).semantics == "moses"
     paper = load_model(ini, distortion_semantics="paper")
     assert {Decoder(paper, m).semantics for m in METHODS} == {"paper"}
-    assert Decoder(paper, "dp").engine == "native"
     assert load_model().distortion_semantics == "paper"  # the built-in example is the paper's
     with pytest.raises(ModelError, match="unknown distortion semantics"):
         load_model(ini, distortion_semantics="pharaoh")

@@ -75,10 +75,9 @@ def test_old_example_reads_as_the_new_one(tmp_path: Path) -> None:
     assert old.distortion_limit == new.distortion_limit == 4
 
 
-@pytest.mark.parametrize("engine", ["python", "native"])
-def test_old_example_gives_the_same_model_and_decodes(tmp_path: Path, engine: str) -> None:
-    old = load_model(write(tmp_path, EXAMPLE_OLD), engine=engine)
-    new = load_model(write(tmp_path, example_ini_text(), "new.ini"), engine=engine)
+def test_old_example_gives_the_same_model_and_decodes(tmp_path: Path) -> None:
+    old = load_model(write(tmp_path, EXAMPLE_OLD))
+    new = load_model(write(tmp_path, example_ini_text(), "new.ini"))
     assert old.weights == new.weights and old.distortion_limit == new.distortion_limit
     assert sorted(old.table.sources()) == sorted(new.table.sources())
     for source in new.table.sources():

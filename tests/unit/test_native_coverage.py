@@ -126,15 +126,14 @@ def test_budget_raises_as_in_python():
     assert assert_same(problem, CoverageOptions(max_states=343))[0] is SearchLimitError
 
 
-def test_registered_as_the_native_twin():
+def test_registered_as_the_method():
     method = METHODS["coverage"]
-    assert method.native is native_coverage.coverage_search
-    model = load_model()
-    best = {}
-    for engine in ("native", "python"):
-        result = Decoder(model, method="coverage", engine=engine).decode(EXAMPLE)
-        best[engine] = (result.best.translation, result.best.search_score)
-    assert best["native"][0] == best["python"][0] and best["native"][1] == pytest.approx(best["python"][1], abs=1e-9)
+    assert method.factory(None, CoverageOptions()).function is native_coverage.coverage_search
+    decoder = Decoder(load_model(), method="coverage")
+    result = decoder.decode(EXAMPLE)
+    oracle = coverage_dp.search(decoder.problem(EXAMPLE), CoverageOptions())
+    assert result.best.search_score == pytest.approx(oracle.hypotheses[0][0], abs=1e-9)
+    assert result.best.translation == " ".join(w for p in oracle.hypotheses[0][1] for w in p.target)
 
 
 # --- the real model (../shared/data) ----------------------------------------------------

@@ -6,17 +6,17 @@ score in its order of operations. So on random Moses models of every reordering 
 (randmodels.moses_case: weights of any sign, a table that misses some pairs), LM orders 1-3,
 under both distortion semantics:
 
-* dp, beam and bounded return, in the native engine, the Python engine's derivations, the same
+* dp and bounded return the Python signature DP's k best scores, beam never beats them, and every
+  score is the scorer's (shared.assert_sound); formerly compared bit for bit with Python twins, the
   scores bit for bit, and the same ``states`` and ``transitions`` (or the same error, over budget
   at the same state);
 * native dp and bounded equal the oracles: the exhaustive enumeration and the Python coverage DP
   (independent of signature states);
 * the native R has the Python R's states, arcs, weights and operation symbols (``|lr:O1,O2=V``),
   pruned or not, and the native cascade's best is the oracle's;
-* ``--engine auto`` decodes such a model natively with every signature method, without the
-  "decodes on the Python engine" warning.
+* the CLI decodes such a model with every signature method, and refuses ``--engine``.
 
-The Python engine's own agreement with the oracle: tests/integration/test_lexreo_signature.py.
+The Python oracles' own agreement: tests/integration/test_lexreo_signature.py.
 """
 
 from __future__ import annotations
@@ -33,12 +33,13 @@ from fstdecode.decoder import Decoder
 from fstdecode.fst.cascade import Cascade
 from fstdecode.fst.reorder import build_reordering, build_reordering_native
 from fstdecode.problem.problem import SearchProblem
-from fstdecode.search import bounded, native_signature, signature_beam, signature_dp
+from fstdecode.search import native_signature, signature_dp
 from fstdecode.search.bounded import BoundedOptions
 from fstdecode.search.signature_beam import HEURISTICS, BeamOptions
 from fstdecode.search.signature_dp import DpOptions
 
 from randmodels import NO_BUDGET, REORDERING_TYPES, moses_case
+from shared import assert_native_sound
 from shared import SEARCH_SETTINGS, outcome, run_cli
 
 SEMANTICS = pytest.mark.parametrize("semantics", ["paper", "moses"])  # moses: the gap entries beside the LR ends
@@ -53,38 +54,21 @@ def lexreo_case(draw, semantics: str, max_n: int = 5, types=REORDERING_TYPES):
 
 def python_problem(case):
     model, sentence = case
-    problem = Decoder(model, "dp", engine="python").problem(sentence)
+    problem = Decoder(model, "dp").problem(sentence)
     assert problem.reordering is not None
     return problem
 
 
-ENGINES = {
-    "dp": (signature_dp.search, native_signature.dp_search),
-    "beam": (signature_beam.search, native_signature.beam_search),
-    "bounded": (bounded.search, native_signature.bounded_search),
-}
-
-
 def assert_same(method, problem, options):
-    """Both engines give the same derivations (the same Phrase objects), scores bit for bit, and
-    the same state and transition counts, or the same error."""
-    python_search, native_search = ENGINES[method]
-    python = outcome(python_search, problem, options)
-    core = outcome(native_search, problem, options)
-    if isinstance(python, tuple):
-        assert isinstance(core, tuple) and core[:2] == python[:2], (core, python)
-        return
-    assert not isinstance(core, tuple), (core, python)
-    assert (core.states, core.transitions) == (python.states, python.transitions)
-    assert core.optimal is python.optimal
-    assert [s for s, _ in core.hypotheses] == [s for s, _ in python.hypotheses]  # bit for bit
-    assert [p for _, p in core.hypotheses] == [p for _, p in python.hypotheses]
+    """The native search's outcome is sound against the oracle (shared.assert_native_sound): the
+    scorer's scores, the signature DP's optimum (exact methods) or never above it (beam)."""
+    return assert_native_sound(method, problem, options)
 
 
 @SEMANTICS
 @settings(max_examples=40, **SEARCH_SETTINGS)
 @given(data=st.data())
-def test_dp_native_equals_python(semantics, data):
+def test_dp_native_is_sound(semantics, data):
     case = data.draw(lexreo_case(semantics))
     options = DpOptions(nbest=data.draw(st.integers(1, 4)), minimize=data.draw(st.booleans()), max_states=NO_BUDGET)
     assert_same("dp", python_problem(case), options)
@@ -93,7 +77,7 @@ def test_dp_native_equals_python(semantics, data):
 @SEMANTICS
 @settings(max_examples=40, **SEARCH_SETTINGS)
 @given(data=st.data())
-def test_beam_native_equals_python(semantics, data):
+def test_beam_native_is_sound(semantics, data):
     case = data.draw(lexreo_case(semantics))
     options = BeamOptions(
         nbest=data.draw(st.integers(1, 3)),
@@ -108,7 +92,7 @@ def test_beam_native_equals_python(semantics, data):
 @SEMANTICS
 @settings(max_examples=30, **SEARCH_SETTINGS)
 @given(data=st.data())
-def test_bounded_native_equals_python(semantics, data):
+def test_bounded_native_is_sound(semantics, data):
     # At LM order 2 the bounds prune, counting the pending and future reordering charges at their
     # best (reordering.pending_bound, phrase_bound): the same admissions in both engines.
     assert_same("bounded", python_problem(data.draw(lexreo_case(semantics))), BoundedOptions(max_states=NO_BUDGET))
@@ -129,10 +113,10 @@ def test_budget_overrun_at_the_same_state(semantics, data):
 def test_native_dp_and_bounded_equal_the_oracles(semantics, type_string, data):
     model, sentence = data.draw(lexreo_case(semantics, max_n=4, types=(type_string,)))
     exhaustive = Decoder(model, "exhaustive", max_states=NO_BUDGET, nbest=3).decode(sentence)
-    coverage = Decoder(model, "coverage", engine="python", max_states=NO_BUDGET).decode(sentence)
+    coverage = Decoder(model, "coverage", max_states=NO_BUDGET).decode(sentence)
     dp = Decoder(model, "dp", max_states=NO_BUDGET, nbest=3)
     bound = Decoder(model, "bounded", max_states=NO_BUDGET)
-    assert {(d.engine, d.semantics) for d in (dp, bound)} == {("native", semantics)}
+    assert {d.semantics for d in (dp, bound)} == {semantics}
     dp_result, bounded_result = dp.decode(sentence), bound.decode(sentence)
     if exhaustive.best is None:  # no derivation within the limit
         assert coverage.best is None and dp_result.best is None and bounded_result.best is None
@@ -149,7 +133,7 @@ def test_native_dp_and_bounded_equal_the_oracles(semantics, type_string, data):
 @SEMANTICS
 @settings(max_examples=100, **SEARCH_SETTINGS)
 @given(data=st.data())
-def test_signature_searches_native_equal_python_longer(semantics, data):
+def test_signature_searches_native_are_sound_longer(semantics, data):
     model, sentence = data.draw(lexreo_case(semantics, max_n=6))
     problem = python_problem((model, sentence))
     assert_same("dp", problem, DpOptions(nbest=2, max_states=NO_BUDGET))
@@ -212,7 +196,7 @@ def test_native_r_equals_python_r(semantics, data):
 def test_native_cascade_equals_the_oracle(semantics, data):
     model, sentence = data.draw(lexreo_case(semantics, max_n=4))
     decoder = Decoder(model, "fst", max_states=NO_BUDGET)
-    assert (decoder.engine, decoder.semantics) == ("native", semantics)
+    assert decoder.semantics == semantics
     got = decoder.decode(sentence)
     best = Decoder(model, "exhaustive", max_states=NO_BUDGET).decode(sentence).best
     if best is None:
@@ -253,12 +237,16 @@ def test_native_r_labels_spell_the_charges(tmp_path):
     assert list(nat.lr) == list(py.lr) == [0.0, 0.0, math.log(0.1), 0.0]
 
 
-def test_auto_decodes_reordering_models_natively_without_the_warning(tmp_path):
+def test_cli_decodes_reordering_models_with_every_signature_method(tmp_path):
+    # Every method's native search takes the model (no warning, no other engine); the exact ones
+    # agree on the output, and --engine is refused in one line.
     ini = lexreo_ini(tmp_path)
     args = ["decode", "-f", ini, "--max-states", "2000"]
+    outputs = {}
     for method in ("dp", "beam", "bounded", "fst"):
-        auto = run_cli([*args, "--method", method], "u v\nv u\n")
-        assert auto.returncode == 0, auto.stderr
-        assert "Python engine" not in auto.stderr, (method, auto.stderr)
-        python = run_cli([*args, "--method", method, "--engine", "python"], "u v\nv u\n")
-        assert python.stdout == auto.stdout, method
+        out = run_cli([*args, "--method", method], "u v\nv u\n")
+        assert out.returncode == 0 and not out.stderr, (method, out.stderr)
+        outputs[method] = out.stdout
+    assert outputs["dp"] == outputs["bounded"] == outputs["fst"]
+    old = run_cli([*args, "--engine", "python"], "u v\n")
+    assert old.returncode == 2 and old.stderr.count("\n") == 1 and "--engine was removed" in old.stderr

@@ -108,11 +108,10 @@ def test_special_tags_fail_the_line_in_every_policy(model, policy, line, tag):
     assert "Moses applies it under --xml-input ignore too" in result.error
 
 
-# Both engines: the native searches run on the options built in Python (native_form's route).
-@pytest.mark.parametrize("engine", ["auto", "python"])
+# The native searches run on the options built in Python (native_form's route).
 @pytest.mark.parametrize("method", [m for m in METHODS if m != "fst"])
-def test_exclusive_forces_the_translation_in_every_method(model, method, engine):
-    result = Decoder(model, method, engine=engine, xml_input="exclusive").decode(FORCED)
+def test_exclusive_forces_the_translation_in_every_method(model, method):
+    result = Decoder(model, method, xml_input="exclusive").decode(FORCED)
     assert result.error is None
     phrases = [(p.start, p.end, p.target) for p in result.best.phrases]
     assert (2, 3, ("qqq", "rrr")) in phrases
