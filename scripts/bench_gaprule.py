@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Benchmark the gap rule in the native signature state space: the paper path before/after, and Moses' cost.
+"""Historical: it compares the native core with the Python engine, which issue 23 retired (one
+engine; ``--engine`` removed), so it runs only at the commits its sections in docs/benchmarks.md name
+(``git worktree add /tmp/old COMMIT``). Benchmark the gap rule in the native signature state space: the paper path before/after, and Moses' cost.
 
 In one run, and written to the ``bench_gaprule`` section of docs/benchmarks.md:
 

@@ -23,16 +23,17 @@ from fstdecode import Decoder, load_model
 
 GOLD = DATA / "moses-lexreo-europarl-fr-en"
 WEIGHTS = ["word=-1", "lm=0.5", "distortion=0.5", "tm=0.2,0.2,0.2,0.2,0.2"]
-RUNS = (("europarl.lm", "python"), ("europarl.probing.binlm", "python"), ("europarl.trie.binlm", "python"),
-        ("europarl.lm", "native"), ("europarl.probing.binlm", "native"), ("europarl.trie.binlm", "native"))
+# One engine since issue 23 (the Python engine, which read binaries with the kenlm package, retired):
+# the "engine" column stays, so that the table reads as the earlier sections do.
+RUNS = (("europarl.lm", "native"), ("europarl.probing.binlm", "native"), ("europarl.trie.binlm", "native"))
 
 
 def one(lm: str, engine: str, sentences: list[str]) -> dict:
     start = time.perf_counter()
     model = load_model(phrase_table=GOLD / "phrase-table.0-0.gz", lm=GOLD / lm, weights=WEIGHTS,
-                       table_limit=20, distortion_limit=6, engine=engine)
+                       table_limit=20, distortion_limit=6)
     loaded = time.perf_counter()
-    decoder = Decoder(model, "stack", engine=engine)
+    decoder = Decoder(model, "stack")
     results = [decoder.decode(s) for s in sentences]
     return {"load": loaded - start, "decode": time.perf_counter() - loaded,
             "scores": [r.best.score for r in results], "words": sum(len(s.split()) for s in sentences)}

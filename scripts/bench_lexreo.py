@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Lexicalized reordering on the gold Europarl model: every method that accepts it.
+"""Historical: it compares the native core with the Python engine, which issue 23 retired (one
+engine; ``--engine`` removed), so it runs only at the commits its sections in docs/benchmarks.md name
+(``git worktree add /tmp/old COMMIT``). Lexicalized reordering on the gold Europarl model: every method that accepts it.
 
 The gold folder ../shared/data/moses-lexreo-europarl-fr-en is Moses' regression test
 ``phrase.lexicalized-reordering``: msd-bidirectional-fe reordering, an ARPA 5-gram LM, d = 6,

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Benchmark the native core against the Python engine, and fstdecode against Moses' figures.
+"""Historical: it compares the native core with the Python engine, which issue 23 retired (one
+engine; ``--engine`` removed), so it runs only at the commits its sections in docs/benchmarks.md name
+(``git worktree add /tmp/old COMMIT``). Benchmark the native core against the Python engine, and fstdecode against Moses' figures.
 
 In one run, and written to the ``bench_native`` section of docs/benchmarks.md:
 
