@@ -211,3 +211,19 @@ LexicalReordering0= {lr}
             (Path(tmp) / name).write_text(text, encoding="utf-8")
         model = load_model(Path(tmp) / "moses.ini", distortion_semantics=semantics)
     return model, sentence
+
+
+def draw_beam_options(data) -> "BeamOptions":
+    """Signature-beam options drawn for a property test: small beams and thresholds, any
+    heuristic, nbest 1-3, no state budget."""
+    from hypothesis import strategies as st
+
+    from fstdecode.search.signature_beam import HEURISTICS, BeamOptions
+
+    return BeamOptions(
+        nbest=data.draw(st.integers(1, 3)),
+        beam_size=data.draw(st.integers(1, 6)),
+        beam_threshold=data.draw(st.one_of(st.none(), st.floats(0, 3))),
+        heuristic=data.draw(st.sampled_from(HEURISTICS)),
+        max_states=NO_BUDGET,
+    )

@@ -33,10 +33,10 @@ from fstdecode.problem.problem import SearchProblem
 from fstdecode.problem.scorer import check_distortion_limit
 from fstdecode.search import native_signature, signature_dp
 from fstdecode.search.bounded import BoundedOptions
-from fstdecode.search.signature_beam import HEURISTICS, BeamOptions
+from fstdecode.search.signature_beam import BeamOptions
 from fstdecode.search.signature_dp import DpOptions
 
-from randmodels import NO_BUDGET, random_case
+from randmodels import NO_BUDGET, draw_beam_options, random_case
 from shared import assert_native_sound
 from shared import SEARCH_SETTINGS, outcome
 
@@ -76,13 +76,7 @@ def test_dp_native_is_sound_under_moses(case, nbest, minimize):
 @settings(max_examples=40, **SEARCH_SETTINGS)
 @given(case=moses_case(max_n=7), data=st.data())
 def test_beam_native_is_sound_under_moses(case, data):
-    options = BeamOptions(
-        nbest=data.draw(st.integers(1, 3)),
-        beam_size=data.draw(st.integers(1, 6)),
-        beam_threshold=data.draw(st.one_of(st.none(), st.floats(0, 3))),
-        heuristic=data.draw(st.sampled_from(HEURISTICS)),
-        max_states=NO_BUDGET,
-    )
+    options = draw_beam_options(data)
     assert_same("beam", moses_problem(case), options)
 
 

@@ -35,10 +35,10 @@ from fstdecode.fst.reorder import build_reordering, build_reordering_native
 from fstdecode.problem.problem import SearchProblem
 from fstdecode.search import native_signature, signature_dp
 from fstdecode.search.bounded import BoundedOptions
-from fstdecode.search.signature_beam import HEURISTICS, BeamOptions
+from fstdecode.search.signature_beam import BeamOptions
 from fstdecode.search.signature_dp import DpOptions
 
-from randmodels import NO_BUDGET, REORDERING_TYPES, moses_case
+from randmodels import NO_BUDGET, draw_beam_options, REORDERING_TYPES, moses_case
 from shared import assert_native_sound
 from shared import SEARCH_SETTINGS, outcome, run_cli
 
@@ -79,13 +79,7 @@ def test_dp_native_is_sound(semantics, data):
 @given(data=st.data())
 def test_beam_native_is_sound(semantics, data):
     case = data.draw(lexreo_case(semantics))
-    options = BeamOptions(
-        nbest=data.draw(st.integers(1, 3)),
-        beam_size=data.draw(st.integers(1, 6)),
-        beam_threshold=data.draw(st.one_of(st.none(), st.floats(0, 3))),
-        heuristic=data.draw(st.sampled_from(HEURISTICS)),
-        max_states=NO_BUDGET,
-    )
+    options = draw_beam_options(data)
     assert_same("beam", python_problem(case), options)
 
 
