@@ -33,7 +33,6 @@ from fstdecode.problem.problem import SearchProblem
 from fstdecode.problem.scorer import check_distortion_limit
 from fstdecode.search import native_signature, signature_dp
 from fstdecode.search.bounded import BoundedOptions
-from fstdecode.search.signature_beam import BeamOptions
 from fstdecode.search.signature_dp import DpOptions
 
 from randmodels import NO_BUDGET, draw_beam_options, random_case
