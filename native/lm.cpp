@@ -9,6 +9,7 @@
 // Unicode digits and spaces, inf/nan spellings). Values become natural logs as `v * LN10`
 // with LN10 = log(10), the same double operation as Python's, so scores are bit-identical.
 #include "lm.h"
+#include "text_lines.h"
 
 #include <locale.h>
 #include <stdlib.h>
@@ -84,75 +85,6 @@ std::uint64_t hash_bytes(std::string_view s) {
 
 // ---- UTF-8 and Python's character classes ---------------------------------------------------
 
-// Offset of the first byte that makes `s` invalid UTF-8 as Python's strict decoder sees it
-// (overlongs, surrogates, > U+10FFFF, truncated sequences), or s.size() when valid.
-std::size_t utf8_error(std::string_view s) {
-  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
-  const std::size_t n = s.size();
-  std::size_t i = 0;
-  while (i < n) {
-    if (i + 8 <= n) {
-      std::uint64_t v;
-      std::memcpy(&v, b + i, 8);
-      if (!(v & 0x8080808080808080ULL)) {
-        i += 8;
-        continue;
-      }
-    }
-    const unsigned c = b[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    auto cont = [&](std::size_t k) { return i + k < n && (b[i + k] & 0xC0) == 0x80; };
-    if (c < 0xC2) return i;
-    if (c < 0xE0) {
-      if (!cont(1)) return i;
-      i += 2;
-    } else if (c < 0xF0) {
-      if (!cont(1) || !cont(2)) return i;
-      const unsigned c1 = b[i + 1];
-      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) return i;
-      i += 3;
-    } else if (c < 0xF5) {
-      if (!cont(1) || !cont(2) || !cont(3)) return i;
-      const unsigned c1 = b[i + 1];
-      if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90)) return i;
-      i += 4;
-    } else {
-      return i;
-    }
-  }
-  return n;
-}
-
-// The code point at p (valid UTF-8, p < end); *len gets its length in bytes.
-inline char32_t decode(const char* p, std::size_t* len) {
-  const auto* b = reinterpret_cast<const unsigned char*>(p);
-  const unsigned c = b[0];
-  if (c < 0x80) {
-    *len = 1;
-    return c;
-  }
-  if (c < 0xE0) {
-    *len = 2;
-    return ((c & 0x1F) << 6) | (b[1] & 0x3F);
-  }
-  if (c < 0xF0) {
-    *len = 3;
-    return ((c & 0x0F) << 12) | ((b[1] & 0x3F) << 6) | (b[2] & 0x3F);
-  }
-  *len = 4;
-  return ((c & 0x07) << 18) | ((b[1] & 0x3F) << 12) | ((b[2] & 0x3F) << 6) | (b[3] & 0x3F);
-}
-
-// Python's str.isspace() (also re's `\s` for str patterns).
-inline bool py_space(char32_t c) {
-  if (c < 0x80) return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20);
-  return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
-         c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
-
 // The first code point (digit zero) of each run of ten Unicode decimal digits (category Nd),
 // as Python 3.11 (Unicode 14.0) knows them: re's `\d`, int() and float() accept them all.
 constexpr char32_t kDigitZeros[] = {
@@ -197,37 +129,6 @@ inline const char* field_end(const char* p, const char* e, const char* limit) {
 #endif
   while (p < e && *p != ' ' && *p != '\t') ++p;
   return p < e ? p : e;
-}
-
-// Python's str.strip() of valid UTF-8.
-std::string_view py_strip(std::string_view s) {
-  const char* b = s.data();
-  const char* e = b + s.size();
-  while (b < e) {
-    const auto c = static_cast<unsigned char>(*b);
-    if (c < 0x80) {
-      if (!py_space(c)) break;
-      ++b;
-    } else {
-      std::size_t len;
-      if (!py_space(decode(b, &len))) break;
-      b += len;
-    }
-  }
-  while (e > b) {
-    const auto c = static_cast<unsigned char>(e[-1]);
-    if (c < 0x80) {
-      if (!py_space(c)) break;
-      --e;
-    } else {
-      const char* k = e - 1;
-      while (k > b && (static_cast<unsigned char>(*k) & 0xC0) == 0x80) --k;
-      std::size_t len;
-      if (!py_space(decode(k, &len))) break;
-      e = k;
-    }
-  }
-  return {b, static_cast<std::size_t>(e - b)};
 }
 
 // ---- numbers as Python's float() reads them ---------------------------------------------------
@@ -294,7 +195,7 @@ bool parse_py_float_slow(std::string_view s, double& out) {
     }
     if (c == 0x7F) return false;
     std::size_t len;
-    const char32_t cp = decode(s.data() + i, &len);
+    const char32_t cp = decode_utf8(s.data() + i, &len);
     i += len;
     if (py_space(cp)) {
       a.push_back(' ');
@@ -541,7 +442,7 @@ bool ArpaParser::count_line(std::string_view s, long& n, long& count) const {
     std::size_t k = 0;
     while (i < s.size()) {
       std::size_t len;
-      if (!py_space(decode(s.data() + i, &len))) break;
+      if (!py_space(decode_utf8(s.data() + i, &len))) break;
       i += len;
       ++k;
     }
@@ -552,7 +453,7 @@ bool ArpaParser::count_line(std::string_view s, long& n, long& count) const {
     v = 0;
     while (i < s.size()) {
       std::size_t len;
-      const int d = py_decimal(decode(s.data() + i, &len));
+      const int d = py_decimal(decode_utf8(s.data() + i, &len));
       if (d < 0) break;
       i += len;
       ++k;

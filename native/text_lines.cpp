@@ -140,49 +140,111 @@ std::string TextLines::raw(std::string_view line) const {
   return (lineno_ == 1 && dropped_bom_ ? "\xEF\xBB\xBF" : "") + std::string(line);
 }
 
-bool valid_utf8(std::string_view text) {
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  const auto* end = p + text.size();
-  while (p < end) {
-    // ASCII runs, 8 bytes at a time
-    while (end - p >= 8) {
-      std::uint64_t chunk;
-      std::memcpy(&chunk, p, 8);
-      if (chunk & 0x8080808080808080ULL) break;
-      p += 8;
+// Offset of the first byte that makes `s` invalid UTF-8 as Python's strict decoder sees it
+// (overlongs, surrogates, > U+10FFFF, truncated sequences), or s.size() when valid.
+std::size_t utf8_error(std::string_view s) {
+  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  std::size_t i = 0;
+  while (i < n) {
+    if (i + 8 <= n) {
+      std::uint64_t v;
+      std::memcpy(&v, b + i, 8);
+      if (!(v & 0x8080808080808080ULL)) {
+        i += 8;
+        continue;
+      }
     }
-    if (p >= end) break;
-    const unsigned c = *p;
+    const unsigned c = b[i];
     if (c < 0x80) {
-      ++p;
+      ++i;
       continue;
     }
-    int n;
-    unsigned lo = 0x80, hi = 0xBF;  // the range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) {
-      n = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;  // no surrogates
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
+    auto cont = [&](std::size_t k) { return i + k < n && (b[i + k] & 0xC0) == 0x80; };
+    if (c < 0xC2) return i;
+    if (c < 0xE0) {
+      if (!cont(1)) return i;
+      i += 2;
+    } else if (c < 0xF0) {
+      if (!cont(1) || !cont(2)) return i;
+      const unsigned c1 = b[i + 1];
+      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) return i;
+      i += 3;
+    } else if (c < 0xF5) {
+      if (!cont(1) || !cont(2) || !cont(3)) return i;
+      const unsigned c1 = b[i + 1];
+      if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90)) return i;
+      i += 4;
     } else {
-      return false;
+      return i;
     }
-    if (end - p <= n) return false;
-    if (p[1] < lo || p[1] > hi) return false;
-    for (int k = 2; k <= n; ++k)
-      if ((p[k] & 0xC0) != 0x80) return false;
-    p += n + 1;
   }
-  return true;
+  return n;
+}
+
+bool valid_utf8(std::string_view text) { return utf8_error(text) == text.size(); }
+
+// The code point at p (valid UTF-8, p < end); *len gets its length in bytes.
+char32_t decode_utf8(const char* p, std::size_t* len) {
+  const auto* b = reinterpret_cast<const unsigned char*>(p);
+  const unsigned c = b[0];
+  if (c < 0x80) {
+    *len = 1;
+    return c;
+  }
+  if (c < 0xE0) {
+    *len = 2;
+    return ((c & 0x1F) << 6) | (b[1] & 0x3F);
+  }
+  if (c < 0xF0) {
+    *len = 3;
+    return ((c & 0x0F) << 12) | ((b[1] & 0x3F) << 6) | (b[2] & 0x3F);
+  }
+  *len = 4;
+  return ((c & 0x07) << 18) | ((b[1] & 0x3F) << 12) | ((b[2] & 0x3F) << 6) | (b[3] & 0x3F);
+}
+
+// Python's str.isspace() (also re's `\s` for str patterns).
+bool py_space(char32_t c) {
+  if (c < 0x80) return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20);
+  return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
+         c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+// Python's str.strip() of valid UTF-8.
+std::string_view py_strip(std::string_view s) {
+  const char* b = s.data();
+  const char* e = b + s.size();
+  while (b < e) {
+    const auto c = static_cast<unsigned char>(*b);
+    if (c < 0x80) {
+      if (!py_space(c)) break;
+      ++b;
+    } else {
+      std::size_t len;
+      if (!py_space(decode_utf8(b, &len))) break;
+      b += len;
+    }
+  }
+  while (e > b) {
+    const auto c = static_cast<unsigned char>(e[-1]);
+    if (c < 0x80) {
+      if (!py_space(c)) break;
+      --e;
+    } else {
+      const char* k = e - 1;
+      while (k > b && (static_cast<unsigned char>(*k) & 0xC0) == 0x80) --k;
+      std::size_t len;
+      if (!py_space(decode_utf8(k, &len))) break;
+      e = k;
+    }
+  }
+  return {b, static_cast<std::size_t>(e - b)};
 }
 
 namespace {
-bool ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' || (c >= '\x1c' && c <= '\x1f'); }
+// ASCII whitespace: the ASCII code points Python's str.isspace() accepts.
+inline bool ascii_space(char c) { return static_cast<unsigned char>(c) < 0x80 && py_space(static_cast<unsigned char>(c)); }
 }  // namespace
 
 void split_tokens(std::string_view text, std::vector<std::string_view>& out) {
@@ -197,34 +259,7 @@ void split_tokens(std::string_view text, std::vector<std::string_view>& out) {
   }
 }
 
-bool blank(std::string_view text) {
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  const auto* end = p + text.size();
-  while (p < end) {
-    if (*p < 0x80) {
-      if (!ascii_space(static_cast<char>(*p))) return false;
-      ++p;
-      continue;
-    }
-    // decode one code point (the text is valid UTF-8)
-    unsigned cp;
-    int n;
-    if (*p < 0xE0) {
-      cp = *p & 0x1F, n = 1;
-    } else if (*p < 0xF0) {
-      cp = *p & 0x0F, n = 2;
-    } else {
-      cp = *p & 0x07, n = 3;
-    }
-    if (end - p <= n) return false;
-    for (int k = 1; k <= n; ++k) cp = (cp << 6) | (p[k] & 0x3F);
-    p += n + 1;
-    const bool space = cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
-                       cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
-    if (!space) return false;
-  }
-  return true;
-}
+bool blank(std::string_view text) { return py_strip(text).empty(); }
 
 namespace {
 bool iequals(std::string_view a, std::string_view b) {

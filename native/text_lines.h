@@ -53,17 +53,23 @@ class TextLines {
   int pending_errno_ = 0;  // with it, errno of a failed read (0: a gzip error)
 };
 
-// Whether `text` is valid UTF-8 (as Python's strict utf-8 codec decides: no overlong forms, no
-// surrogates, nothing above U+10FFFF).
+// The offset of the first byte that makes `text` invalid UTF-8 as Python's strict decoder sees
+// it (overlongs, surrogates, > U+10FFFF, truncated sequences), or text.size() when it is valid.
+std::size_t utf8_error(std::string_view text);
+// Whether `text` is valid UTF-8 (utf8_error finds nothing).
 bool valid_utf8(std::string_view text);
+// The code point at p (valid UTF-8, p before its end); *len gets its length in bytes.
+char32_t decode_utf8(const char* p, std::size_t* len);
+// Python's str.isspace() of one code point (also re's `\s` for str patterns).
+bool py_space(char32_t c);
+// Python's str.strip() of valid UTF-8.
+std::string_view py_strip(std::string_view text);
 
 // The tokens of `text` split on runs of ASCII whitespace (fstdecode/io/tokens.py's
 // ASCII_WHITESPACE: " \t\n\v\f\r" and 0x1c-0x1f), appended to `out` (cleared first).
 void split_tokens(std::string_view text, std::vector<std::string_view>& out);
 
-// Whether Python's str.strip() leaves nothing of `text` (valid UTF-8): every character is
-// whitespace by str.isspace() (ASCII whitespace, U+0085, U+00A0, U+1680, U+2000-U+200A,
-// U+2028, U+2029, U+202F, U+205F, U+3000).
+// Whether Python's str.strip() leaves nothing of `text` (valid UTF-8).
 bool blank(std::string_view text);
 
 // Python's float() of a plain decimal token ([+-] digits [. digits] [e[+-]digits], or inf,
