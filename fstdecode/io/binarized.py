@@ -15,7 +15,7 @@ import os
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
 
-__all__ = ["check_stamp", "is_binary_table", "is_lm_image", "source_stamp"]
+__all__ = ["check_stamp", "is_binary_table", "is_lm_image", "open_binary_table", "source_stamp"]
 
 
 def is_binary_table(path: str | os.PathLike[str]) -> bool:
@@ -51,3 +51,17 @@ def check_stamp(path: str, stamp: tuple[str, int, int], error: type[FstdecodeErr
             else f"{path}: built from {source}, which has changed since (it was modified later); "
             "run fstdecode binarize again"
         )
+
+
+def open_binary_table(path: str, kind: str, error: type[FstdecodeError], other: str) -> "_core.BinaryTable":
+    """The binarized table ``path``, mapped, checked to be of ``kind`` (``"phrases"``,
+    ``"reordering-fe"`` or ``"reordering-f"``; ``other`` ends the message for another kind) and
+    not stale; every problem raises ``error`` in one line naming the file."""
+    try:
+        binary = _core.BinaryTable(path)
+    except _core.BinaryFormatError as err:
+        raise error(str(err)) from None
+    if binary.kind != kind:
+        raise error(f"{path}: a binarized {binary.kind} table, {other}")
+    check_stamp(path, binary.stamp, error)
+    return binary

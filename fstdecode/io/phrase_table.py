@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
-from fstdecode.io.binarized import check_stamp, is_binary_table
+from fstdecode.io.binarized import is_binary_table, open_binary_table
 from fstdecode.io.files import decode_line
 from fstdecode.io.tokens import split_tokens
 from fstdecode.io.values import parse_number
@@ -518,21 +518,9 @@ def load_phrase_table(
     native_filter, keep = native_vocabulary(vocabulary)
     if is_binary_table(path_str):
         store = _binary_store(path_str, native_filter, keep)
-        table = PhraseTable.from_store(store)
-        if table_limit > 0:
-            table = table.limited(table_limit, ranker if ranker is not None else _sum_of_scores)
-        _warn_if_empty(table, store.runs)
-        return table
-    try:
-        store = _core.read_phrase_table(
-            path_str, SCORE_FORMATS.index(score_format), -1 if num_features is None else num_features,
-            native_filter, keep, progress,
-        )
-    except (_core.TableLineError, _core.TableFileError) as err:
-        raise line_error(
-            err, path_str, PhraseTableError, lambda text, where, n, first: _check_line(text, where, score_format, n, first)
-        ) from None
-    _warn_repeats(path_str, store.repeats)
+    else:
+        store = _text_store(path_str, score_format, num_features, native_filter, keep, progress)
+        _warn_repeats(path_str, store.repeats)
     table = PhraseTable.from_store(store)
     if table_limit > 0:
         table = table.limited(table_limit, ranker if ranker is not None else _sum_of_scores)
@@ -540,13 +528,25 @@ def load_phrase_table(
     return table
 
 
+def _text_store(
+    path: str, score_format: str, num_features: int | None, native_filter: object, keep: object, progress: object
+) -> "_core.PhraseStore":
+    """The pairs of a text table the core reads (kept by the filter); its refused line worded here."""
+    try:
+        return _core.read_phrase_table(
+            path, SCORE_FORMATS.index(score_format), -1 if num_features is None else num_features,
+            native_filter, keep, progress,
+        )
+    except (_core.TableLineError, _core.TableFileError) as err:
+        raise line_error(
+            err, path, PhraseTableError, lambda text, where, n, first: _check_line(text, where, score_format, n, first)
+        ) from None
+
+
 def _binary_store(path: str, native_filter: object, keep: object) -> "_core.PhraseStore":
     """The pairs a binarized phrase table holds for the filter (all without one)."""
+    binary = open_binary_table(path, "phrases", PhraseTableError, "not a phrase table")
     try:
-        binary = _core.BinaryTable(path)
-        if binary.kind != "phrases":
-            raise PhraseTableError(f"{path}: a binarized {binary.kind} table, not a phrase table")
-        check_stamp(path, binary.stamp, PhraseTableError)
         return binary.phrases(native_filter, keep)
     except _core.BinaryFormatError as err:
         raise PhraseTableError(str(err)) from None

@@ -24,7 +24,7 @@ from typing import Any
 
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
-from fstdecode.io.binarized import check_stamp, is_binary_table
+from fstdecode.io.binarized import is_binary_table, open_binary_table
 from fstdecode.io.phrase_table import LOWEST_SCORE, line_error, native_vocabulary
 from fstdecode.io.tokens import split_tokens
 from fstdecode.io.values import parse_number
@@ -122,14 +122,9 @@ def _check_line(text: str, where: str, with_target: bool, expected: int | None, 
 
 def _binary_rows(path: str, with_target: bool, native_filter: object, keep: object) -> "_core.ReorderingStore":
     """The rows a binarized reordering table holds for the filter (all without one)."""
+    want = "reordering-fe" if with_target else "reordering-f"
+    binary = open_binary_table(path, want, ReorderingTableError, f"but the feature needs a {want} table")
     try:
-        binary = _core.BinaryTable(path)
-        want = "reordering-fe" if with_target else "reordering-f"
-        if binary.kind != want:
-            raise ReorderingTableError(
-                f"{path}: a binarized {binary.kind} table, but the feature needs a {want} table"
-            )
-        check_stamp(path, binary.stamp, ReorderingTableError)
         return binary.reordering(native_filter, keep)
     except _core.BinaryFormatError as err:
         raise ReorderingTableError(str(err)) from None

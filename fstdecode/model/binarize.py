@@ -14,8 +14,8 @@ DIR holds, for the moses.ini's features:
   the ini's own folder, so DIR may be moved whole); any other path made absolute.
 
 A decode of ``DIR/moses.ini`` gives the text model's output: the same pairs, scores and rows,
-found by lookups of the batch's source n-grams in the mapped files (so a decode always filters
-a binarized table to its input). Each file carries its format version and a stamp of its source
+found by lookups of the batch's source n-grams in the mapped files (the CLI filters a binarized
+table to its input by default, whatever its size). Each file carries its format version and a stamp of its source
 file (:mod:`fstdecode.io.binarized`): a source changed since the build is refused at load.
 
 DIR is written atomically: into a fresh sibling folder, renamed into place once complete. An
