@@ -20,7 +20,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -212,19 +211,6 @@ struct Stack {
   }
 };
 
-std::string py_float(double x) {  // Python's repr of a float (the shortest that round-trips)
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  if (std::isnan(x)) return "nan";
-  char buffer[40];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buffer, sizeof buffer, "%.*g", precision, x);
-    if (std::strtod(buffer, nullptr) == x) break;
-  }
-  std::string out = buffer;
-  if (out.find_first_of(".en") == std::string::npos) out += ".0";
-  return out;
-}
-
 template <class C>
 class Search {
  public:
@@ -278,13 +264,9 @@ class Search {
       result.status = "budget";
       result.message = budget_message();
     } else if (finals.empty()) {
+      // Every hypothesis was pruned: the Python layer (fstdecode/search/native_stack.py) words the
+      // message, naming the settings to widen as the user gave them.
       result.status = "none";
-      result.message =
-          "no complete hypothesis: every partial hypothesis was pruned or could not finish within "
-          "the distortion limit d=" + std::to_string(p_.d()) + "; widen the beam (beam size " +
-          std::to_string(o_.beam_size) + ", beam threshold " +
-          (o_.beam_threshold >= 0 ? py_float(o_.beam_threshold) : std::string("None")) +
-          ", early threshold " + (o_.early_pruning ? py_float(threshold_) : std::string("None")) + ")";
     }
     if (finals.empty()) return result;
     std::stable_sort(finals.begin(), finals.end(),
