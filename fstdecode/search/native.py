@@ -35,11 +35,16 @@ from fstdecode.model.lexical_reordering import BACKWARD, FORWARD
 from fstdecode.problem.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult, no_derivation_message
 from fstdecode.problem.sentence import Phrase, unknown_pair
 
-__all__ = ["NativeForm", "NativeTable", "native_form", "native_problem", "to_result", "lm_core", "options_form"]
+__all__ = ["NativeForm", "NativeTable", "core_budget", "native_form", "native_problem", "to_result", "lm_core", "options_form"]
 
 _CORES: dict[tuple[str, int], Any] = {}
 _BY_OBJECT: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _CORES_LOCK = threading.Lock()
+
+
+def core_budget(max_states: int | None) -> int:
+    """A state budget as the core's option structs take it: -1 for none."""
+    return -1 if max_states is None else int(max_states)
 
 
 def lm_core(lm: Any) -> Any:

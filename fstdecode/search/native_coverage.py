@@ -18,7 +18,7 @@ from fstdecode._native import core as _core
 from fstdecode.problem.problem import SearchProblem, SearchResult
 from fstdecode.search.base import register
 from fstdecode.search.coverage_dp import CoverageOptions
-from fstdecode.search.native import native_form, to_result
+from fstdecode.search.native import core_budget, native_form, to_result
 
 __all__ = ["coverage_search"]
 
@@ -28,7 +28,7 @@ def coverage_search(problem: SearchProblem, options: CoverageOptions = CoverageO
     scores, ``states`` and ``transitions``, and the same errors."""
     core_options = _core.CoverageOptions(
         nbest=options.nbest,
-        max_states=-1 if options.max_states is None else options.max_states,
+        max_states=core_budget(options.max_states),
         minimize=options.minimize,
     )
     return to_result(problem, _core.coverage_search(native_form(problem).core, core_options))

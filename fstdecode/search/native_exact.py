@@ -18,7 +18,7 @@ from fstdecode._native import core as _core
 from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult, no_derivation_message
 from fstdecode.search.base import OptionsError, register
 from fstdecode.search.exact import ExactOptions
-from fstdecode.search.native import native_form, options_form
+from fstdecode.search.native import core_budget, native_form, options_form
 from fstdecode.search.native_stack import stack_search
 from fstdecode.search.stack import StackOptions
 
@@ -104,7 +104,7 @@ def exact_search(problem: SearchProblem, options: ExactOptions = ExactOptions())
     lower = lower_bound(problem, options.nbest)
     core_options = _core.ExactOptions(
         nbest=options.nbest,
-        max_states=-1 if options.max_states is None else options.max_states,
+        max_states=core_budget(options.max_states),
         time_limit=_core_time_limit(options.time_limit),
         lower_bound=kth_score(lower, options.nbest),
     )
@@ -127,7 +127,7 @@ def support(
     form = options_form(problem)
     core_options = _core.ExactOptions(
         nbest=1,
-        max_states=-1 if max_states is None else max_states,
+        max_states=core_budget(max_states),
         time_limit=_core_time_limit(time_limit),
         lower_bound=threshold,
     )

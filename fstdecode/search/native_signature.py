@@ -24,21 +24,17 @@ from fstdecode._native import core as _core
 from fstdecode.problem.problem import SearchError, SearchProblem, SearchResult
 from fstdecode.search.base import register
 from fstdecode.search.bounded import BoundedOptions
-from fstdecode.search.native import native_form, to_result
+from fstdecode.search.native import core_budget, native_form, to_result
 from fstdecode.search.signature_beam import HEURISTICS, BeamOptions
 from fstdecode.search.signature_dp import DpOptions
 
 __all__ = ["dp_search", "beam_search", "bounded_search"]
 
 
-def _budget(max_states: int | None) -> int:
-    return -1 if max_states is None else int(max_states)
-
-
 def dp_search(problem: SearchProblem, options: DpOptions = DpOptions()) -> SearchResult:
     """The k best derivations of Figure 2's DP, exactly (``optimal``)."""
     core_options = _core.SignatureDpOptions(
-        nbest=options.nbest, max_states=_budget(options.max_states), minimize=options.minimize
+        nbest=options.nbest, max_states=core_budget(options.max_states), minimize=options.minimize
     )
     return to_result(problem, _core.signature_dp(native_form(problem).core, core_options))
 
@@ -50,7 +46,7 @@ def beam_search(problem: SearchProblem, options: BeamOptions = BeamOptions()) ->
         raise SearchError(f"unknown beam heuristic {options.heuristic!r}; choose from {', '.join(HEURISTICS)}")
     core_options = _core.SignatureBeamOptions(
         nbest=options.nbest,
-        max_states=_budget(options.max_states),
+        max_states=core_budget(options.max_states),
         beam_size=min(options.beam_size, 2**62),  # the core's sizes are 64-bit; such a beam keeps every state
         beam_threshold=-1.0 if options.beam_threshold is None else float(options.beam_threshold),
         heuristic=options.heuristic,
@@ -63,7 +59,7 @@ def bounded_search(problem: SearchProblem, options: BoundedOptions = BoundedOpti
     """The k best derivations, exactly: the DP, skipping states whose upper bound cannot reach a
     default beam's derivation."""
     core_options = _core.SignatureDpOptions(
-        nbest=options.nbest, max_states=_budget(options.max_states), minimize=options.minimize
+        nbest=options.nbest, max_states=core_budget(options.max_states), minimize=options.minimize
     )
     return to_result(problem, _core.signature_bounded(native_form(problem).core, core_options))
 

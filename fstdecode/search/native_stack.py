@@ -8,7 +8,7 @@ from __future__ import annotations
 from fstdecode._native import core as _core
 from fstdecode.problem.problem import SearchError, SearchProblem, SearchResult
 from fstdecode.search.base import register
-from fstdecode.search.native import native_form, to_result
+from fstdecode.search.native import core_budget, native_form, to_result
 from fstdecode.search.stack import StackOptions
 
 __all__ = ["stack_search"]
@@ -24,7 +24,7 @@ def stack_search(problem: SearchProblem, options: StackOptions = StackOptions())
     hypothesis was pruned."""
     core_options = _core.StackOptions(
         nbest=options.nbest,
-        max_states=-1 if options.max_states is None else options.max_states,
+        max_states=core_budget(options.max_states),
         beam_size=options.beam_size,
         beam_threshold=_off(options.beam_threshold),
         distortion_estimate=options.distortion_estimate,
