@@ -245,3 +245,13 @@ def _approx(value, abs):
     import pytest
 
     return pytest.approx(value, abs=abs)
+
+
+def machine(f) -> tuple:
+    """An FST as data: start, and per state its final weight and its arcs sorted (OpenFst's
+    arcsort leaves the order of arcs with equal input labels unspecified)."""
+    states = []
+    for q in f.states():
+        arcs = sorted((a.ilabel, a.olabel, float(a.weight), a.nextstate) for a in f.arcs(q))
+        states.append((float(f.final(q)), arcs))
+    return f.start(), states

@@ -20,7 +20,7 @@ from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.search import signature_dp
 
 from randmodels import NO_BUDGET, random_case
-from shared import SEARCH_SETTINGS as SETTINGS
+from shared import SEARCH_SETTINGS as SETTINGS, machine
 
 EXAMPLES = ["das muss unsere sorge gleichermaßen sein", "wir müssen auch diese kritik ernst nehmen", "das muss XYZ sein"]
 
@@ -133,16 +133,6 @@ def test_reordering_and_lattice_properties(cascade):
     assert sum(r.num_arcs(q) for q in r.states()) == out.result.transitions
     assert set(out.reordering.ops) == set(range(1, out.reordering.symbols.num_symbols()))
     assert r.properties(fst.I_LABEL_SORTED, True) == fst.I_LABEL_SORTED
-
-
-def machine(f: fst.Fst) -> tuple:
-    """An FST as data: start, and per state its final weight and its arcs sorted (OpenFst's
-    arcsort leaves the order of arcs with equal input labels unspecified)."""
-    states = []
-    for q in f.states():
-        arcs = sorted((a.ilabel, a.olabel, float(a.weight), a.nextstate) for a in f.arcs(q))
-        states.append((float(f.final(q)), arcs))
-    return f.start(), states
 
 
 def assert_same_reordering(words, model, minimize=True, threshold=None) -> None:

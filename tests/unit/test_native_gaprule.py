@@ -36,7 +36,7 @@ from fstdecode.search.bounded import BoundedOptions
 from fstdecode.search.signature_dp import DpOptions
 
 from randmodels import NO_BUDGET, draw_beam_options, random_case
-from shared import assert_native_sound
+from shared import assert_native_sound, machine
 from shared import SEARCH_SETTINGS, outcome
 
 
@@ -62,7 +62,7 @@ def moses_problem(case):
 
 def assert_same(method, problem, options):
     """The native search's outcome is sound against the oracle (shared.assert_native_sound): the
-    scorer's scores, the signature DP's optimum (exact methods) or never above it (beam)."""
+    scorer's scores, the Python coverage DP's optimum (exact methods) or never above it (beam)."""
     return assert_native_sound(method, problem, options)
 
 
@@ -90,16 +90,6 @@ def test_bounded_native_is_sound_under_moses(case):
 @given(case=moses_case(), max_states=st.integers(1, 60))
 def test_budget_overrun_at_the_same_state_under_moses(case, max_states):
     assert_same("dp", moses_problem(case), DpOptions(max_states=max_states))
-
-
-def machine(f) -> tuple:
-    """An FST as data: start, and per state its final weight and its arcs sorted (OpenFst's
-    arcsort leaves the order of arcs with equal input labels unspecified)."""
-    states = []
-    for q in f.states():
-        arcs = sorted((a.ilabel, a.olabel, float(a.weight), a.nextstate) for a in f.arcs(q))
-        states.append((float(f.final(q)), arcs))
-    return f.start(), states
 
 
 @settings(max_examples=15, **SEARCH_SETTINGS)

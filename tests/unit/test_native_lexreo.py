@@ -39,7 +39,7 @@ from fstdecode.search.signature_beam import BeamOptions
 from fstdecode.search.signature_dp import DpOptions
 
 from randmodels import NO_BUDGET, draw_beam_options, REORDERING_TYPES, moses_case
-from shared import assert_native_sound
+from shared import assert_native_sound, machine
 from shared import SEARCH_SETTINGS, outcome, run_cli
 
 SEMANTICS = pytest.mark.parametrize("semantics", ["paper", "moses"])  # moses: the gap entries beside the LR ends
@@ -61,7 +61,7 @@ def python_problem(case):
 
 def assert_same(method, problem, options):
     """The native search's outcome is sound against the oracle (shared.assert_native_sound): the
-    scorer's scores, the signature DP's optimum (exact methods) or never above it (beam)."""
+    scorer's scores, the Python coverage DP's optimum (exact methods) or never above it (beam)."""
     return assert_native_sound(method, problem, options)
 
 
@@ -133,16 +133,6 @@ def test_signature_searches_native_are_sound_longer(semantics, data):
     assert_same("dp", problem, DpOptions(nbest=2, max_states=NO_BUDGET))
     assert_same("beam", problem, BeamOptions(beam_size=3, max_states=NO_BUDGET))
     assert_same("bounded", problem, BoundedOptions(max_states=NO_BUDGET))
-
-
-def machine(f) -> tuple:
-    """An FST as data: start, and per state its final weight and its arcs sorted (OpenFst's
-    arcsort leaves the order of arcs with equal input labels unspecified)."""
-    states = []
-    for q in f.states():
-        arcs = sorted((a.ilabel, a.olabel, float(a.weight), a.nextstate) for a in f.arcs(q))
-        states.append((float(f.final(q)), arcs))
-    return f.start(), states
 
 
 def both_rs(model, sentence, semantics, threshold=None):
