@@ -43,22 +43,6 @@ F optional_function(const py::object& f) {
   return f.is_none() ? F() : f.cast<F>();
 }
 
-// Python's float() of a token the core's parser does not read ("1_0", Unicode digits, a token
-// padded with Unicode spaces: ParseNumber); called without the GIL, by a reader.
-bool python_float(std::string_view token, double& value) {
-  py::gil_scoped_acquire locked;
-  PyObject* text = PyUnicode_DecodeUTF8(token.data(), static_cast<Py_ssize_t>(token.size()), "strict");
-  PyObject* number = text == nullptr ? nullptr : PyFloat_FromString(text);
-  Py_XDECREF(text);
-  if (number == nullptr) {
-    PyErr_Clear();
-    return false;
-  }
-  value = PyFloat_AsDouble(number);
-  Py_DECREF(number);
-  return true;
-}
-
 }  // namespace
 
 void bind_phrase_table(py::module_& m) {
@@ -175,7 +159,7 @@ void bind_phrase_table(py::module_& m) {
         const Progress p = optional_function<Progress>(progress);
         py::gil_scoped_release unlocked;
         return std::make_shared<PhraseStore>(
-            read_phrase_table(path, static_cast<ScoreFormat>(score_format), num_features, filter, k, p, python_float));
+            read_phrase_table(path, static_cast<ScoreFormat>(score_format), num_features, filter, k, p));
       },
       "Reads a Moses text phrase table (plain or gzip). score_format: 0 prob, 1 ln, 2 log10; "
       "num_features < 0: the first line's count; filter: a SourceFilter or None; keep: a predicate "
@@ -191,7 +175,7 @@ void bind_phrase_table(py::module_& m) {
         const Progress p = optional_function<Progress>(progress);
         py::gil_scoped_release unlocked;
         return std::make_shared<ReorderingStore>(
-            read_reordering_table(path, num_scores, conditioned_on_target, filter, k, p, python_float));
+            read_reordering_table(path, num_scores, conditioned_on_target, filter, k, p));
       },
       "Reads a Moses lexicalized reordering table (plain or gzip); num_scores < 0: the first line's.",
       py::arg("path"), py::arg("num_scores"), py::arg("conditioned_on_target"), py::arg("filter"), py::arg("keep"),

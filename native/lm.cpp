@@ -1,21 +1,14 @@
 // The n-gram LM: ARPA reading and back-off scoring, value for value as fstdecode/io/arpa.py.
 //
-// The reader accepts exactly what ArpaLM.from_file accepts (the Python layer has already read
-// and gunzipped the file): lines end at '\n', with one '\r' before it dropped (read_lines of
-// io/files.py), a UTF-8 BOM may start the file, header lines are compared after Python's
-// str.strip() (Unicode whitespace),
-// counts match ArpaLM's regex (`\s` and `\d` are Unicode there too), n-gram fields are split
-// on spaces and tabs only, and numbers are read as Python's float() reads them (underscores,
-// Unicode digits and spaces, inf/nan spellings). Values become natural logs as `v * LN10`
-// with LN10 = log(10), the same double operation as Python's, so scores are bit-identical.
+// The reader accepts what the reference reader, ArpaLM.from_file, accepts (the Python layer has
+// already read and gunzipped the file): lines end at '\n', with one '\r' before it dropped
+// (read_lines of io/files.py), a UTF-8 BOM may start the file, header lines are compared with
+// their ASCII whitespace stripped (text_lines.h's ascii_strip), count lines are `ngram N=C`
+// with ASCII whitespace and digits, n-gram fields are split on spaces and tabs only (KenLM's
+// separators), and numbers follow the one number grammar of every model file (parse_double,
+// text_lines.h). Values become natural logs as `v * LN10` with LN10 = log(10).
 #include "lm.h"
 #include "text_lines.h"
-
-#include <locale.h>
-#include <stdlib.h>
-#if defined(__APPLE__)
-#include <xlocale.h>
-#endif
 
 #include <algorithm>
 #include <charconv>
@@ -83,29 +76,6 @@ std::uint64_t hash_bytes(std::string_view s) {
   return mix64(h ^ v);
 }
 
-// ---- UTF-8 and Python's character classes ---------------------------------------------------
-
-// The first code point (digit zero) of each run of ten Unicode decimal digits (category Nd),
-// as Python 3.11 (Unicode 14.0) knows them: re's `\d`, int() and float() accept them all.
-constexpr char32_t kDigitZeros[] = {
-    0x30,    0x660,   0x6f0,   0x7c0,   0x966,   0x9e6,   0xa66,   0xae6,   0xb66,   0xbe6,
-    0xc66,   0xce6,   0xd66,   0xde6,   0xe50,   0xed0,   0xf20,   0x1040,  0x1090,  0x17e0,
-    0x1810,  0x1946,  0x19d0,  0x1a80,  0x1a90,  0x1b50,  0x1bb0,  0x1c40,  0x1c50,  0xa620,
-    0xa8d0,  0xa900,  0xa9d0,  0xa9f0,  0xaa50,  0xabf0,  0xff10,  0x104a0, 0x10d30, 0x11066,
-    0x110f0, 0x11136, 0x111d0, 0x112f0, 0x11450, 0x114d0, 0x11650, 0x116c0, 0x11730, 0x118e0,
-    0x11950, 0x11c50, 0x11d50, 0x11da0, 0x16a60, 0x16ac0, 0x16b50, 0x1d7ce, 0x1d7d8, 0x1d7e2,
-    0x1d7ec, 0x1d7f6, 0x1e140, 0x1e2f0, 0x1e950, 0x1fbf0};
-
-// The value of a Unicode decimal digit, or -1.
-inline int py_decimal(char32_t c) {
-  if (c >= '0' && c <= '9') return static_cast<int>(c - '0');
-  if (c < 0x660) return -1;
-  const char32_t* end = kDigitZeros + sizeof(kDigitZeros) / sizeof(kDigitZeros[0]);
-  const char32_t* it = std::upper_bound(kDigitZeros, end, c);
-  const char32_t zero = *(it - 1);
-  return c - zero < 10 ? static_cast<int>(c - zero) : -1;
-}
-
 // The first space or tab in [p, e), or e; reads up to `limit` (>= e), 8 bytes at a time.
 inline const char* field_end(const char* p, const char* e, const char* limit) {
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -129,162 +99,6 @@ inline const char* field_end(const char* p, const char* e, const char* limit) {
 #endif
   while (p < e && *p != ' ' && *p != '\t') ++p;
   return p < e ? p : e;
-}
-
-// ---- numbers as Python's float() reads them ---------------------------------------------------
-
-// strtod in the "C" locale (the decimal point is '.' whatever setlocale() did).
-double strtod_c(const char* s) {
-#if defined(_WIN32)
-  static const _locale_t loc = _create_locale(LC_ALL, "C");
-  return _strtod_l(s, nullptr, loc);
-#else
-  static const locale_t loc = newlocale(LC_ALL_MASK, "C", static_cast<locale_t>(nullptr));
-  return strtod_l(s, nullptr, loc);
-#endif
-}
-
-inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-// [sign] decimal number (Python's dtoa grammar: digits [. digits] or . digits, optional
-// exponent), the whole of [p, end); overflow gives +-inf and underflow 0, as in Python.
-bool parse_decimal(const char* p, const char* end, double& out) {
-  bool neg = false;
-  if (p < end && (*p == '+' || *p == '-')) {
-    neg = *p == '-';
-    ++p;
-  }
-  if (p == end || !(is_digit(*p) || *p == '.')) return false;
-  double v = 0.0;
-  const auto r = std::from_chars(p, end, v, std::chars_format::general);
-  if (r.ptr != end) return false;
-  if (r.ec == std::errc::result_out_of_range) {
-    // from_chars leaves v alone then; strtod rounds correctly to +-inf, 0 or a subnormal.
-    const std::string copy(p, end);
-    v = strtod_c(copy.c_str());
-  } else if (r.ec != std::errc()) {
-    return false;
-  }
-  out = neg ? -v : v;
-  return true;
-}
-
-bool iequals(std::string_view a, std::string_view lower) {
-  if (a.size() != lower.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char c = a[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != lower[i]) return false;
-  }
-  return true;
-}
-
-// Everything float() accepts that the fast path does not: CPython's float_from_string, i.e.
-// Unicode spaces and digits made ASCII, underscores between digits, ASCII spaces stripped,
-// then inf/infinity/nan (any case, signed) or a decimal number.
-bool parse_py_float_slow(std::string_view s, double& out) {
-  std::string a;
-  a.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == 0) return false;  // an embedded NUL ends CPython's parse early: refused
-    if (c < 0x7F) {
-      a.push_back(static_cast<char>(c));
-      ++i;
-      continue;
-    }
-    if (c == 0x7F) return false;
-    std::size_t len;
-    const char32_t cp = decode_utf8(s.data() + i, &len);
-    i += len;
-    if (py_space(cp)) {
-      a.push_back(' ');
-    } else {
-      const int d = py_decimal(cp);
-      if (d < 0) return false;
-      a.push_back(static_cast<char>('0' + d));
-    }
-  }
-  if (a.find('_') != std::string::npos) {
-    std::string b;
-    char prev = '\0';
-    for (const char c : a) {
-      if (c == '_') {
-        if (!is_digit(prev)) return false;
-      } else {
-        if (prev == '_' && !is_digit(c)) return false;
-        b.push_back(c);
-      }
-      prev = c;
-    }
-    if (prev == '_') return false;
-    a.swap(b);
-  }
-  auto ascii_space = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
-  const char* p = a.data();
-  const char* end = p + a.size();
-  while (p < end && ascii_space(*p)) ++p;
-  if (p == end) return false;
-  while (end - p > 1 && ascii_space(end[-1])) --end;
-  std::string_view t(p, static_cast<std::size_t>(end - p));
-  std::string_view body = t;
-  bool neg = false;
-  if (!body.empty() && (body[0] == '+' || body[0] == '-')) {
-    neg = body[0] == '-';
-    body.remove_prefix(1);
-  }
-  if (iequals(body, "inf") || iequals(body, "infinity")) {
-    out = neg ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-    return true;
-  }
-  if (iequals(body, "nan")) {
-    out = neg ? -std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::quiet_NaN();
-    return true;
-  }
-  return parse_decimal(t.data(), t.data() + t.size(), out);
-}
-
-// Plain [sign] digits [. digits] (no exponent) whose digits make an integer m <= 2^53 with at
-// most 22 after the point: m / 10^k is then correctly rounded (Clinger's fast path), as every
-// correct parser's result. False: not of that shape, use the general parsers.
-inline bool parse_plain(const char* p, const char* end, double& out) {
-  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-  bool neg = false;
-  if (p < end && (*p == '-' || *p == '+')) {
-    neg = *p == '-';
-    ++p;
-  }
-  std::uint64_t m = 0;
-  int digits = 0;
-  int frac = -1;  // digits after the point; -1: no point yet
-  for (; p < end; ++p) {
-    const char c = *p;
-    if (is_digit(c)) {
-      if (++digits > 19) return false;
-      m = m * 10 + static_cast<std::uint64_t>(c - '0');
-      if (frac >= 0) ++frac;
-    } else if (c == '.' && frac < 0) {
-      frac = 0;
-    } else {
-      return false;
-    }
-  }
-  if (digits == 0 || m > (std::uint64_t{1} << 53) || frac > 22) return false;
-  double v = static_cast<double>(m);
-  if (frac > 0) v /= kPow10[frac];
-  out = neg ? -v : v;
-  return true;
-}
-
-// float(token) of Python, or false where it raises ValueError: the fast path, the decimal
-// grammar (all that from_chars accepts after a digit or a point is Python's grammar too),
-// then CPython's whole procedure.
-inline bool parse_py_float(std::string_view s, double& out) {
-  const char* b = s.data();
-  const char* e = b + s.size();
-  return parse_plain(b, e, out) || parse_decimal(b, e, out) || parse_py_float_slow(s, out);
 }
 
 }  // namespace
@@ -415,7 +229,7 @@ class ArpaParser {
   bool next_nonblank(std::string_view& line) {
     std::string_view raw;
     while (next_line(raw)) {
-      line = py_strip(raw);
+      line = ascii_strip(raw);
       if (!line.empty()) return true;
     }
     return false;
@@ -434,32 +248,22 @@ class ArpaParser {
   bool have_unk_ = false;
 };
 
-// `ngram\s+(\d+)\s*=\s*(\d+)`, the whole of s (Unicode \s and \d, as Python's re).
+// `ngram\s+(\d+)\s*=\s*(\d+)`, the whole of s, with ASCII whitespace (is_ascii_space) for \s
+// and ASCII digits for \d, as fstdecode/io/arpa.py's _COUNT_RE.
 bool ArpaParser::count_line(std::string_view s, long& n, long& count) const {
   if (s.substr(0, 5) != "ngram") return false;
   std::size_t i = 5;
   auto spaces = [&]() {
-    std::size_t k = 0;
-    while (i < s.size()) {
-      std::size_t len;
-      if (!py_space(decode_utf8(s.data() + i, &len))) break;
-      i += len;
-      ++k;
-    }
-    return k;
+    const std::size_t start = i;
+    while (i < s.size() && is_ascii_space(s[i])) ++i;
+    return i - start;
   };
   auto number = [&](long& v) {
-    std::size_t k = 0;
+    const std::size_t start = i;
     v = 0;
-    while (i < s.size()) {
-      std::size_t len;
-      const int d = py_decimal(decode_utf8(s.data() + i, &len));
-      if (d < 0) break;
-      i += len;
-      ++k;
-      v = v > kCountCap / 10 ? kCountCap : v * 10 + d;
-    }
-    return k > 0;
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i)
+      v = v > kCountCap / 10 ? kCountCap : v * 10 + (s[i] - '0');
+    return i > start;
   };
   if (spaces() == 0 || !number(n)) return false;
   spaces();
@@ -548,14 +352,14 @@ long ArpaParser::read_section(int n, bool keep_backoff) {
     if (nf != n + 1 && nf != n + 2)
       fail(lineno_, "expected a log10 probability, " + std::to_string(n) + " word(s) and an optional backoff");
     double v;
-    if (!parse_py_float(f[0], v)) fail(lineno_, "log10 probability is not a number");
+    if (!parse_double(f[0], v)) fail(lineno_, "log10 probability is not a number");
     if (v > 0.0) fail(lineno_, "positive log10 probability");
     if (v != v) fail(lineno_, "log10 probability is NaN");
     const double prob = v * kLn10;
     double backoff = 0.0;
     if (nf == n + 2) {
       double b;
-      if (!parse_py_float(f[static_cast<std::size_t>(n + 1)], b) || !std::isfinite(b))
+      if (!parse_double(f[static_cast<std::size_t>(n + 1)], b) || !std::isfinite(b))
         fail(lineno_, "log10 backoff is not a finite number");
       backoff = b * kLn10;
     }
@@ -623,7 +427,7 @@ long ArpaParser::skip_section() {
   for (;;) {
     const Mark before = mark();
     if (!next_line(line)) break;
-    const std::string_view s = py_strip(line);
+    const std::string_view s = ascii_strip(line);
     if (s.empty()) continue;
     if (s[0] == '\\') {
       reset(before);

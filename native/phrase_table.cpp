@@ -48,14 +48,13 @@ std::vector<std::string> strings(const std::vector<std::string_view>& words) {
   return std::vector<std::string>(words.begin(), words.end());
 }
 
-// The numbers of a field, or false at the first token that is not one. A token parse_double
-// does not read (not a plain ASCII decimal) is asked of `slow` (Python's float(), which also
-// reads "1_0", Unicode digits and a token padded with Unicode spaces), if given.
-bool numbers(const std::vector<std::string_view>& tokens, std::vector<double>& out, const ParseNumber& slow) {
+// The numbers of a field (text_lines.h's number grammar), or false at the first token that is
+// not one.
+bool numbers(const std::vector<std::string_view>& tokens, std::vector<double>& out) {
   out.clear();
   for (const auto& token : tokens) {
     double v;
-    if (!parse_double(token, v) && !(slow && slow(token, v))) return false;
+    if (!parse_double(token, v)) return false;
     out.push_back(v);
   }
   return true;
@@ -207,9 +206,8 @@ PhraseStore PhraseStore::limited(int limit, const LanguageModel& lm, const std::
 class PhraseTableReader {
  public:
   PhraseTableReader(const std::string& path, ScoreFormat format, int num_features, SourceFilter* filter,
-                    const KeepSource& keep, const Progress& progress, const ParseNumber& number)
-      : lines_(path), format_(format), expected_(num_features), filter_(filter), keep_(keep), progress_(progress),
-        number_(number) {
+                    const KeepSource& keep, const Progress& progress)
+      : lines_(path), format_(format), expected_(num_features), filter_(filter), keep_(keep), progress_(progress) {
     store_.path_ = path;
   }
 
@@ -254,7 +252,7 @@ class PhraseTableReader {
       first_line_ = lines_.lineno();
     }
     if (static_cast<int>(tokens_.size()) != expected_) fail(line, "wrong number of scores");
-    if (!numbers(tokens_, values_, number_)) fail(line, "a score is not a number");
+    if (!numbers(tokens_, values_)) fail(line, "a score is not a number");
     for (double& v : values_) {
       if (std::isnan(v) || v == std::numeric_limits<double>::infinity()) fail(line, "a score is not a finite number");
       switch (format_) {
@@ -447,7 +445,6 @@ class PhraseTableReader {
   SourceFilter* filter_;
   const KeepSource& keep_;
   const Progress& progress_;
-  const ParseNumber& number_;
   PhraseStore store_;
   long runs_ = 0;
   int handle_ = -1;  // the current run's source, -1 when it is not kept
@@ -466,8 +463,8 @@ class PhraseTableReader {
 };
 
 PhraseStore read_phrase_table(const std::string& path, ScoreFormat format, int num_features, SourceFilter* filter,
-                              const KeepSource& keep, const Progress& progress, const ParseNumber& number) {
-  PhraseStore store = PhraseTableReader(path, format, num_features, filter, keep, progress, number).read();
+                              const KeepSource& keep, const Progress& progress) {
+  PhraseStore store = PhraseTableReader(path, format, num_features, filter, keep, progress).read();
   return store;
 }
 
@@ -496,8 +493,8 @@ const double* ReorderingStore::find(const std::vector<std::string>& source, cons
 class ReorderingTableReader {
  public:
   ReorderingTableReader(const std::string& path, int num_scores, bool with_target, SourceFilter* filter,
-                        const KeepSource& keep, const Progress& progress, const ParseNumber& number)
-      : lines_(path), expected_(num_scores), filter_(filter), keep_(keep), progress_(progress), number_(number) {
+                        const KeepSource& keep, const Progress& progress)
+      : lines_(path), expected_(num_scores), filter_(filter), keep_(keep), progress_(progress) {
     store_.path_ = path;
     store_.with_target_ = with_target;
   }
@@ -524,7 +521,7 @@ class ReorderingTableReader {
         first_line_ = lines_.lineno();
       }
       if (static_cast<int>(tokens_.size()) != expected_) fail(line, "wrong number of probabilities");
-      if (!numbers(tokens_, values_, number_)) fail(line, "a probability is not a number");
+      if (!numbers(tokens_, values_)) fail(line, "a probability is not a number");
       for (double& v : values_) {
         if (!std::isfinite(v) || v < 0.0) fail(line, "a probability is not a finite number >= 0");
         v = v > 0.0 ? std::max(std::log(v), kLowest) : kLowest;
@@ -578,7 +575,6 @@ class ReorderingTableReader {
   SourceFilter* filter_;
   const KeepSource& keep_;
   const Progress& progress_;
-  const ParseNumber& number_;
   ReorderingStore store_;
   bool started_ = false, keep_run_ = true;
   std::string last_source_, joined_;
@@ -588,9 +584,8 @@ class ReorderingTableReader {
 };
 
 ReorderingStore read_reordering_table(const std::string& path, int num_scores, bool conditioned_on_target,
-                                      SourceFilter* filter, const KeepSource& keep, const Progress& progress,
-                                      const ParseNumber& number) {
-  return ReorderingTableReader(path, num_scores, conditioned_on_target, filter, keep, progress, number).read();
+                                      SourceFilter* filter, const KeepSource& keep, const Progress& progress) {
+  return ReorderingTableReader(path, num_scores, conditioned_on_target, filter, keep, progress).read();
 }
 
 }  // namespace fstdecode

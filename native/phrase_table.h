@@ -69,10 +69,6 @@ class SourceFilter {
 using KeepSource = std::function<bool(const std::vector<std::string>&)>;
 // Called as the file is read: (bytes read so far, of the compressed file for gzip; lines read).
 using Progress = std::function<void(long long, long)>;
-// Reads a number token that parse_double (text_lines.h) does not: true and `value` set, or false
-// for a token that is not a number. The binding gives Python's float(), so that a table reads
-// as the Python reader read it; it is asked only of such rare tokens.
-using ParseNumber = std::function<bool(std::string_view, double&)>;
 
 // Lines that repeat an earlier (source, target) pair (fstdecode.io.phrase_table._Repeats).
 struct Repeats {
@@ -140,8 +136,7 @@ class PhraseStore {
 
 // Reads a phrase table (path: plain or gzip). num_features < 0: the first line's count.
 PhraseStore read_phrase_table(const std::string& path, ScoreFormat format, int num_features, SourceFilter* filter,
-                              const KeepSource& keep, const Progress& progress,
-                              const ParseNumber& number = ParseNumber());
+                              const KeepSource& keep, const Progress& progress);
 
 // A lexicalized reordering table: rows of num_scores() ln(p) values floored at -100, keyed by
 // (source, target), or by source alone for a table conditioned on the source only (`f`). A key
@@ -171,7 +166,6 @@ class ReorderingStore {
 };
 
 ReorderingStore read_reordering_table(const std::string& path, int num_scores, bool conditioned_on_target,
-                                      SourceFilter* filter, const KeepSource& keep, const Progress& progress,
-                                      const ParseNumber& number = ParseNumber());
+                                      SourceFilter* filter, const KeepSource& keep, const Progress& progress);
 
 }  // namespace fstdecode

@@ -1,6 +1,8 @@
 #include "text_lines.h"
 
 #include <fcntl.h>
+#include <locale.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -261,6 +263,15 @@ void split_tokens(std::string_view text, std::vector<std::string_view>& out) {
 
 bool blank(std::string_view text) { return py_strip(text).empty(); }
 
+bool is_ascii_space(char c) { return ascii_space(c); }
+
+std::string_view ascii_strip(std::string_view text) {
+  std::size_t b = 0, e = text.size();
+  while (b < e && ascii_space(text[b])) ++b;
+  while (e > b && ascii_space(text[e - 1])) --e;
+  return text.substr(b, e - b);
+}
+
 namespace {
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -275,12 +286,52 @@ bool digits(std::string_view s, std::size_t& i) {
 }
 }  // namespace
 
+namespace {
+// strtod in the "C" locale (the decimal point is '.' whatever setlocale() did).
+double strtod_c(const std::string& s) {
+  static const locale_t loc = newlocale(LC_ALL_MASK, "C", static_cast<locale_t>(nullptr));
+  return strtod_l(s.c_str(), nullptr, loc);
+}
+
+// digits [. digits] (no sign, no exponent) whose digits make an integer m <= 2^53 with at most
+// 22 after the point: m / 10^k is then correctly rounded (Clinger's fast path), as every
+// correct parser's result. False: not of that shape (the general parser decides).
+bool parse_plain(std::string_view s, double& out) {
+  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  std::uint64_t m = 0;
+  int digits = 0;
+  int frac = -1;  // digits after the point; -1: no point yet
+  for (const char c : s) {
+    if (c >= '0' && c <= '9') {
+      if (++digits > 19) return false;
+      m = m * 10 + static_cast<std::uint64_t>(c - '0');
+      if (frac >= 0) ++frac;
+    } else if (c == '.' && frac < 0) {
+      frac = 0;
+    } else {
+      return false;
+    }
+  }
+  if (digits == 0 || m > (std::uint64_t{1} << 53) || frac > 22) return false;
+  out = static_cast<double>(m);
+  if (frac > 0) out /= kPow10[frac];
+  return true;
+}
+}  // namespace
+
 bool parse_double(std::string_view token, double& value) {
   std::string_view body = token;
   bool negative = false;
   if (!body.empty() && (body[0] == '+' || body[0] == '-')) {
     negative = body[0] == '-';
     body.remove_prefix(1);
+  }
+  double parsed = 0.0;
+  if (parse_plain(body, parsed)) {
+    value = negative ? -parsed : parsed;
+    return true;
   }
   if (iequals(body, "inf") || iequals(body, "infinity")) {
     value = negative ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
@@ -305,11 +356,11 @@ bool parse_double(std::string_view token, double& value) {
     if (!digits(body, i)) return false;
   }
   if (i != body.size()) return false;
-  double parsed = 0.0;
   const auto result = std::from_chars(body.data(), body.data() + body.size(), parsed);
   if (result.ec == std::errc::result_out_of_range) {
-    // from_chars leaves `parsed` alone on overflow and underflow; Python gives inf or 0.
-    parsed = std::strtod(std::string(body).c_str(), nullptr);
+    // from_chars leaves `parsed` alone on overflow and underflow; strtod rounds correctly to
+    // inf, 0 or a subnormal.
+    parsed = strtod_c(std::string(body));
   } else if (result.ec != std::errc() || result.ptr != body.data() + body.size()) {
     return false;
   }

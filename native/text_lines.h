@@ -72,9 +72,15 @@ void split_tokens(std::string_view text, std::vector<std::string_view>& out);
 // Whether Python's str.strip() leaves nothing of `text` (valid UTF-8).
 bool blank(std::string_view text);
 
-// Python's float() of a plain decimal token ([+-] digits [. digits] [e[+-]digits], or inf,
-// infinity, nan in any case): true and `value` set, or false for any other token (the table
-// readers then ask their ParseNumber, phrase_table.h, which is Python's float()).
+// Whether `c` is one of the ASCII whitespace characters tokens are split on (split_tokens).
+bool is_ascii_space(char c);
+// `text` without the leading and trailing characters is_ascii_space accepts.
+std::string_view ascii_strip(std::string_view text);
+
+// A number of a model file, by the one grammar of every reader (fstdecode/io/values.py's
+// NUMBER): [+-] then digits [. digits] or . digits, then [e|E [+-] digits]; or [+-] inf,
+// infinity, nan in any case. ASCII only, no spaces, no underscores. True and `value` set (the
+// correctly rounded double; overflow gives +-inf and underflow 0), or false for any other token.
 bool parse_double(std::string_view token, double& value);
 
 }  // namespace fstdecode

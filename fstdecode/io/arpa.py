@@ -29,6 +29,7 @@ from typing import Sequence
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.files import read_lines
+from fstdecode.io.tokens import ASCII_WHITESPACE
 from fstdecode.io.values import parse_finite, parse_number
 
 __all__ = [
@@ -52,8 +53,10 @@ LN10 = math.log(10)
 # KenLM also accepts the capitalised spelling as the unknown word ("Sadly some LMs have <UNK>").
 _UNK_ALIASES = ("<UNK>",)
 
-_COUNT_RE = re.compile(r"ngram\s+(\d+)\s*=\s*(\d+)")
-_SECTION_RE = re.compile(r"\\(\d+)-grams:")
+# Header lines are stripped of ASCII whitespace only, and counts are ASCII (the core reads the same).
+_SPACE = f"[{re.escape(ASCII_WHITESPACE)}]"
+_COUNT_RE = re.compile(rf"ngram{_SPACE}+([0-9]+){_SPACE}*={_SPACE}*([0-9]+)")
+_SECTION_RE = re.compile(r"\\([0-9]+)-grams:")
 
 Ngram = tuple[str, ...]
 
@@ -74,7 +77,7 @@ def _fields(line: str) -> list[str]:
 
 
 def _is_blank(line: str) -> bool:
-    return not line.strip()
+    return not line.strip(ASCII_WHITESPACE)
 
 
 def _parse_prob(path: str, lineno: int, s: str) -> float:
@@ -293,7 +296,7 @@ class _Parser:
             line = lines[self.i]
             self.i += 1
             if not _is_blank(line):
-                return self.i, line.strip()
+                return self.i, line.strip(ASCII_WHITESPACE)
         return None
 
     def eof_lineno(self) -> int:
@@ -447,7 +450,7 @@ class _Parser:
         entries = 0
         while i < nlines:
             line = lines[i]
-            s = line.strip()
+            s = line.strip(ASCII_WHITESPACE)
             if s.startswith("\\"):
                 break
             if s:

@@ -8,10 +8,18 @@ only that class, with ``"{where}: {what} {token!r} is not a number"`` (then the 
 from __future__ import annotations
 
 import math
+import re
 
 from fstdecode.errors import FstdecodeError
 
-__all__ = ["MAX_WEIGHT", "parse_finite", "parse_number", "parse_weight", "weight_too_large"]
+__all__ = ["MAX_WEIGHT", "NUMBER", "parse_finite", "parse_number", "parse_weight", "weight_too_large"]
+
+#: The one number grammar of model files, weights and options (the core's parse_double,
+#: native/text_lines.h, reads the same): a sign, then digits with an optional point and
+#: fraction (or a point and digits), then an optional exponent; or inf, infinity, nan in any
+#: case. ASCII only: Python's float() also reads underscores ("1_0"), Unicode digits and
+#: surrounding spaces, which no model file holds, and they are refused here.
+NUMBER = re.compile(r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))")
 
 #: The largest weight magnitude accepted. A feature's value is below about 1e10 in magnitude for
 #: any sentence the decoder takes (an LM or phrase-table log score of at most ~745 a word, a
@@ -25,11 +33,11 @@ MAX_WEIGHT = 1e20
 def parse_number(
     token: str, what: str, where: str, error: type[FstdecodeError], hint: str = ""
 ) -> float:
-    """``token`` as a float (``nan`` and ``inf`` included); anything else raises ``error``."""
-    try:
-        return float(token)
-    except ValueError:
-        raise error(f"{where}: {what} {token!r} is not a number{hint}") from None
+    """``token`` as a float if it matches :data:`NUMBER` (``nan`` and ``inf`` included);
+    anything else raises ``error``."""
+    if NUMBER.fullmatch(token) is None:
+        raise error(f"{where}: {what} {token!r} is not a number{hint}")
+    return float(token)
 
 
 def parse_finite(token: str, what: str, where: str, error: type[FstdecodeError]) -> float:
