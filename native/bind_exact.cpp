@@ -8,6 +8,7 @@
 
 #include "bindings.h"
 #include "exact.h"
+#include "stack.h"
 
 namespace py = pybind11;
 

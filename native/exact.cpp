@@ -18,6 +18,7 @@
 
 #include "coverage_set.h"
 #include "hash.h"
+#include "stack.h"
 #include "statespace.h"
 
 namespace fstdecode {

@@ -12,9 +12,10 @@
 
 #include "coverage_set.h"
 #include "problem.h"
-#include "stack.h"
 
 namespace fstdecode {
+
+struct StackOptions;  // stack.h: the stack decoder's, for exact_decode's lower bound
 
 // fstdecode.search.exact.ExactOptions (through native_exact.py), the source of truth for every
 // default and check: only Python builds these (bind_exact.cpp takes every field but `support`),
