@@ -1,5 +1,6 @@
 // The Python face of the exact A* (exact.h): `_core.ExactOptions`, `_core.ExactBounds`,
-// `_core.ExactSupport`, `_core.exact_bounds`, `_core.exact_search` and `_core.exact_support`.
+// `_core.ExactSupport`, `_core.exact_bounds`, `_core.exact_search`, `_core.exact_support` and
+// `_core.exact_decode` (the whole of --method exact, one call a sentence).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -7,6 +8,7 @@
 
 #include "bindings.h"
 #include "exact.h"
+#include "stack.h"
 
 namespace py = pybind11;
 
@@ -41,6 +43,10 @@ void bind_exact(py::module_& m) {
         py::arg("problem"), py::arg("tapes") = false, py::call_guard<py::gil_scoped_release>());
   m.def("exact_search", &exact_search, "A* over coverage states (fstdecode.search.exact.search)",
         py::arg("problem"), py::arg("options"), py::call_guard<py::gil_scoped_release>());
+  m.def("exact_decode", &exact_decode,
+        "--method exact for one sentence: the stack decoder's lower bound (under `stack`), the A* (under "
+        "`options`, lower_bound -inf) and the answer (fstdecode.search.native_exact.exact_search)",
+        py::arg("problem"), py::arg("options"), py::arg("stack"), py::call_guard<py::gil_scoped_release>());
   py::class_<ExactSupport>(m, "ExactSupport", "exact_support's result and option indices")
       .def_readonly("result", &ExactSupport::result)
       .def_readonly("options", &ExactSupport::options, "Option::index of each kept option, ascending");

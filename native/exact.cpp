@@ -1,6 +1,8 @@
-// A* over coverage states (exact.h); the proof is in fstdecode/search/exact.py, whose functions
-// this file follows name for name: tails, option bounds (beta), the </s> bound, the cover table
-// and the heuristic, then the search.
+// A* over coverage states (exact.h); the proof is in docs/exact.md (once the docstring of the
+// retired Python search, fstdecode/search/exact.py, whose functions this file follows name for
+// name): tails, option bounds (beta), the </s> bound, the cover table and the heuristic, then the
+// search, and last exact_decode, the whole of --method exact (the stack decoder's lower bound,
+// the A*, the answer).
 #include "exact.h"
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 
 #include "coverage_set.h"
 #include "hash.h"
+#include "stack.h"
 #include "statespace.h"
 
 namespace fstdecode {
@@ -733,6 +736,52 @@ Result exact_search(const Problem& problem, const ExactOptions& options) {
   } catch (const BoundsTooBig& e) {
     return too_big(e);
   }
+}
+
+Result exact_decode(const Problem& problem, const ExactOptions& options, const StackOptions& stack) {
+  if (!problem.finished()) throw std::logic_error("exact_decode: call Problem.finish() first");
+  if (options.nbest < 1) throw std::invalid_argument("exact_decode: options.nbest < 1");
+  if (!(options.lower_bound == -kInf) || options.support)
+    throw std::invalid_argument("exact_decode: options.lower_bound must be -inf and support off (the stack decoder gives the bound)");
+  // The lower bound: the stack decoder's k best, real derivations even when its budget ran out
+  // (status "budget" with hypotheses); pruned to nothing ("none") or over budget with none, there
+  // is no lower bound. (fstdecode.fst.cascade prunes R with the same bound, from Python.)
+  Result lower = stack_search(problem, stack);
+  const bool known = (lower.status.empty() || lower.status == "budget") && !lower.hypotheses.empty();
+  const auto nbest = static_cast<std::size_t>(options.nbest);
+  ExactOptions o = options;
+  // Every one of the k best derivations reaches the stack decoder's k-th, if it found k.
+  if (known && lower.hypotheses.size() >= nbest) o.lower_bound = lower.hypotheses[nbest - 1].score;
+  Result result = exact_search(problem, o);
+  if (known) {
+    result.states += lower.states;
+    result.transitions += lower.transitions;
+  }
+  if (result.status == "budget") {  // not proven: the best derivations known, with the A*'s bound
+    result.optimal = false;
+    if (known && (result.hypotheses.empty() || lower.hypotheses.front().score > result.hypotheses.front().score))
+      result.hypotheses = std::move(lower.hypotheses);
+    return result;
+  }
+  if (result.status == "none" || result.hypotheses.empty()) {
+    result.status = "none";
+    result.optimal = false;
+    result.hypotheses.clear();
+    result.message = known ? "the exact search lost the stack decoder's derivation (a bug)" : "";
+    return result;
+  }
+  if (known) {  // the proven best cannot score below a real derivation, but for rounding
+    const double best = lower.hypotheses.front().score;
+    if (result.hypotheses.front().score < best - 1e-6 * std::max(1.0, std::abs(best))) {
+      result.status = "none";
+      result.optimal = false;
+      result.hypotheses.clear();
+      result.message = "the exact search scored below the stack decoder's derivation (a bug)";
+      return result;
+    }
+  }
+  result.optimal = true;
+  return result;
 }
 
 }  // namespace fstdecode

@@ -15,6 +15,8 @@
 
 namespace fstdecode {
 
+struct StackOptions;  // stack.h: the stack decoder's, for exact_decode's lower bound
+
 // fstdecode.search.exact.ExactOptions (through native_exact.py), the source of truth for every
 // default and check: only Python builds these (bind_exact.cpp takes every field but `support`),
 // so no default is restated here.
@@ -109,5 +111,21 @@ Result exact_search(const Problem& problem, const ExactOptions& options);
 
 // exact_search with options.support set (see ExactOptions::support).
 ExactSupport exact_support(const Problem& problem, const ExactOptions& options);
+
+// `--method exact` for one sentence, whole (docs/exact.md): the stack decoder's k best under
+// `stack` (stack.h; fstdecode.search.stack.StackOptions(nbest=options.nbest), built in Python) are
+// real derivations, so the k-th of them (when it finds k) is the A*'s lower bound; then the A*
+// under `options` (whose lower_bound must be -inf: the stack decoder supplies it). The result:
+//   - proven: status "", optimal, the A*'s k best and certificate (upper_bound = the best score);
+//   - over budget: status "budget" with the A*'s message and upper bound (NaN when its bounds
+//     were too big to build), not optimal, and the better of the A*'s and the stack decoder's
+//     derivations (the A*'s unless the stack's best scores higher; none if neither found one);
+//   - status "none", no derivation: message "" when none satisfies the distortion limit (the
+//     Python side words it: problem.no_derivation_message), else a bug's message (the A* lost,
+//     or scored below, the stack decoder's derivation).
+// states and transitions count both searches (the stack decoder's only when it gave a
+// derivation). The stack decoder's own budget or pruning never stops the search: over its budget
+// its completed derivations still serve as a lower bound, and without any there is none.
+Result exact_decode(const Problem& problem, const ExactOptions& options, const StackOptions& stack);
 
 }  // namespace fstdecode

@@ -1,10 +1,11 @@
 """``--method exact``: exact search with a certificate, A* over coverage states, for an LM of any order.
 
-The search runs in the native core (native/exact.cpp, wrapped by
-:func:`fstdecode.search.native_exact.exact_search`); docs/exact.md proves, lemma by lemma, that
-its heuristic is admissible and consistent, so that the first complete derivation popped is
-optimal and its ``f`` bounds every derivation (the certificate). A lower bound from the stack
-decoder prunes what cannot beat it; over budget (``max_states`` states, or ``time_limit``
+The search runs in the native core, one call a sentence (native/exact.cpp, ``exact_decode``,
+wrapped by :func:`fstdecode.search.native_exact.exact_search`); docs/exact.md proves, lemma by
+lemma, that its heuristic is admissible and consistent, so that the first complete derivation
+popped is optimal and its ``f`` bounds every derivation (the certificate). A lower bound from the
+stack decoder (run in the same call, under :class:`~fstdecode.search.stack.StackOptions`'
+defaults) prunes what cannot beat it; over budget (``max_states`` states, or ``time_limit``
 seconds), the result is that derivation, not proven, with the largest open ``f`` as upper bound.
 
 This module holds the method's options, which the core reads.

@@ -319,21 +319,23 @@ def native_problem(problem: SearchProblem) -> Any:
 
 
 def to_result(problem: SearchProblem, result: Any) -> SearchResult:
-    """The core's ``Result`` as a SearchResult over the problem's phrases.
+    """The core's ``Result`` as a SearchResult over the problem's phrases, with its upper bound
+    (None where the core has none: NaN; only the exact search sets one).
 
     Raises SearchLimitError for status ``"budget"`` (with the best derivations found, if any,
-    as its ``best``) and SearchError for ``"none"``, as the Python oracles do.
+    and the upper bound, as its ``best``) and SearchError for ``"none"``, as the Python oracles do.
     """
     status = result.status
     hypotheses = ()
     if result.hypotheses:
         phrase = native_form(problem).phrase
         hypotheses = tuple((h.score, tuple(phrase(i) for i in h.options)) for h in result.hypotheses)
+    bound = None if math.isnan(result.upper_bound) else result.upper_bound
     if status == "budget":
-        best = SearchResult(hypotheses, False, result.states, result.transitions) if hypotheses else None
+        best = SearchResult(hypotheses, False, result.states, result.transitions, bound) if hypotheses else None
         raise SearchLimitError(result.message, best)
     if status == "none":  # an empty message: no derivation within the distortion limit
         raise SearchError(result.message or no_derivation_message(problem.d))
     if status:
         raise SearchError(f"the native search ended with an unknown status {status!r}: {result.message}")
-    return SearchResult(hypotheses, result.optimal, result.states, result.transitions)
+    return SearchResult(hypotheses, result.optimal, result.states, result.transitions, bound)

@@ -1,13 +1,20 @@
 """``--method exact`` in the native core: A* over coverage states with a certificate.
 
-The lower bound comes from the native stack decoder (:func:`lower_bound`); the core runs the A*
-whose heuristic docs/exact.md proves admissible and consistent, and :func:`finish` turns its
-result into the searcher's answer.
+One native call a sentence (``_core.exact_decode``, native/exact.cpp): the core runs the stack
+decoder (native/stack.cpp) for the lower bound, under the options of
+``StackOptions(nbest=k)`` made here from the dataclass; then the A* whose heuristic docs/exact.md
+proves admissible and consistent; and it returns the searcher's answer (proven k best with the
+certificate, or over budget the better of the two searches' derivations with the A*'s upper
+bound, or no derivation). Python only converts the options in and the result out
+(:func:`fstdecode.search.native.to_result`).
 
 A sentence of any length stays in the core: beyond 512 words its coverages are held in a
 sliding window (``WinCov``, native/coverage_set.h). A transition the window cannot hold is
 not searched; the largest ``f`` of the states it leaves joins the upper bound, and no
 derivation below it is claimed optimal (the line is then over budget, with its gap).
+
+:func:`support`, :func:`lower_bound` and :func:`kth_score` serve ``--method fst``'s pruned R
+(fstdecode.fst.cascade), which runs the stack decoder and the A*'s support mode as two calls.
 """
 
 from __future__ import annotations
@@ -15,14 +22,15 @@ from __future__ import annotations
 import math
 
 from fstdecode._native import core as _core
-from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult, no_derivation_message
+from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
 from fstdecode.search.base import OptionsError, register
 from fstdecode.search.exact import ExactOptions
-from fstdecode.search.native import core_budget, native_form, options_form
+from fstdecode.search.native import core_budget, native_form, options_form, to_result
+from fstdecode.search.native_stack import core_options as stack_core_options
 from fstdecode.search.native_stack import stack_search
 from fstdecode.search.stack import StackOptions
 
-__all__ = ["exact_search", "finish", "kth_score", "lower_bound", "support"]
+__all__ = ["exact_search", "kth_score", "lower_bound", "support"]
 
 
 def _core_result(problem: SearchProblem, result) -> tuple[SearchResult, str]:
@@ -48,9 +56,9 @@ def _core_time_limit(seconds: float | None) -> float:
 
 
 def _stack_lower_bound(problem: SearchProblem, options: StackOptions) -> SearchResult:
-    """The native stack decoder's k best; over its budget, the derivations it completed anyway
-    (real derivations, so still a lower bound: a line too long for the stack decoder's budget
-    keeps one for the A*)."""
+    """(``--method fst``'s pruned R) The native stack decoder's k best; over its budget, the
+    derivations it completed anyway (real derivations, so still a lower bound: a line too long
+    for the stack decoder's budget keeps one)."""
     try:
         return stack_search(problem, options)
     except SearchLimitError as e:
@@ -60,39 +68,18 @@ def _stack_lower_bound(problem: SearchProblem, options: StackOptions) -> SearchR
 
 
 def lower_bound(problem: SearchProblem, nbest: int) -> SearchResult | None:
-    """The native stack decoder's k best (default settings): real derivations, so a lower bound;
-    None if it finds none."""
+    """(``--method fst``'s pruned R) The native stack decoder's k best (default settings): real
+    derivations, so a lower bound; None if it finds none. ``--method exact`` runs the same in the
+    core (exact_decode)."""
     try:
         return _stack_lower_bound(problem, StackOptions(nbest=nbest))
     except SearchError:
         return None
 
 
-def finish(problem: SearchProblem, result: SearchResult, status: str, lower: SearchResult | None) -> SearchResult:
-    """The searcher's answer from the A* result and status.
-
-    Over budget: SearchLimitError carrying the best derivations known, not proven, with the
-    upper bound. ``states`` and ``transitions`` include the lower bound's stack search.
-    """
-    states = result.states + (lower.states if lower else 0)
-    transitions = result.transitions + (lower.transitions if lower else 0)
-    if status.startswith("budget"):
-        hypotheses = result.hypotheses
-        if lower is not None and (not hypotheses or lower.hypotheses[0][0] > hypotheses[0][0]):
-            hypotheses = lower.hypotheses
-        best = SearchResult(hypotheses, False, states, transitions, result.upper_bound) if hypotheses else None
-        raise SearchLimitError(status.partition(": ")[2], best)
-    if status == "none" or not result.hypotheses:
-        if lower is not None:
-            raise SearchError("the exact search lost the stack decoder's derivation (a bug)")
-        raise SearchError(no_derivation_message(problem.d))
-    if lower is not None and result.hypotheses[0][0] < lower.hypotheses[0][0] - 1e-6 * max(1.0, abs(lower.hypotheses[0][0])):
-        raise SearchError("the exact search scored below the stack decoder's derivation (a bug)")
-    return SearchResult(result.hypotheses, True, states, transitions, result.upper_bound)
-
-
 def kth_score(lower: SearchResult | None, nbest: int) -> float:
-    """The score every one of the k best derivations reaches: the stack's k-th, if it found k."""
+    """The score every one of the k best derivations reaches: the stack's k-th, if it found k
+    (``--method fst``'s pruned R; exact_decode computes it in the core for ``--method exact``)."""
     if lower is None or len(lower.hypotheses) < nbest:
         return -math.inf
     return lower.hypotheses[nbest - 1][0]
@@ -100,20 +87,19 @@ def kth_score(lower: SearchResult | None, nbest: int) -> float:
 
 def exact_search(problem: SearchProblem, options: ExactOptions = ExactOptions()) -> SearchResult:
     """The k best derivations, proven (``optimal``, ``upper_bound`` = the best score); over budget,
-    SearchLimitError with the best known derivations and a valid upper bound."""
-    lower = lower_bound(problem, options.nbest)
+    SearchLimitError with the best known derivations and a valid upper bound. One core call
+    (``_core.exact_decode``): the stack decoder's lower bound, the A* and the answer."""
     core_options = _core.ExactOptions(
         nbest=options.nbest,
         max_states=core_budget(options.max_states),
         time_limit=_core_time_limit(options.time_limit),
-        lower_bound=kth_score(lower, options.nbest),
+        lower_bound=-math.inf,  # the core takes the stack decoder's k-th score
     )
-    result, status = _core_result(problem, _core.exact_search(native_form(problem).core, core_options))
-    return finish(problem, result, status, lower)
+    stack = stack_core_options(StackOptions(nbest=options.nbest))
+    return to_result(problem, _core.exact_decode(native_form(problem).core, core_options, stack))
 
 
 register("exact", ExactOptions, function=exact_search, exact=True, summary="A* over coverage states with a certificate (exact, any LM order)")
-
 
 
 def support(

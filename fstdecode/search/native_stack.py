@@ -11,18 +11,18 @@ from fstdecode.search.base import register
 from fstdecode.search.native import core_budget, native_form, to_result
 from fstdecode.search.stack import StackOptions
 
-__all__ = ["stack_search"]
+__all__ = ["core_options", "stack_search"]
 
 
 def _off(value: float | None) -> float:
     return -1.0 if value is None else float(value)
 
 
-def stack_search(problem: SearchProblem, options: StackOptions = StackOptions()) -> SearchResult:
-    """``--method stack`` (:mod:`fstdecode.search.stack`, native/stack.cpp): the k best derivations
-    the beam keeps (``optimal`` False); SearchLimitError over budget, SearchError when every
-    hypothesis was pruned."""
-    core_options = _core.StackOptions(
+def core_options(options: StackOptions) -> _core.StackOptions:
+    """The core's ``StackOptions`` from the dataclass, field for field (the core restates no default):
+    for ``--method stack`` and for the lower bound ``--method exact`` runs in the core
+    (:mod:`fstdecode.search.native_exact`)."""
+    return _core.StackOptions(
         nbest=options.nbest,
         max_states=core_budget(options.max_states),
         beam_size=options.beam_size,
@@ -32,7 +32,13 @@ def stack_search(problem: SearchProblem, options: StackOptions = StackOptions())
         # The threshold early pruning uses, resolved in Python (ln 1e5 computed once, by Python).
         early_threshold=float(options.threshold),
     )
-    result = _core.stack_search(native_form(problem).core, core_options)
+
+
+def stack_search(problem: SearchProblem, options: StackOptions = StackOptions()) -> SearchResult:
+    """``--method stack`` (:mod:`fstdecode.search.stack`, native/stack.cpp): the k best derivations
+    the beam keeps (``optimal`` False); SearchLimitError over budget, SearchError when every
+    hypothesis was pruned."""
+    result = _core.stack_search(native_form(problem).core, core_options(options))
     if result.status == "none":
         # The message names the settings to widen, formatted here.
         raise SearchError(

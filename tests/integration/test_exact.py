@@ -6,10 +6,13 @@
 * Its heuristic alone (no lower bound) is admissible and consistent (docs/exact.md): the k best
   come out in order; lemma 8's Φ' is checked by brute force.
 * Out of budget it says so, with a gap that is a real bound (at least the oracle's best).
+* It is one native call a sentence (``_core.exact_decode``: the stack decoder's lower bound, the
+  A* and the answer all in the core), with the oracle's results.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from pathlib import Path
 
@@ -23,9 +26,9 @@ from fstdecode.reference import exhaustive
 from fstdecode.search import coverage_dp, exact
 from fstdecode.search.native_exact import exact_search as native_exact_search
 
-from randmodels import NO_BUDGET, problem_of, random_case
+from randmodels import NO_BUDGET, moses_case, problem_of, random_case
 from shared import SEARCH_SETTINGS as SETTINGS
-from shared import assert_exact_heuristic_alone_finds, assert_support_holds
+from shared import assert_exact_heuristic_alone_finds, assert_sound, assert_support_holds, oracle_outcome, outcome
 
 TOL = 1e-9
 
@@ -120,6 +123,75 @@ def test_over_budget_gives_a_valid_gap(case):
             assert found.upper_bound >= found.hypotheses[0][0] - 1e-9
         else:  # proven within 3 states
             assert_proven(result, best)
+
+
+@contextlib.contextmanager
+def one_core_call_counted():
+    """Every way into a search but ``_core.exact_decode`` raises (the core's stack, A* and
+    support entry points; the Python stack wrapper and native_exact's lower-bound helpers, which
+    --method fst keeps); yields the list that gets one item per exact_decode call."""
+    from fstdecode._native import core
+    from fstdecode.search import native_exact, native_stack
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("--method exact left the core mid-search")
+
+    calls: list[int] = []
+    decode = core.exact_decode
+    with pytest.MonkeyPatch.context() as mp:
+        for module, name in (
+            (core, "stack_search"), (core, "exact_search"), (core, "exact_support"),
+            (native_stack, "stack_search"), (native_exact, "stack_search"), (native_exact, "_stack_lower_bound"),
+            (native_exact, "lower_bound"), (native_exact, "kth_score"), (native_exact, "support"),
+        ):
+            mp.setattr(module, name, refuse)
+        mp.setattr(core, "exact_decode", lambda *args: calls.append(1) or decode(*args))
+        yield calls
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(data=st.data())
+def test_one_native_call_per_sentence_with_the_oracles_results(data):
+    # Issue 23 item 5: the stack decoder's lower bound, the A* and the answer (k best, proof,
+    # budget) in one core call. Random models of LM order 1-3 with and without lexicalized
+    # reordering (both semantics: the reordering and gap-rule paths), k = 1 and 3, and budgets
+    # from none to 3 states (the over-budget answer merges the stack decoder's derivations).
+    order = data.draw(st.sampled_from([1, 2, 3]))
+    if data.draw(st.booleans()):
+        case = data.draw(random_case(max_n=6, order=order, any_sign=True))
+    else:
+        case = data.draw(moses_case(max_n=5, order=order, semantics=data.draw(st.sampled_from(["moses", "paper"]))))
+    problem = problem_of(case)
+    k = data.draw(st.sampled_from([1, 3]))
+    budget = data.draw(st.sampled_from([3, 30, NO_BUDGET]))
+    oracle = oracle_outcome(problem, k)  # the Python coverage DP (exact for any order)
+    with one_core_call_counted() as calls:
+        got = outcome(native_exact_search, problem, exact.ExactOptions(max_states=budget, nbest=k))
+    assert len(calls) == 1
+    assert_sound(problem, got, exact=True, nbest=k, oracle=oracle)
+    if isinstance(got, tuple) and got[0] is SearchLimitError and got[2] is not None:
+        assert got[2].upper_bound >= oracle.hypotheses[0][0] - 1e-9  # the gap is a real bound
+    elif not isinstance(got, tuple):
+        assert got.upper_bound == pytest.approx(got.hypotheses[0][0], abs=1e-6)  # the certificate
+        if k == 1:  # the exhaustive oracle too (independent of the coverage states)
+            assert abs(got.hypotheses[0][0] - oracle_scores(problem)[0]) < 1e-6
+
+
+def test_a_decoder_calls_the_core_once_a_line():
+    from fstdecode.model.model import load_model
+
+    root = Path(__file__).resolve().parents[2] / "fstdecode" / "data"
+    lines = (root / "input.txt").read_text(encoding="utf-8").splitlines()
+    decoder = Decoder(load_model(), "exact", nbest=2)
+    with one_core_call_counted() as calls:
+        results = [decoder.decode(line) for line in lines]
+    assert len(calls) == len(lines)
+    assert all(r.optimal for r in results)
+    squeezed = Decoder(load_model(), "exact", max_states=2)
+    with one_core_call_counted() as calls:
+        results = [squeezed.decode(line) for line in lines]
+    assert len(calls) == len(lines)
+    assert any(not r.optimal for r in results)  # over budget: still one call, the answer made in the core
 
 
 def test_decoder_reports_the_certificate_and_the_over_budget_gap():
