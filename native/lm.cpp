@@ -8,6 +8,7 @@
 // separators), and numbers follow the one number grammar of every model file (parse_double,
 // text_lines.h). Values become natural logs as `v * LN10` with LN10 = log(10).
 #include "lm.h"
+#include "ngram_hash.h"
 #include "text_lines.h"
 
 #include <algorithm>
@@ -23,25 +24,13 @@ namespace {
 
 const double kLn10 = std::log(10.0);  // Python's math.log(10)
 constexpr double kMissingUnkLog10 = -100.0;
-constexpr std::uint64_t kSeed = 0x2545F4914F6CDD1DULL;
 // A \data\ count above this cannot match a section of a file that fits in memory.
 constexpr long kCountCap = std::numeric_limits<long>::max() / 4;
 
-inline std::uint64_t mix64(std::uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xBF58476D1CE4E5B9ULL;
-  x ^= x >> 27;
-  x *= 0x94D049BB133111EBULL;
-  x ^= x >> 31;
-  return x;
-}
-
-inline std::uint64_t hash_step(std::uint64_t h, WordId id) {
-  return mix64(h ^ (static_cast<std::uint64_t>(static_cast<std::uint32_t>(id)) * 0x9E3779B97F4A7C15ULL +
-                    0x632BE59BD9B4E019ULL));
-}
-
-inline std::uint64_t nonzero(std::uint64_t h) { return h ? h : 1; }
+using ngram_hash::hash_step;
+using ngram_hash::kSeed;
+using ngram_hash::mix64;
+using ngram_hash::nonzero;
 
 inline std::uint64_t load64(const char* p) {
   std::uint64_t v;

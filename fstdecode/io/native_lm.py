@@ -126,7 +126,7 @@ class NativeLM:
         """An LM image (``fstdecode binarize``), mapped; read up to ``max_order`` by a copy of its
         tables up to that order (NgramLM.restrict), so an image is best built for the order used."""
         try:
-            core, stamp = _core.NgramLM.map_image(path)
+            core, stamp = _core.ImageLM.map_image(path)
         except _core.LmImageError as err:
             raise ArpaError(str(err)) from None
         check_stamp(path, stamp, ArpaError)
