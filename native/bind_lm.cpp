@@ -13,6 +13,7 @@
 #include "bindings.h"
 #include "lm.h"
 #include "lm_image.h"
+#include "lm_value_code.h"
 
 namespace py = pybind11;
 
@@ -237,6 +238,23 @@ void bind_lm(py::module_& m) {
   py::register_exception<LmImageError>(m, "LmImageError", PyExc_ValueError);
   m.attr("LM_IMAGE_VERSION") = kLmImageVersion;
   m.def("is_lm_image", &is_lm_image, "Whether a file starts with the LM image magic.", py::arg("path"));
+  m.def(
+      "lm_value_code",
+      [](double v) -> py::object {
+        std::uint32_t code = 0;
+        if (!value_code::encode(v, &code)) return py::none();
+        return py::int_(code);
+      },
+      "The 32-bit decimal code (lm_value_code.h) of a natural-log score, or None when none decodes to "
+      "it exactly.",
+      py::arg("value"));
+  m.def(
+      "lm_value_decode",
+      [](std::uint32_t code) {
+        if (value_code::is_escape(code)) throw py::value_error("an escape code has no value of its own");
+        return value_code::decode(code);
+      },
+      "The natural-log score of a decimal code (not an escape).", py::arg("code"));
 
   py::class_<NgramLM, LanguageModel, std::shared_ptr<NgramLM>> ngram(
       m, "NgramLM",
