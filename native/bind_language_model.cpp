@@ -55,7 +55,7 @@ int length(const std::vector<WordId>& v) { return static_cast<int>(v.size()); }
 void bind_language_model(py::module_& m) {
   py::class_<LanguageModel, std::shared_ptr<LanguageModel>>(
       m, "LanguageModel",
-      "An n-gram LM the native searches score with (NgramLM, KenLMBinary, RestrictedLM); "
+      "An n-gram LM the native searches score with (NgramLM, ImageLM, KenLMBinary, RestrictedLM); "
       "natural logs, word ids 0..vocab_size-1.")
       .def_property_readonly("order", &LanguageModel::order)
       .def_property_readonly("vocab_size", &LanguageModel::vocab_size)

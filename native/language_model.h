@@ -1,6 +1,6 @@
 // The n-gram LM the native searches score with: the queries Problem and PhraseIndex need,
-// implemented by NgramLM (lm.h, an ARPA file), KenLMBinary (kenlm_binary.h, a KenLM binary)
-// and RestrictedLM (restricted_lm.h, either read up to a lower order).
+// implemented by NgramLM (lm.h, an ARPA file), ImageLM (lm_image.h, its LM image), KenLMBinary
+// (kenlm_binary.h, a KenLM binary) and RestrictedLM (restricted_lm.h, one read up to a lower order).
 //
 // Invariants every implementation keeps: order() >= 1; word ids are 0 .. vocab_size()-1 and
 // unk() is one of them; every score is a natural log; a context is given oldest word first and

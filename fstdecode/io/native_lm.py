@@ -68,7 +68,7 @@ class NativeLM:
     __slots__ = ("path", "order", "counts", "core", "_vocabulary", "_source", "_max_order")
 
     def __init__(
-        self, path: str, core: _core.NgramLM, *, source: str | None = None, max_order: int | None = None
+        self, path: str, core: _core.NgramLM | _core.ImageLM, *, source: str | None = None, max_order: int | None = None
     ) -> None:
         """Wrap ``core``, read from ``path`` (as the user gave it) with ``from_file``'s ``max_order``.
 
@@ -123,8 +123,8 @@ class NativeLM:
 
     @classmethod
     def _from_image(cls, path: str, max_order: int | None) -> NativeLM:
-        """An LM image (``fstdecode binarize``), mapped; read up to ``max_order`` by a copy of its
-        tables up to that order (NgramLM.restrict), so an image is best built for the order used."""
+        """An LM image (``fstdecode binarize``), mapped (``_core.ImageLM``); read up to ``max_order``
+        by a view of the same tables at that order (ImageLM.restrict, no copy)."""
         try:
             core, stamp = _core.ImageLM.map_image(path)
         except _core.LmImageError as err:

@@ -7,8 +7,9 @@ DIR holds, for the moses.ini's features:
   weights, which tuning changes, so the limit (the ini's ``table-limit=``, or ``--table-limit``)
   is applied when a decode looks the pairs up, as it is for the text table;
 * ``reordering-table.bin``: the lexicalized reordering table, every row (same format);
-* ``lm.bin``: the LM image (native/lm_image.h) of an ARPA LM, the reader's own doubles; a
-  KenLM binary LM is used as it is (the new moses.ini names the original file);
+* ``lm.bin``: the LM image (native/lm_image.h) of an ARPA LM, queried in place and answering
+  bit for bit as the ARPA reader (its scores kept as the file's decimals); a KenLM binary LM is
+  used as it is (the new moses.ini names the original file);
 * ``moses.ini``: the original's every feature (name and arguments), weight and section, in the
   current format, naming the binarized files ``${MODEL_DIR}/FILE`` (fstdecode reads ``${...}`` as
   the ini's own folder, so DIR may be moved whole); any other path made absolute.

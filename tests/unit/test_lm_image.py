@@ -28,7 +28,7 @@ LN10 = math.log(10)
 #: lm_image.cpp's layout: begin[] at 80 (after magic, six u32, three u64, two i64), end[] after
 #: its 42 entries; the sections' numbers.
 SECTION_BEGIN, SECTIONS = 80, 42
-S_ESCAPES, S_SHAPES, S_SLOTS = 8, 9, 11
+S_ESCAPES, S_SHAPES, S_EXT, S_SLOTS = 8, 9, 10, 11
 ESCAPE = 15 << 27
 
 
@@ -93,8 +93,9 @@ def test_an_escape_has_no_value_of_its_own():
 
 # ---- the image answers as NgramLM -------------------------------------------------------------
 
-#: An ARPA file with every kind of value and entry an image must hold: -99 and -inf and 0 and
-#: -0 and 17 digits (escapes), a positive backoff, a backoff on the highest order (dropped),
+#: An ARPA file with every kind of value and entry an image must hold: -99, -0, and (escapes
+#: below the unigrams, which are raw doubles) -inf, 0 (a prob field holds negatives), 17 digits
+#: and 1e-20 (k > 14), a positive backoff, a backoff on the highest order (dropped),
 #: n-grams whose prefixes are not stored (prefix-only entries; "h a c d" makes "h a" extended
 #: first by a 4-gram, an exception to "min_ext = n + 1"), a stored bigram ("a c") extended only
 #: by a 4-gram, and <UNK> (an alias of <unk>).
@@ -112,7 +113,16 @@ TRICKY = arpa_text(
         "-123456789.5\th",
         "-2.5\t<UNK>",
     ],
-    ["-0.7\t<s> a\t-0.2", "-0.6\ta b\t-0", "-1\ta c", "-inf\tc d\t0.3", "-0.333\tb e"],
+    [
+        "-0.7\t<s> a\t-0.2",
+        "-0.6\ta b\t-0",
+        "-1\ta c",
+        "-inf\tc d\t0.3",
+        "-0.333\tb e",
+        "0\tb a\t-0.1234567891234567",
+        "-1.3333333333333333\td e\t1e-20",
+        "-0\tf a\t-0",
+    ],
     ["-0.1\t<s> a b\t-0.05", "-0.2\ta b e", "-0.3\te f g\t-0.5"],
     ["-0.05\t<s> a b e\t-0.7", "-0.4\th a c d", "-0.45\ta c d f"],
 )
@@ -165,6 +175,9 @@ def assert_answers_as(want, got, ids_list: list[list[int]]) -> None:
 def test_tricky_image_answers_as_the_arpa_model_at_every_order(tmp_path):
     lm = _core.NgramLM.parse_arpa(TRICKY.encode(), 0)
     image = write_image(lm, tmp_path / "lm.bin")
+    # The tables have escapes (-inf, 0, two of 17 digits, 1e-20) and min_ext exceptions ("h a", "a c").
+    begin, end = sections((tmp_path / "lm.bin").read_bytes())
+    assert end[S_ESCAPES] - begin[S_ESCAPES] == 8 * 5 and end[S_EXT] - begin[S_EXT] == 16 * 2
     ids = queries(lm, arpa_ngrams(TRICKY), 3000, seed=1)
     assert_answers_as(lm, image, ids)
     assert image.index("<UNK>") == image.unk == lm.unk and image.contains("<UNK>")
