@@ -154,28 +154,27 @@ void NgramLM::Table::reserve(std::size_t n) {
   if (cap <= cap_) return;
   std::vector<Slot> fresh(cap);
   const std::size_t mask = cap - 1;
-  for (std::size_t k = 0; k < cap_; ++k) {
-    const Slot& s = base_[k];
+  for (const Slot& s : slots_) {
     if (s.key == 0) continue;
     std::size_t i = s.key & mask;
     while (fresh[i].key != 0) i = (i + 1) & mask;
     fresh[i] = s;
   }
-  owned_.swap(fresh);
-  base_ = owned_.data(), cap_ = cap, mask_ = mask;
+  slots_.swap(fresh);
+  cap_ = cap, mask_ = mask;
 }
 
 NgramLM::Entry& NgramLM::Table::insert(std::uint64_t key) {
   if ((size_ + 1) * 2 > cap_) reserve(std::max<std::size_t>(size_ + 1, cap_));
   std::size_t i = key & mask_;
   for (;; i = (i + 1) & mask_) {
-    Slot& s = owned_[i];
+    Slot& s = slots_[i];
     if (s.key == key) return s.entry;
     if (s.key == 0) break;
   }
-  owned_[i].key = key;
+  slots_[i].key = key;
   ++size_;
-  return owned_[i].entry;
+  return slots_[i].entry;
 }
 
 // ---- the ARPA reader ----------------------------------------------------------------------

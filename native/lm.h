@@ -89,36 +89,24 @@ class NgramLM final : public LanguageModel {
   struct Entry {
     double prob = 0.0;        // ln; -inf for probability zero
     double backoff = 0.0;     // ln; nonzero only for stored n-grams shorter than the order
-    std::uint8_t stored = 0;  // 1: an n-gram of the model (not only a prefix of one); a byte, not a
-                              // bool, so that any byte of a mapped image is a value (lm_image.h)
+    std::uint8_t stored = 0;  // 1: an n-gram of the model (not only a prefix of one)
     std::int32_t min_ext = 0; // the length of the shortest stored n-gram that has this one as a
                               // proper prefix (0: none), so restrict() can recompute extends
   };
-  // One order's n-grams: open addressing with linear probing, keyed by hash_ngram (never 0).
-  // The slots are the table's own, or (an LM image, lm_image.cpp) a mapped file's; a mapped
-  // table is untrusted, so find() stops after one pass over the slots.
+  // One order's n-grams: open addressing with linear probing, keyed by hash_ngram (never 0), at
+  // a load of at most 0.5 (so a probe always meets an empty slot; find() is bounded anyway).
   struct Slot {
     std::uint64_t key = 0;  // 0: empty
     Entry entry;
   };
   class Table {
    public:
-    Table() = default;
-    Table(const Table& o)
-        : owned_(o.owned_), base_(o.owned_.empty() ? o.base_ : owned_.data()), cap_(o.cap_), mask_(o.mask_), size_(o.size_) {}
-    Table& operator=(const Table& o) {
-      Table copy(o);
-      *this = std::move(copy);
-      return *this;
-    }
-    Table(Table&&) noexcept = default;  // a vector's move keeps its buffer, so base_ stays right
-    Table& operator=(Table&&) noexcept = default;
     void reserve(std::size_t n);
     const Entry* find(std::uint64_t key) const {
       if (cap_ == 0) return nullptr;
       std::size_t i = key & mask_;
       for (std::size_t probes = 0; probes < cap_; ++probes, i = (i + 1) & mask_) {
-        const Slot& s = base_[i];
+        const Slot& s = slots_[i];
         if (s.key == key) return &s.entry;
         if (s.key == 0) return nullptr;
       }
@@ -127,36 +115,26 @@ class NgramLM final : public LanguageModel {
     // Starts loading the slot where find(key) begins (lookups of several orders overlap).
     void prefetch(std::uint64_t key) const {
 #if defined(__GNUC__)
-      if (cap_ != 0) __builtin_prefetch(&base_[key & mask_]);
+      if (cap_ != 0) __builtin_prefetch(&slots_[key & mask_]);
 #else
       (void)key;
 #endif
     }
-    // The entry of `key`, default-constructed if new. References die at the next insert. Not
-    // for a mapped table.
+    // The entry of `key`, default-constructed if new. References die at the next insert.
     Entry& insert(std::uint64_t key);
     template <class F>
     void for_each(F&& f) const {
-      for (std::size_t i = 0; i < cap_; ++i)
-        if (base_[i].key != 0) f(base_[i].key, base_[i].entry);
+      for (const Slot& s : slots_)
+        if (s.key != 0) f(s.key, s.entry);
     }
-    // Makes the table a view of `cap` (a power of two) slots holding `size` n-grams.
-    void map(const Slot* slots, std::size_t cap, std::size_t size) {
-      owned_.clear();
-      base_ = slots, cap_ = cap, mask_ = cap - 1, size_ = size;
-    }
-    const Slot* slots() const { return base_; }
-    std::size_t capacity() const { return cap_; }
     std::size_t size() const { return size_; }
 
    private:
-    std::vector<Slot> owned_;
-    const Slot* base_ = nullptr;
+    std::vector<Slot> slots_;  // cap_ of them, a power of 2
     std::size_t cap_ = 0, mask_ = 0, size_ = 0;
   };
   friend class ArpaParser;
-  friend class LmImage;  // lm_image.cpp
-  std::shared_ptr<const void> mapping_;  // an image's mapped file, which its tables view
+  friend class LmImage;  // lm_image.cpp, the writer of LM images
 
   int order_ = 0;
   WordId unk_ = 0;
