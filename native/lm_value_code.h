@@ -1,7 +1,8 @@
 // Exact 32-bit codes for an ARPA file's scores as NgramLM (lm.h) holds them: the natural log
 // `v * kLn10` of a short decimal log10 `v` ("-4.6543042"). A code holds the decimal itself,
-// v = (-1)^sign * m / 10^k, and decode() redoes the reader's double operations (lm.cpp's
-// parse_plain, then the product), so a code gives back the stored double bit for bit.
+// v = (-1)^sign * m / 10^k, and decode() redoes the reader's double operations (parse_double's
+// fast path in text_lines.cpp, then lm.cpp's product), so a code gives back the stored double
+// bit for bit.
 //
 // Why m / 10^k is the reader's double: for m < 2^53 and 10^k exact (k <= 22) the quotient is
 // correctly rounded (Clinger's fast path), so it is the double nearest the decimal, which any
@@ -19,7 +20,9 @@
 namespace fstdecode {
 namespace value_code {
 
-// ln 10 as Python's math.log(10) and lm.cpp's std::log(10.0) give it (correctly rounded).
+// ln 10 as Python's math.log(10) and lm.cpp's std::log(10.0) give it (correctly rounded;
+// encode() checks every code against the stored double, so a different kLn10 in lm.cpp would
+// only turn codes into escapes).
 constexpr double kLn10 = 0x1.26bb1bbb55516p+1;
 constexpr std::uint32_t kSign = 1u << 31;
 constexpr unsigned kMantissaBits = 27;
@@ -37,7 +40,7 @@ inline bool is_escape(std::uint32_t code) { return ((code >> kMantissaBits) & 15
 inline std::uint32_t escape(std::uint32_t index) { return (kEscapeK << kMantissaBits) | (index & kMantissaMask); }
 inline std::uint32_t escape_index(std::uint32_t code) { return code & kMantissaMask; }
 
-// The double of a code that is not an escape: lm.cpp's (m / 10^k, negated, times ln 10).
+// The double of a code that is not an escape: the reader's (m / 10^k, negated, times ln 10).
 inline double decode(std::uint32_t code) {
   static constexpr double kPow10[16] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                         1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
