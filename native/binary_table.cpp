@@ -384,7 +384,7 @@ class BinaryTable::Record {
     std::size_t n_off, n_bytes;
     const auto* off = table.section<std::uint64_t>(S_RECORD_OFF, n_off);
     const auto* bytes = table.section<unsigned char>(S_RECORDS, n_bytes);
-    if (s + 1 >= n_off) table.corrupt("a source id is out of range");
+    if (s >= table.sources()) table.corrupt("a source id is out of range");  // n_off = sources + 1
     if (off[s] > off[s + 1] || off[s + 1] > n_bytes) table.corrupt("a source's record lies outside its section");
     at_ = bytes + off[s];
     end_ = bytes + off[s + 1];
@@ -467,6 +467,7 @@ template <typename OnSource, typename OnEntry>
 void BinaryTable::walk(SourceFilter* filter, const KeepSource& keep, OnSource&& on_source, OnEntry&& on_entry) const {
   std::size_t n_aoff, n_ablob;
   const auto* aoff = section<std::uint64_t>(S_ALIGN_OFF, n_aoff);
+  (void)n_aoff;
   const auto* ablob = section<char>(S_ALIGN_BLOB, n_ablob);
   const bool phrases = kind() == BINARY_PHRASES;  // a reordering table's targets may be empty (`f`)
   std::vector<std::string_view> source, target;
@@ -486,7 +487,8 @@ void BinaryTable::walk(SourceFilter* filter, const KeepSource& keep, OnSource&& 
       std::string_view alignment;
       if (phrases) {
         const std::uint64_t a = record.number();
-        if (a + 1 >= n_aoff || aoff[a] > aoff[a + 1] || aoff[a + 1] > n_ablob) corrupt("an alignment lies outside its section");
+        if (a >= header_->alignments || aoff[a] > aoff[a + 1] || aoff[a + 1] > n_ablob)  // n_aoff = alignments + 1
+          corrupt("an alignment lies outside its section");
         alignment = std::string_view(ablob + aoff[a], aoff[a + 1] - aoff[a]);
         if (!valid_alignment(alignment, source.size(), target.size())) corrupt("an alignment is malformed");
       }
