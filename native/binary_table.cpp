@@ -67,9 +67,12 @@ bool valid_alignment(std::string_view text, std::uint64_t source, std::uint64_t 
   return true;
 }
 
-std::uint64_t capacity_for(std::size_t n) {
+// A hash table's buckets for n keys: a power of two, at least 16 and n / `load`. The vocabulary
+// is loaded at most 1/2, the sources at most 2/3: on the full-size model's 2.3 million sources,
+// 4 million buckets instead of 8 (16.8 MB less a table), for a probe or two more on a miss.
+std::uint64_t capacity_for(std::size_t n, double load) {
   std::uint64_t cap = 16;
-  while (cap < 2 * static_cast<std::uint64_t>(n)) cap *= 2;
+  while (static_cast<double>(cap) * load < static_cast<double>(n)) cap *= 2;
   return cap;
 }
 
@@ -197,7 +200,7 @@ void write_binary_table(const PhraseStore& store, int kind, const SourceStamp& s
     blob += store.vocab_.word(static_cast<WordId>(word_of[i]));
     word_off.push_back(blob.size());
   }
-  h.word_cap = capacity_for(h.words);
+  h.word_cap = capacity_for(h.words, 0.5);
   std::vector<std::uint32_t> word_buckets(h.word_cap, 0);
   for (std::uint32_t i = 0; i < h.words; ++i) {
     std::uint64_t b = word_hash(store.vocab_.word(static_cast<WordId>(word_of[i]))) & (h.word_cap - 1);
@@ -208,7 +211,7 @@ void write_binary_table(const PhraseStore& store, int kind, const SourceStamp& s
   const std::vector<ColumnCode> columns = choose_columns(store);
   const std::size_t m = static_cast<std::size_t>(store.num_scores_);
   const bool phrases = kind == BINARY_PHRASES;
-  h.source_cap = capacity_for(h.sources);
+  h.source_cap = capacity_for(h.sources, 2.0 / 3.0);
   std::vector<std::uint32_t> source_buckets(h.source_cap, 0);
   std::vector<std::uint64_t> record_off{0};
   std::string records;
