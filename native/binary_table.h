@@ -20,7 +20,10 @@
 // and ends exactly at off[h+1]. A score code holds the decimal the text had (m, k) when the
 // column's transform of m / 10^k (ln for probabilities, floored at -100: stored_score) gives the
 // stored double bit for bit (checked as it is written), else the double's 8 bytes. A reordering
-// table's entries are (target, row), grouped by source (grouped()).
+// table's entries are (target, row), grouped by source (grouped()). The decoder takes the log
+// with the reading machine's std::log, as the text reader would there: for a text number of at
+// most 15 significant digits the decimal found is that number itself (a shorter one differs by
+// far more than an ulp of its log), so the decode is the text reader's own computation.
 //
 // Invariant: the file is untrusted input. Opening checks the header and every section's bounds
 // and size; a lookup checks each offset and id it follows, so a truncated or corrupt file gives
