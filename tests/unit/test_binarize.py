@@ -702,6 +702,21 @@ def test_largest_ids_are_out_of_range_not_a_crash(corruptible, field):
 
 
 @pytest.mark.parametrize("name", ["phrase-table.bin", "reordering-table.bin"])
+def test_every_byte_of_the_records_changed_gives_the_loaders_error_or_a_decode(corruptible, name):
+    # The records are varint streams read front to back: each byte (about 45 a table) set to a
+    # varint's edge values (0, a last byte of 127, a continuation 0x80, 0xff), a load and decode
+    # each; a changed count or length shifts every later field.
+    data = (corruptible / name).read_bytes()
+    begins = struct.unpack_from(f"={SECTIONS}Q", data, SECTION_BEGIN)
+    ends = struct.unpack_from(f"={SECTIONS}Q", data, SECTION_BEGIN + 8 * SECTIONS)
+    seen = {"ok": 0, "error": 0}
+    for i in range(begins[S_RECORDS], ends[S_RECORDS]):
+        for v in {0x00, 0x7F, 0x80, 0xFF} - {data[i]}:
+            seen[load_and_decode(corruptible, name, data[:i] + bytes([v]) + data[i + 1:])] += 1
+    assert seen["ok"] > 0 and seen["error"] > 0  # a score changed decodes; a count changed errs
+
+
+@pytest.mark.parametrize("name", ["phrase-table.bin", "reordering-table.bin"])
 def test_a_version_1_table_is_refused_with_the_command_that_rebuilds_it(corruptible, name):
     data = bytearray((corruptible / name).read_bytes())
     assert struct.unpack_from("=I", data, VERSION_AT) == (_core.BINARY_TABLE_VERSION,) == (2,)
