@@ -86,11 +86,15 @@ std::vector<ColumnCode> choose_columns(const PhraseStore& store) {
   for (std::size_t c = 0; c < m; ++c) {
     std::size_t best = SIZE_MAX;
     for (const ScoreFormat format : {SCORE_PROB, SCORE_LN, SCORE_LOG10}) {
-      for (unsigned e = 0; e <= kMaxDecimalExponent; ++e) {
-        const ColumnCode column{format, e};
-        scratch.clear();
-        for (std::size_t p = 0; p < pairs && scratch.size() < best; p += stride) column.put(scratch, store.scores(static_cast<int>(p))[c]);
-        if (scratch.size() < best) best = scratch.size(), columns[c] = column;
+      for (const bool negative : {false, true}) {
+        if (negative && format == SCORE_PROB) continue;  // probabilities are never negative
+        for (unsigned e = 0; e <= kMaxDecimalExponent; ++e) {
+          const ColumnCode column{format, e, negative};
+          scratch.clear();
+          for (std::size_t p = 0; p < pairs && scratch.size() < best; p += stride)
+            column.put(scratch, store.scores(static_cast<int>(p))[c]);
+          if (scratch.size() < best) best = scratch.size(), columns[c] = column;
+        }
       }
     }
   }
@@ -236,7 +240,8 @@ void write_binary_table(const PhraseStore& store, int kind, const SourceStamp& s
     record_off.push_back(records.size());
   }
   std::string column_bytes;
-  for (const ColumnCode& c : columns) column_bytes += {static_cast<char>(c.format), static_cast<char>(c.exponent)};
+  for (const ColumnCode& c : columns)
+    column_bytes += {static_cast<char>(c.format | (c.negative ? 0x80 : 0)), static_cast<char>(c.exponent)};
   std::vector<std::uint64_t> align_off{0};
   std::string align_blob;
   for (std::size_t i = 0; i < h.alignments; ++i) {
@@ -337,8 +342,8 @@ BinaryTable::BinaryTable(const std::string& path) : file_(path) {
     corrupt("a hash table's size is not a power of two");
   const unsigned char* column = file_.data() + h.begin[S_COLUMNS];
   for (std::uint32_t c = 0; c < h.num_scores; ++c, column += 2) {
-    if (column[0] > SCORE_LOG10 || column[1] > kMaxDecimalExponent) corrupt("a score column's code is unknown");
-    columns_.push_back(ColumnCode{static_cast<ScoreFormat>(column[0]), column[1]});
+    if ((column[0] & 0x7f) > SCORE_LOG10 || column[1] > kMaxDecimalExponent) corrupt("a score column's code is unknown");
+    columns_.push_back(ColumnCode{static_cast<ScoreFormat>(column[0] & 0x7f), column[1], (column[0] & 0x80) != 0});
   }
   stamp_.path.assign(reinterpret_cast<const char*>(file_.data() + h.begin[S_PATH]), h.end[S_PATH] - h.begin[S_PATH]);
   if (!valid_utf8(stamp_.path) || stamp_.path.find('\0') != std::string::npos) corrupt("its source path is not a path");
@@ -399,7 +404,8 @@ class BinaryTable::Record {
   }
   double score(const ColumnCode& column) {
     double y;
-    if (!get_decimal(at_, end_, column.exponent, column, y)) table_.corrupt("a score's code is cut short or invalid");
+    if (!get_decimal(at_, end_, column.exponent, column.negative, column, y))
+      table_.corrupt("a score's code is cut short or invalid");
     return y;
   }
   void finish() const {

@@ -10,7 +10,8 @@
 // the vocabulary (u64 offsets, bytes, and an open-addressing hash of u32 ids + 1), numbered most
 // frequent first; a hash of source handles + 1 (u32); per source h its record's [off[h],
 // off[h+1]) (u64) in the records section; the records; each score column's code (2 bytes: the
-// ScoreFormat its numbers were read through and its usual exponent, decimal_code.h); the
+// ScoreFormat its numbers were read through, plus 0x80 for a column of negative numbers, and its
+// usual exponent: ColumnCode, decimal_code.h); the
 // alignments' u64 offsets and bytes, numbered most frequent first (id 0 need not be "").
 //
 // A source's record is a byte stream of varints (decimal_code.h), read front to back by `walk`:
@@ -59,6 +60,7 @@ struct BinaryFormatError : std::runtime_error {
 struct ColumnCode {
   ScoreFormat format = SCORE_LN;
   unsigned exponent = 0;
+  bool negative = false;  // the usual sign of the text's numbers (logs are negative)
   // The stored score of the text number v (the decoder's transform).
   double operator()(double v) const { return stored_score(format, v); }
   // A number near the text's, for the stored score y (where the encoder's search starts).
@@ -66,7 +68,7 @@ struct ColumnCode {
     static const double ln10 = std::log(10.0);
     return format == SCORE_PROB ? std::exp(y) : format == SCORE_LOG10 ? y / ln10 : y;
   }
-  void put(std::string& out, double y) const { put_decimal(out, y, exponent, guess(y), *this); }
+  void put(std::string& out, double y) const { put_decimal(out, y, exponent, negative, guess(y), *this); }
 };
 
 // Writes `store` (every entry; kind BINARY_*) to `path` (the caller renames it into place).

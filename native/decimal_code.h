@@ -12,9 +12,10 @@
 // floor(ln p)): the code of y is then a decimal v with t(v) == y bit for bit, found from a guess
 // of v (exp y) and checked the same way.
 //
-// The code of y, for a column whose decimals mostly have `exponent` E digits after the point,
-// is one varint v (LEB128, least significant 7 bits first, at most 10 bytes):
-//   v even:          y = t(m / 10^E), m = v >> 1                     (the column's usual form)
+// The code of y, for a column whose decimals mostly have `exponent` E digits after the point and
+// the sign `negative` says, is one varint v (LEB128, least significant 7 bits first, at most 10
+// bytes):
+//   v even:          y = t(+-(m / 10^E)), the column's sign, m = v >> 1   (the column's usual form)
 //   v odd, v >> 1 == 0: y = the 8 bytes that follow (native order)      (the escape)
 //   otherwise:       w = (v >> 1) - 1; y = t(+-(m / 10^k)): sign w & 1, k = (w >> 1) & 31,
 //                    m = w >> 6                                     (any other decimal)
@@ -62,13 +63,16 @@ inline bool mantissa(double guess, unsigned k, std::uint64_t& m) {
 // Appends the code of y (see above): t(decimal) == y bit for bit for the decimal written, or the
 // escape. `guess`: a double near the decimal sought (y itself for the identity, exp(y) for ln).
 template <typename Transform>
-void put_decimal(std::string& out, double y, unsigned exponent, double guess, Transform t) {
-  std::uint64_t m;
-  if (exponent <= kMaxDecimalExponent && !std::signbit(guess) && detail::mantissa(guess, exponent, m) && same_bits(t(decimal_value(m, exponent)), y)) {
-    put_varint(out, m << 1);
-    return;
-  }
+void put_decimal(std::string& out, double y, unsigned exponent, bool negative_column, double guess, Transform t) {
   const bool negative = std::signbit(guess);
+  std::uint64_t m;
+  if (exponent <= kMaxDecimalExponent && negative == negative_column && detail::mantissa(guess, exponent, m)) {
+    const double v = negative ? -decimal_value(m, exponent) : decimal_value(m, exponent);
+    if (same_bits(t(v), y)) {
+      put_varint(out, m << 1);
+      return;
+    }
+  }
   for (unsigned k = 0; k <= kMaxDecimalExponent; ++k) {
     if (!detail::mantissa(guess, k, m)) break;  // more digits only make m larger
     const double v = negative ? -decimal_value(m, k) : decimal_value(m, k);
@@ -85,12 +89,14 @@ void put_decimal(std::string& out, double y, unsigned exponent, double guess, Tr
 
 // Reads one code at p (advanced past it) before end into y; false on a truncated or invalid code.
 template <typename Transform>
-bool get_decimal(const unsigned char*& p, const unsigned char* end, unsigned exponent, Transform t, double& y) {
+bool get_decimal(const unsigned char*& p, const unsigned char* end, unsigned exponent, bool negative_column, Transform t,
+                 double& y) {
   std::uint64_t v;
   if (!get_varint(p, end, v)) return false;
   if ((v & 1) == 0) {
     if ((v >> 1) >= kMaxDecimalMantissa || exponent > kMaxDecimalExponent) return false;
-    y = t(decimal_value(v >> 1, exponent));
+    const double value = decimal_value(v >> 1, exponent);
+    y = t(negative_column ? -value : value);
     return true;
   }
   std::uint64_t w = v >> 1;

@@ -5,7 +5,8 @@ the score codec of binarized tables, against Python's own float parsing as the o
   parsed by ``float()``, round-trips bit for bit, and in a few bytes (never the 9-byte escape);
 * every other double (17 significant digits, subnormals, huge, negative zero, infinities, NaN)
   round-trips bit for bit too, whatever form it takes;
-* the column's usual exponent gives the short form: a 6-digit probability in at most 3 bytes;
+* the column's usual exponent and sign give the short form: a 6-digit probability (or its
+  negative, in a negative column) in at most 3 bytes;
 * a truncated code, a varint longer than 64 bits and a code with k > 22 or m >= 2^53 are refused.
 """
 
@@ -36,12 +37,12 @@ def varint(v: int) -> bytes:
     return bytes(out)
 
 
-def round_trip(values: list[float], exponent: int) -> list[float]:
-    return _core.decimal_decode(_core.decimal_encode(values, exponent), exponent)
+def round_trip(values: list[float], exponent: int, negative: bool = False) -> list[float]:
+    return _core.decimal_decode(_core.decimal_encode(values, exponent, negative), exponent, negative)
 
 
-def assert_round_trip(values: list[float], exponent: int) -> None:
-    back = round_trip(values, exponent)
+def assert_round_trip(values: list[float], exponent: int, negative: bool = False) -> None:
+    back = round_trip(values, exponent, negative)
     assert [bits(x) for x in back] == [bits(x) for x in values]
 
 
@@ -52,17 +53,18 @@ def decimal_text(rng: random.Random, digits: int, k: int, sign: str = "") -> str
     return sign + (text[: len(text) - k] + "." + text[len(text) - k:] if k else text)
 
 
+@pytest.mark.parametrize("negative", [False, True])
 @pytest.mark.parametrize("exponent", [0, 3, 6, 22])
-def test_decimals_of_every_length_and_exponent_round_trip_in_few_bytes(exponent):
+def test_decimals_of_every_length_and_exponent_round_trip_in_few_bytes(exponent, negative):
     rng = random.Random(exponent)
     for digits in range(1, 16):  # m < 10^15 < 2^53
         for k in range(0, 23):
             for sign in ("", "-"):
                 texts = [decimal_text(rng, digits, k, sign) for _ in range(20)]
                 values = [float(t) for t in texts]
-                assert_round_trip(values, exponent)
+                assert_round_trip(values, exponent, negative)
                 for text, value in zip(texts, values):
-                    code = _core.decimal_encode([value], exponent)
+                    code = _core.decimal_encode([value], exponent, negative)
                     # Never the escape (1 byte + 8 raw): at most a 10-byte varint, mostly far less.
                     assert code[0] != 0x01 or len(code) < 9, text
                     assert len(code) <= 10, text
@@ -76,6 +78,12 @@ def test_a_column_of_six_digit_probabilities_takes_at_most_three_bytes_a_score()
     # The same numbers with a column exponent of 0 still round-trip (the general form), in more bytes.
     assert len(_core.decimal_encode(values, 0)) > len(_core.decimal_encode(values, 6))
     assert_round_trip(values, 0)
+    # Their negatives (logs written as text) take as few bytes in a column of negative numbers.
+    negatives = [-x for x in values]
+    assert len(_core.decimal_encode(negatives, 6, negative=True)) == len(_core.decimal_encode(values, 6))
+    assert len(_core.decimal_encode(negatives, 6)) > len(_core.decimal_encode(values, 6))
+    assert_round_trip(negatives, 6, negative=True)
+    assert_round_trip(negatives + values, 6, negative=True)
 
 
 ODD = [
@@ -85,10 +93,11 @@ ODD = [
 ]
 
 
+@pytest.mark.parametrize("negative", [False, True])
 @pytest.mark.parametrize("exponent", [0, 6, 22])
-def test_other_doubles_round_trip_bit_for_bit(exponent):
-    assert_round_trip(ODD, exponent)
-    nan = round_trip([math.nan], exponent)[0]
+def test_other_doubles_round_trip_bit_for_bit(exponent, negative):
+    assert_round_trip(ODD, exponent, negative)
+    nan = round_trip([math.nan], exponent, negative)[0]
     assert math.isnan(nan) and bits(nan) == bits(math.nan)
 
 
@@ -99,9 +108,9 @@ def test_seventeen_digit_doubles_take_the_escape():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True), st.integers(0, 22))
-def test_any_double_round_trips(x, exponent):
-    assert_round_trip([x, x, -x], exponent)
+@given(st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True), st.integers(0, 22), st.booleans())
+def test_any_double_round_trips(x, exponent, negative):
+    assert_round_trip([x, x, -x], exponent, negative)
 
 
 @settings(max_examples=300, deadline=None)
@@ -136,8 +145,10 @@ def test_invalid_codes_are_refused(data, why):
 
 
 def test_the_format_is_as_documented():
-    # 0.019183 at the column exponent 6: v = m << 1 = 38366.
+    # 0.019183 at the column exponent 6: v = m << 1 = 38366; -0.019183 the same in a negative column.
     assert _core.decimal_encode([0.019183], 6) == varint(19183 << 1)
+    assert _core.decimal_encode([-0.019183], 6, negative=True) == varint(19183 << 1)
+    assert _core.decimal_decode(varint(19183 << 1), 6, negative=True) == [-0.019183]
     # At exponent 0, the general form with the shortest k: w = (m << 6 | k << 1 | sign) + 1.
     assert _core.decimal_encode([-0.019183], 0) == varint(((19183 << 6 | 6 << 1 | 1) + 1) << 1 | 1)
     assert _core.decimal_decode(varint(((25 << 6 | 1 << 1 | 0) + 1) << 1 | 1), 0) == [2.5]
