@@ -3,12 +3,14 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <utility>
 
+#include "decimal_code.h"
 #include "hash.h"
 #include "text_lines.h"
 
@@ -20,8 +22,8 @@ constexpr char kMagic[16] = {'f', 's', 't', 'd', 'e', 'c', 'o', 'd', 'e', ' ', '
 constexpr std::uint32_t kByteOrder = 0x01020304;
 
 enum Section {
-  S_PATH, S_WORD_OFF, S_WORD_BLOB, S_WORD_HASH, S_SOURCE_OFF, S_SOURCE_WORDS, S_SOURCE_HASH, S_PAIR_OFF,
-  S_TARGET_OFF, S_TARGET_WORDS, S_SCORES, S_ALIGN_ID, S_ALIGN_OFF, S_ALIGN_BLOB, kSections
+  S_PATH, S_WORD_OFF, S_WORD_BLOB, S_WORD_HASH, S_SOURCE_HASH, S_RECORD_OFF, S_RECORDS, S_COLUMNS, S_ALIGN_OFF,
+  S_ALIGN_BLOB, kSections
 };
 
 // The format's hashes (part of the format: changing them changes kBinaryTableVersion).
@@ -65,10 +67,38 @@ bool valid_alignment(std::string_view text, std::uint64_t source, std::uint64_t 
   return true;
 }
 
-std::uint64_t capacity_for(std::size_t n) {
+// A hash table's buckets for n keys: a power of two, at least 16 and n / `load`. The vocabulary
+// is loaded at most 1/2, the sources at most 2/3: on the full-size model's 2.3 million sources,
+// 4 million buckets instead of 8 (16.8 MB less a table), for a probe or two more on a miss.
+std::uint64_t capacity_for(std::size_t n, double load) {
   std::uint64_t cap = 16;
-  while (cap < 2 * static_cast<std::uint64_t>(n)) cap *= 2;
+  while (static_cast<double>(cap) * load < static_cast<double>(n)) cap *= 2;
   return cap;
+}
+
+// Each column's code: the (format, exponent) that writes a sample of its scores (about 4,096
+// pairs, spread over the table) in the fewest bytes.
+std::vector<ColumnCode> choose_columns(const PhraseStore& store) {
+  const std::size_t m = static_cast<std::size_t>(store.num_scores()), pairs = store.pairs();
+  const std::size_t stride = std::max<std::size_t>(1, pairs / 4096);
+  std::vector<ColumnCode> columns(m);
+  std::string scratch;
+  for (std::size_t c = 0; c < m; ++c) {
+    std::size_t best = SIZE_MAX;
+    for (const ScoreFormat format : {SCORE_PROB, SCORE_LN, SCORE_LOG10}) {
+      for (const bool negative : {false, true}) {
+        if (negative && format == SCORE_PROB) continue;  // probabilities are never negative
+        for (unsigned e = 0; e <= kMaxDecimalExponent; ++e) {
+          const ColumnCode column{format, e, negative};
+          scratch.clear();
+          for (std::size_t p = 0; p < pairs && scratch.size() < best; p += stride)
+            column.put(scratch, store.scores(static_cast<int>(p))[c]);
+          if (scratch.size() < best) best = scratch.size(), columns[c] = column;
+        }
+      }
+    }
+  }
+  return columns;
 }
 
 }  // namespace
@@ -127,9 +157,15 @@ class SectionWriter {
   std::uint64_t at_ = 0;
 };
 
-template <typename To, typename From>
-std::vector<To> widen(const std::vector<From>& v) {
-  return std::vector<To>(v.begin(), v.end());
+// The ids 0.. of `uses.size()` things renumbered most used first (ties by id), so that the
+// varints of the most frequent words and alignments take one byte: new id by old.
+std::vector<std::uint32_t> by_frequency(const std::vector<std::uint64_t>& uses) {
+  std::vector<std::uint32_t> order(uses.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return uses[a] > uses[b]; });
+  std::vector<std::uint32_t> renamed(uses.size());
+  for (std::size_t i = 0; i < order.size(); ++i) renamed[order[i]] = static_cast<std::uint32_t>(i);
+  return renamed;
 }
 
 }  // namespace
@@ -148,33 +184,68 @@ void write_binary_table(const PhraseStore& store, int kind, const SourceStamp& s
   h.alignments = store.alignments_.size();
   h.stamp_size = stamp.size;
   h.stamp_mtime_ns = stamp.mtime_ns;
+  // Words and alignments renumbered by frequency (the file's ids are its own: a lookup interns
+  // the words it meets, and numbers the alignments, in the order it meets them).
+  std::vector<std::uint64_t> uses(h.words, 0);
+  for (const auto w : store.source_words_) ++uses[static_cast<std::size_t>(w)];
+  for (const auto w : store.target_words_) ++uses[static_cast<std::size_t>(w)];
+  const std::vector<std::uint32_t> word_id = by_frequency(uses);
+  std::vector<std::uint32_t> word_of(h.words);
+  for (std::size_t i = 0; i < h.words; ++i) word_of[word_id[i]] = static_cast<std::uint32_t>(i);
+  uses.assign(h.alignments, 0);
+  for (const auto a : store.alignment_) ++uses[static_cast<std::size_t>(a)];
+  const std::vector<std::uint32_t> alignment_id = by_frequency(uses);
+  std::vector<std::uint32_t> alignment_of(h.alignments);
+  for (std::size_t i = 0; i < h.alignments; ++i) alignment_of[alignment_id[i]] = static_cast<std::uint32_t>(i);
   // The vocabulary: offsets, bytes, hash.
   std::vector<std::uint64_t> word_off{0};
   std::string blob;
   for (std::size_t i = 0; i < h.words; ++i) {
-    blob += store.vocab_.word(static_cast<WordId>(i));
+    blob += store.vocab_.word(static_cast<WordId>(word_of[i]));
     word_off.push_back(blob.size());
   }
-  h.word_cap = capacity_for(h.words);
+  h.word_cap = capacity_for(h.words, 0.5);
   std::vector<std::uint32_t> word_buckets(h.word_cap, 0);
   for (std::uint32_t i = 0; i < h.words; ++i) {
-    std::uint64_t b = word_hash(store.vocab_.word(static_cast<WordId>(i))) & (h.word_cap - 1);
+    std::uint64_t b = word_hash(store.vocab_.word(static_cast<WordId>(word_of[i]))) & (h.word_cap - 1);
     while (word_buckets[b] != 0) b = (b + 1) & (h.word_cap - 1);
     word_buckets[b] = i + 1;
   }
-  // The sources' hash.
-  h.source_cap = capacity_for(h.sources);
+  // The sources' records and their hash.
+  const std::vector<ColumnCode> columns = choose_columns(store);
+  const std::size_t m = static_cast<std::size_t>(store.num_scores_);
+  const bool phrases = kind == BINARY_PHRASES;
+  h.source_cap = capacity_for(h.sources, 2.0 / 3.0);
   std::vector<std::uint32_t> source_buckets(h.source_cap, 0);
+  std::vector<std::uint64_t> record_off{0};
+  std::string records;
+  std::vector<std::uint32_t> ids;
   for (std::uint32_t s = 0; s < h.sources; ++s) {
-    const auto b0 = store.source_off_[s], e0 = store.source_off_[s + 1];
-    std::uint64_t b = source_hash(store.source_words_.data() + b0, static_cast<std::size_t>(e0 - b0)) & (h.source_cap - 1);
+    ids.clear();
+    for (auto i = store.source_off_[s]; i < store.source_off_[s + 1]; ++i)
+      ids.push_back(word_id[static_cast<std::size_t>(store.source_words_[static_cast<std::size_t>(i)])]);
+    std::uint64_t b = source_hash(ids, ids.size()) & (h.source_cap - 1);
     while (source_buckets[b] != 0) b = (b + 1) & (h.source_cap - 1);
     source_buckets[b] = s + 1;
+    put_varint(records, ids.size());
+    for (const auto id : ids) put_varint(records, id);
+    put_varint(records, static_cast<std::uint64_t>(store.pair_off_[s + 1] - store.pair_off_[s]));
+    for (auto p = static_cast<std::size_t>(store.pair_off_[s]); p < static_cast<std::size_t>(store.pair_off_[s + 1]); ++p) {
+      const auto t0 = static_cast<std::size_t>(store.target_off_[p]), t1 = static_cast<std::size_t>(store.target_off_[p + 1]);
+      put_varint(records, t1 - t0);
+      for (auto i = t0; i < t1; ++i) put_varint(records, word_id[static_cast<std::size_t>(store.target_words_[i])]);
+      if (phrases) put_varint(records, alignment_id[static_cast<std::size_t>(store.alignment_[p])]);
+      for (std::size_t c = 0; c < m; ++c) columns[c].put(records, store.scores_[p * m + c]);
+    }
+    record_off.push_back(records.size());
   }
+  std::string column_bytes;
+  for (const ColumnCode& c : columns)
+    column_bytes += {static_cast<char>(c.format | (c.negative ? 0x80 : 0)), static_cast<char>(c.exponent)};
   std::vector<std::uint64_t> align_off{0};
   std::string align_blob;
-  for (const auto& a : store.alignments_) {
-    align_blob += a;
+  for (std::size_t i = 0; i < h.alignments; ++i) {
+    align_blob += store.alignments_[alignment_of[i]];
     align_off.push_back(align_blob.size());
   }
   SectionWriter out(path);
@@ -182,14 +253,10 @@ void write_binary_table(const PhraseStore& store, int kind, const SourceStamp& s
   out.section(h, S_WORD_OFF, word_off);
   out.section(h, S_WORD_BLOB, blob.data(), blob.size());
   out.section(h, S_WORD_HASH, word_buckets);
-  out.section(h, S_SOURCE_OFF, widen<std::uint64_t>(store.source_off_));
-  out.section(h, S_SOURCE_WORDS, widen<std::uint32_t>(store.source_words_));
   out.section(h, S_SOURCE_HASH, source_buckets);
-  out.section(h, S_PAIR_OFF, widen<std::uint64_t>(store.pair_off_));
-  out.section(h, S_TARGET_OFF, widen<std::uint64_t>(store.target_off_));
-  out.section(h, S_TARGET_WORDS, widen<std::uint32_t>(store.target_words_));
-  out.section(h, S_SCORES, store.scores_);
-  out.section(h, S_ALIGN_ID, widen<std::uint32_t>(store.alignment_));
+  out.section(h, S_RECORD_OFF, record_off);
+  out.section(h, S_RECORDS, records.data(), records.size());
+  out.section(h, S_COLUMNS, column_bytes.data(), column_bytes.size());
   out.section(h, S_ALIGN_OFF, align_off);
   out.section(h, S_ALIGN_BLOB, align_blob.data(), align_blob.size());
   out.finish(h);
@@ -266,18 +333,18 @@ BinaryTable::BinaryTable(const std::string& path) : file_(path) {
   };
   sized(S_WORD_OFF, h.words + 1, 8);
   sized(S_WORD_HASH, h.word_cap, 4);
-  sized(S_SOURCE_OFF, h.sources + 1, 8);
   sized(S_SOURCE_HASH, h.source_cap, 4);
-  sized(S_PAIR_OFF, h.sources + 1, 8);
-  sized(S_TARGET_OFF, h.pairs + 1, 8);
+  sized(S_RECORD_OFF, h.sources + 1, 8);
   if (h.num_scores > 1024) corrupt("it claims " + std::to_string(h.num_scores) + " scores a pair");
-  sized(S_SCORES, h.pairs * h.num_scores, 8);
-  sized(S_ALIGN_ID, h.pairs, 4);
+  sized(S_COLUMNS, h.num_scores, 2);
   sized(S_ALIGN_OFF, h.alignments + 1, 8);
-  if ((h.end[S_SOURCE_WORDS] - h.begin[S_SOURCE_WORDS]) % 4 || (h.end[S_TARGET_WORDS] - h.begin[S_TARGET_WORDS]) % 4)
-    corrupt("a word-id section has the wrong size");
   if (h.word_cap == 0 || (h.word_cap & (h.word_cap - 1)) || h.source_cap == 0 || (h.source_cap & (h.source_cap - 1)))
     corrupt("a hash table's size is not a power of two");
+  const unsigned char* column = file_.data() + h.begin[S_COLUMNS];
+  for (std::uint32_t c = 0; c < h.num_scores; ++c, column += 2) {
+    if ((column[0] & 0x7f) > SCORE_LOG10 || column[1] > kMaxDecimalExponent) corrupt("a score column's code is unknown");
+    columns_.push_back(ColumnCode{static_cast<ScoreFormat>(column[0] & 0x7f), column[1], (column[0] & 0x80) != 0});
+  }
   stamp_.path.assign(reinterpret_cast<const char*>(file_.data() + h.begin[S_PATH]), h.end[S_PATH] - h.begin[S_PATH]);
   if (!valid_utf8(stamp_.path) || stamp_.path.find('\0') != std::string::npos) corrupt("its source path is not a path");
   stamp_.size = h.stamp_size;
@@ -296,11 +363,11 @@ const T* BinaryTable::section(int s, std::size_t& count) const {
   return reinterpret_cast<const T*>(file_.data() + header_->begin[s]);
 }
 
-std::string_view BinaryTable::word(std::uint32_t id) const {
+std::string_view BinaryTable::word(std::uint64_t id) const {
   std::size_t n_off, n_blob;
   const auto* off = section<std::uint64_t>(S_WORD_OFF, n_off);
   const auto* blob = section<char>(S_WORD_BLOB, n_blob);
-  if (std::uint64_t{id} + 1 >= n_off) corrupt("a word id is out of range");
+  if (id >= header_->words) corrupt("a word id is out of range");
   if (off[id] > off[id + 1] || off[id + 1] > n_blob) corrupt("a word's bytes lie outside their section");
   const std::string_view w(blob + off[id], off[id + 1] - off[id]);
   if (!valid_utf8(w)) corrupt("a word is not UTF-8");
@@ -318,6 +385,39 @@ std::int64_t BinaryTable::find_word(std::string_view w) const {
   return -1;
 }
 
+// A source's record, read front to back; every read is bounds-checked (a corrupt file's error).
+class BinaryTable::Record {
+ public:
+  Record(const BinaryTable& table, std::uint64_t s) : table_(table) {
+    std::size_t n_off, n_bytes;
+    const auto* off = table.section<std::uint64_t>(S_RECORD_OFF, n_off);
+    const auto* bytes = table.section<unsigned char>(S_RECORDS, n_bytes);
+    if (s >= table.sources()) table.corrupt("a source id is out of range");  // n_off = sources + 1
+    if (off[s] > off[s + 1] || off[s + 1] > n_bytes) table.corrupt("a source's record lies outside its section");
+    at_ = bytes + off[s];
+    end_ = bytes + off[s + 1];
+  }
+  std::uint64_t number() {
+    std::uint64_t v;
+    if (!get_varint(at_, end_, v)) table_.corrupt("a source's record is cut short");
+    return v;
+  }
+  double score(const ColumnCode& column) {
+    double y;
+    if (!get_decimal(at_, end_, column.exponent, column.negative, column, y))
+      table_.corrupt("a score's code is cut short or invalid");
+    return y;
+  }
+  void finish() const {
+    if (at_ != end_) table_.corrupt("a source's record has bytes left over");
+  }
+
+ private:
+  const BinaryTable& table_;
+  const unsigned char* at_;
+  const unsigned char* end_;
+};
+
 std::int64_t BinaryTable::find_source(const std::vector<std::string_view>& words) const {
   std::vector<std::uint32_t> ids;
   for (const auto& w : words) {
@@ -325,17 +425,16 @@ std::int64_t BinaryTable::find_source(const std::vector<std::string_view>& words
     if (id < 0) return -1;
     ids.push_back(static_cast<std::uint32_t>(id));
   }
-  std::size_t cap, n_off, n_words;
+  std::size_t cap;
   const auto* buckets = section<std::uint32_t>(S_SOURCE_HASH, cap);
-  const auto* off = section<std::uint64_t>(S_SOURCE_OFF, n_off);
-  const auto* stored = section<std::uint32_t>(S_SOURCE_WORDS, n_words);
   for (std::uint64_t b = source_hash(ids, ids.size()) & (cap - 1), probes = 0; probes < cap; b = (b + 1) & (cap - 1), ++probes) {
     const std::uint32_t v = buckets[b];
     if (v == 0) return -1;
-    const std::uint32_t s = v - 1;
-    if (std::uint64_t{s} + 1 >= n_off) corrupt("a source id is out of range");
-    if (off[s] > off[s + 1] || off[s + 1] > n_words) corrupt("a source phrase lies outside its section");
-    if (off[s + 1] - off[s] == ids.size() && std::equal(ids.begin(), ids.end(), stored + off[s])) return s;
+    Record record(*this, v - 1);
+    if (record.number() != ids.size()) continue;
+    bool same = true;
+    for (std::size_t i = 0; i < ids.size() && same; ++i) same = record.number() == ids[i];
+    if (same) return v - 1;
   }
   return -1;
 }
@@ -362,14 +461,12 @@ std::vector<std::uint32_t> BinaryTable::kept_sources(SourceFilter* filter, const
     for (std::size_t s = 0; s < kept.size(); ++s) kept[s] = static_cast<std::uint32_t>(s);
   }
   if (!keep) return kept;
-  std::size_t n_off, n_words;
-  const auto* off = section<std::uint64_t>(S_SOURCE_OFF, n_off);
-  const auto* stored = section<std::uint32_t>(S_SOURCE_WORDS, n_words);
   std::vector<std::uint32_t> asked;
+  std::vector<std::string> words;
   for (const std::uint32_t s : kept) {
-    if (off[s] > off[s + 1] || off[s + 1] > n_words) corrupt("a source phrase lies outside its section");
-    std::vector<std::string> words;
-    for (auto i = off[s]; i < off[s + 1]; ++i) words.emplace_back(word(stored[i]));
+    Record record(*this, s);
+    words.clear();
+    for (std::uint64_t n = record.number(); n > 0; --n) words.emplace_back(word(record.number()));
     if (keep(words)) asked.push_back(s);
   }
   return asked;
@@ -377,40 +474,38 @@ std::vector<std::uint32_t> BinaryTable::kept_sources(SourceFilter* filter, const
 
 template <typename OnSource, typename OnEntry>
 void BinaryTable::walk(SourceFilter* filter, const KeepSource& keep, OnSource&& on_source, OnEntry&& on_entry) const {
-  std::size_t n_soff, n_swords, n_poff, n_toff, n_twords, n_scores, n_aid, n_aoff, n_ablob;
-  const auto* soff = section<std::uint64_t>(S_SOURCE_OFF, n_soff);
-  const auto* swords = section<std::uint32_t>(S_SOURCE_WORDS, n_swords);
-  const auto* poff = section<std::uint64_t>(S_PAIR_OFF, n_poff);
-  const auto* toff = section<std::uint64_t>(S_TARGET_OFF, n_toff);
-  const auto* twords = section<std::uint32_t>(S_TARGET_WORDS, n_twords);
-  const auto* scores = section<double>(S_SCORES, n_scores);
-  const auto* aid = section<std::uint32_t>(S_ALIGN_ID, n_aid);
+  std::size_t n_aoff, n_ablob;
   const auto* aoff = section<std::uint64_t>(S_ALIGN_OFF, n_aoff);
+  (void)n_aoff;
   const auto* ablob = section<char>(S_ALIGN_BLOB, n_ablob);
-  const std::size_t m = static_cast<std::size_t>(num_scores());
   const bool phrases = kind() == BINARY_PHRASES;  // a reordering table's targets may be empty (`f`)
   std::vector<std::string_view> source, target;
+  std::vector<double> scores(columns_.size());
   for (const std::uint32_t s : kept_sources(filter, keep)) {
-    if (soff[s] > soff[s + 1] || soff[s + 1] > n_swords) corrupt("a source phrase lies outside its section");
-    if (poff[s] > poff[s + 1] || poff[s + 1] > header_->pairs) corrupt("a source's entries lie outside their section");
-    if (soff[s] == soff[s + 1] || poff[s] == poff[s + 1]) corrupt("a source phrase without words or entries");
+    Record record(*this, s);
+    // Each loop below reads at least one byte a turn, so a corrupt count ends at the record's end.
     source.clear();
-    for (auto i = soff[s]; i < soff[s + 1]; ++i) source.push_back(word(swords[i]));
+    for (std::uint64_t n = record.number(); n > 0; --n) source.push_back(word(record.number()));
+    std::uint64_t entries = record.number();
+    if (source.empty() || entries == 0) corrupt("a source phrase without words or entries");
     on_source(source);
-    for (auto p = poff[s]; p < poff[s + 1]; ++p) {
-      if (toff[p] > toff[p + 1] || toff[p + 1] > n_twords || (phrases && toff[p] == toff[p + 1]))
-        corrupt("a target phrase lies outside its section");
+    for (; entries > 0; --entries) {
       target.clear();
-      for (auto i = toff[p]; i < toff[p + 1]; ++i) target.push_back(word(twords[i]));
-      const std::uint32_t a = aid[p];
-      if (std::uint64_t{a} + 1 >= n_aoff || aoff[a] > aoff[a + 1] || aoff[a + 1] > n_ablob)
-        corrupt("an alignment lies outside its section");
-      const std::string_view alignment(ablob + aoff[a], aoff[a + 1] - aoff[a]);
-      if (!valid_alignment(alignment, source.size(), target.size())) corrupt("an alignment is malformed");
-      on_entry(target, scores + p * m, alignment);
+      for (std::uint64_t n = record.number(); n > 0; --n) target.push_back(word(record.number()));
+      if (phrases && target.empty()) corrupt("a phrase pair without target words");
+      std::string_view alignment;
+      if (phrases) {
+        const std::uint64_t a = record.number();
+        if (a >= header_->alignments || aoff[a] > aoff[a + 1] || aoff[a + 1] > n_ablob)  // n_aoff = alignments + 1
+          corrupt("an alignment lies outside its section");
+        alignment = std::string_view(ablob + aoff[a], aoff[a + 1] - aoff[a]);
+        if (!valid_alignment(alignment, source.size(), target.size())) corrupt("an alignment is malformed");
+      }
+      for (std::size_t c = 0; c < columns_.size(); ++c) scores[c] = record.score(columns_[c]);
+      on_entry(target, static_cast<const double*>(scores.data()), alignment);
     }
+    record.finish();
   }
-  (void)n_poff, (void)n_scores, (void)n_aid;
 }
 
 PhraseStore BinaryTable::phrases(SourceFilter* filter, const KeepSource& keep) const {
@@ -419,7 +514,7 @@ PhraseStore BinaryTable::phrases(SourceFilter* filter, const KeepSource& keep) c
   out.path_ = path();
   out.num_scores_ = num_scores();
   out.runs_ = static_cast<long>(sources());
-  const std::size_t m = static_cast<std::size_t>(num_scores());
+  const std::size_t m = columns_.size();
   std::unordered_map<std::string_view, std::int32_t> alignment_ids{{"", 0}};  // text -> store id
   walk(
       filter, keep,
@@ -454,7 +549,7 @@ ReorderingStore BinaryTable::reordering(SourceFilter* filter, const KeepSource& 
   out.path_ = path();
   out.num_scores_ = num_scores();
   out.with_target_ = kind() == BINARY_REORDERING_FE;
-  const std::size_t m = static_cast<std::size_t>(num_scores());
+  const std::size_t m = columns_.size();
   std::string source_key;
   walk(
       filter, keep,

@@ -78,6 +78,18 @@ bool position(std::string_view digits, long long& value) {
 
 }  // namespace
 
+double stored_score(ScoreFormat format, double v) {
+  switch (format) {
+    case SCORE_PROB:
+      return v > 0.0 ? floor_score(std::log(v)) : kLowest;
+    case SCORE_LN:
+      return floor_score(v);
+    case SCORE_LOG10:
+      return floor_score(v * kLn10);
+  }
+  return v;
+}
+
 // ---------------------------------------------------------------------------------------------
 // SourceFilter
 
@@ -255,19 +267,9 @@ class PhraseTableReader {
     if (!numbers(tokens_, values_)) fail(line, "a score is not a number");
     for (double& v : values_) {
       if (std::isnan(v) || v == std::numeric_limits<double>::infinity()) fail(line, "a score is not a finite number");
-      switch (format_) {
-        case SCORE_PROB:
-          if (v < 0.0) fail(line, "a negative probability");
-          v = v > 0.0 ? floor_score(std::log(v)) : kLowest;
-          break;
-        case SCORE_LN:
-          v = floor_score(v);
-          break;
-        case SCORE_LOG10:
-          v = floor_score(v * kLn10);
-          if (std::isinf(v)) fail(line, "a log10 score overflows as a natural log");
-          break;
-      }
+      if (format_ == SCORE_PROB && v < 0.0) fail(line, "a negative probability");
+      v = stored_score(format_, v);
+      if (format_ == SCORE_LOG10 && std::isinf(v)) fail(line, "a log10 score overflows as a natural log");
     }
     join(source_, joined_);
     if (runs_ == 0 || joined_ != last_source_) new_run();
@@ -524,7 +526,7 @@ class ReorderingTableReader {
       if (!numbers(tokens_, values_)) fail(line, "a probability is not a number");
       for (double& v : values_) {
         if (!std::isfinite(v) || v < 0.0) fail(line, "a probability is not a finite number >= 0");
-        v = v > 0.0 ? std::max(std::log(v), kLowest) : kLowest;
+        v = stored_score(SCORE_PROB, v);  // max(ln v, -100): the same double
       }
       join(source_, joined_);
       if (joined_ != last_source_ || !started_) {

@@ -33,6 +33,12 @@ class ReorderingStore;
 // How scores are written: probabilities (ln taken), natural logs, or log10 (times ln 10).
 enum ScoreFormat { SCORE_PROB = 0, SCORE_LN = 1, SCORE_LOG10 = 2 };
 
+// The score a reader keeps for the number v of a text table written in `format` (v checked
+// first: finite, and >= 0 for probabilities): a natural log floored at -100 (Moses'
+// FloorScore). The one definition both readers and the binarized tables' decoder use, so a
+// binarized score decodes to the reader's double bit for bit.
+double stored_score(ScoreFormat format, double v);
+
 // A line the core does not accept. `reason` is the core's own short account, used only when the
 // Python layer's check finds nothing wrong; `expected` and `first_line` are the score count
 // every line must have and the line that set it (0: the caller's num_features set it).

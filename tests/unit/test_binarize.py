@@ -21,6 +21,7 @@ Checks, against the text model as the oracle:
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import os
@@ -31,6 +32,8 @@ import struct
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fstdecode import Decoder, load_model
 from fstdecode._native import core as _core
@@ -38,8 +41,8 @@ from fstdecode.cli import output
 from fstdecode.cli.main import main
 from fstdecode.io.arpa import ArpaError
 from fstdecode.io.moses_ini import load_moses_ini
-from fstdecode.io.phrase_table import PhraseTableError
-from fstdecode.io.reordering_table import ReorderingTableError
+from fstdecode.io.phrase_table import PhraseTableError, load_phrase_table
+from fstdecode.io.reordering_table import ReorderingTableError, load_reordering_table
 from fstdecode.io.table_filter import SourceFilter
 from fstdecode.model.binarize import BinarizeError, BinarizeOptions, binarize
 from scripts import make_big_model
@@ -291,6 +294,119 @@ def test_tiny_binarized_decodes_as_text_with_alignments(tiny):
     assert '"alignment": [[0, 0], [1, 1]' in decode_all(tiny / "bin" / "moses.ini", TINY_INPUT)[0]
 
 
+# The stores a lookup gives against the text reader's, score for score bit for bit, on random
+# tables whose scores are every kind of number: the short decimals of real tables (each a decimal
+# code), 17-digit doubles, subnormals, huge values, zeros and the floor (the codes' escape and
+# the transforms' edges), in every score format.
+
+SOURCES = ["u", "v", "w", "x", "\u00fc"]
+TARGETS = ["a", "b", "c", "\u00e9"]
+#: Numbers that are not short decimals, or that meet the readers' transforms at their edges.
+EDGE_NUMBERS = {
+    "prob": ["0", "1", "1e-300", "3e-45", "5e-324", "1e-320", "1e300", "-0", "0.1000000000000000055511151231257827",
+             "3.7200759760208356e-44", "3.720075976020836e-44"],  # around e^-100, the floor
+    "ln": ["0", "-0", "-inf", "-100", "-101", "-99.99999999999999", "1e300", "-1e-320", "2.5"],
+    "log10": ["0", "-0", "-inf", "-43.42944819032518", "-44", "-43.4", "1e300", "-1e300", "2.5"],
+}
+
+
+def short_decimal(m: int, k: int, sign: str) -> str:
+    text = str(m).rjust(k + 1, "0")
+    return sign + (text[: len(text) - k] + "." + text[len(text) - k:] if k else text)
+
+
+def score_token(score_format: str):
+    sign = st.just("") if score_format == "prob" else st.sampled_from(["", "-"])
+    decimal = st.builds(short_decimal, st.integers(0, 10**9), st.integers(0, 12), sign)
+    six_digits = st.builds(short_decimal, st.integers(0, 10**6), st.just(6), sign)  # as real tables
+    double = st.floats(0 if score_format == "prob" else None, 1e6, allow_nan=False, allow_infinity=False).map(repr)
+    return st.one_of(six_digits, decimal, double, st.sampled_from(EDGE_NUMBERS[score_format]))
+
+
+@st.composite
+def random_table(draw, score_format: str, reordering: bool) -> tuple[list[str], int]:
+    """Lines grouped by source (a source's lines may also recur later), and the score count."""
+    num_scores = draw(st.integers(1, 6))
+    lines = []
+    for _ in range(draw(st.integers(1, 30))):
+        source = draw(st.lists(st.sampled_from(SOURCES), min_size=1, max_size=3))
+        target = draw(st.lists(st.sampled_from(TARGETS), min_size=1, max_size=3))
+        scores = draw(st.lists(score_token(score_format), min_size=num_scores, max_size=num_scores))
+        line = f"{' '.join(source)} ||| {' '.join(target)} ||| {' '.join(scores)}"
+        if not reordering and draw(st.booleans()):
+            points = draw(st.lists(st.tuples(st.integers(0, len(source) - 1), st.integers(0, len(target) - 1)), max_size=4))
+            line += " ||| " + " ".join(f"{i}-{j}" for i, j in points)
+        lines.append(line)
+    return lines, num_scores
+
+
+def score_bits(scores) -> bytes:
+    return struct.pack(f"={len(scores)}d", *scores)
+
+
+def same_phrase_stores(got, want) -> None:
+    assert (got.sources, got.pairs, got.num_scores, got.max_source_length) == (
+        want.sources, want.pairs, want.num_scores, want.max_source_length)
+    for h in range(want.sources):
+        assert got.source(h) == want.source(h)
+        assert [(t, score_bits(s), a) for t, s, a in got.pairs_of(h)] == [
+            (t, score_bits(s), a) for t, s, a in want.pairs_of(h)]
+
+
+lossless = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+@lossless
+@given(st.data(), st.sampled_from(["prob", "ln", "log10"]))
+def test_phrase_lookups_give_the_text_readers_store_bit_for_bit(tmp_path, data, score_format):
+    lines, _ = data.draw(random_table(score_format, reordering=False))
+    text = tmp_path / "pt"
+    text.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    binary = tmp_path / "pt.bin"
+    _core.write_binary_table(load_phrase_table(text, score_format=score_format).store, str(text), 0, 0, str(binary))
+    table = _core.BinaryTable(str(binary))
+    same_phrase_stores(table.phrases(None, None), load_phrase_table(text, score_format=score_format).store)
+    sentences = data.draw(st.lists(st.lists(st.sampled_from(SOURCES + ["y"]), max_size=6), max_size=3))
+    keep = SourceFilter(sentences)
+    same_phrase_stores(table.phrases(keep.native, None),
+                       load_phrase_table(text, score_format=score_format, vocabulary=SourceFilter(sentences)).store)
+
+
+@lossless
+@given(st.data(), st.booleans())
+def test_reordering_lookups_give_the_text_readers_rows_bit_for_bit(tmp_path, data, with_target):
+    lines, _ = data.draw(random_table("prob", reordering=True))
+    if not with_target:
+        lines = [line.split(" ||| ")[0] + " ||| " + line.split(" ||| ")[2] for line in lines]
+    text = tmp_path / "rt"
+    text.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    binary = tmp_path / "rt.bin"
+    store = load_reordering_table(text, conditioned_on_target=with_target).store
+    _core.write_binary_table(store, str(text), 0, 0, str(binary))
+    sentences = data.draw(st.lists(st.lists(st.sampled_from(SOURCES + ["y"]), max_size=6), max_size=3))
+    for keep in (None, SourceFilter(sentences)):
+        got = _core.BinaryTable(str(binary)).reordering(None if keep is None else keep.native, None)
+        want = load_reordering_table(text, conditioned_on_target=with_target, vocabulary=keep).store
+        assert len(got) == len(want)
+        for line in lines:
+            fields = line.split(" ||| ")
+            source, target = fields[0].split(), fields[1].split() if with_target else []
+            row, expected = got.lookup(source, target), want.lookup(source, target)
+            assert (row is None) == (expected is None)
+            if row is not None:
+                assert score_bits(row) == score_bits(expected)
+
+
+def test_the_tables_are_about_the_size_of_their_text_gzipped(big, big_bin):
+    # Issue 23: format 1's tables were 2.2 times their text gzipped (-1) on the full-size model
+    # (2.5 times here); format 2's are 0.85 times there, and under 1.25 times on this small model,
+    # whose 5.5 pairs a source leave the per-source index a larger share.
+    for text, binary in (("phrase-table", "phrase-table.bin"),
+                         ("reordering-table.wbe-msd-bidirectional-fe", "reordering-table.bin")):
+        gzipped = len(gzip.compress((big / text).read_bytes(), compresslevel=1))
+        assert (big_bin / binary).stat().st_size < 1.25 * gzipped, text
+
+
 # ---------------------------------------------------------------------------------------------
 # 2. DIR/moses.ini
 
@@ -516,38 +632,98 @@ def test_every_sampled_corruption_gives_the_loaders_error_or_a_decode(corruptibl
 
 
 #: Where the fields a lookup follows lie: the offset, in the header, of each section's begin
-#: (binary_table.cpp's Header: 16 + 6 * 4 + 7 * 8 + 2 * 8 = 112 bytes before begin[]).
+#: (binary_table.cpp's Header: 16 + 6 * 4 + 7 * 8 + 2 * 8 = 112 bytes before begin[]), and the
+#: header's version field (after the magic and the byte-order marker).
 SECTION_BEGIN = 112
-#: binary_table.cpp's sections: the source phrases' word ids, the targets' word ids, the pairs'
-#: alignment ids.
-S_SOURCE_WORDS, S_TARGET_WORDS, S_ALIGN_ID = 5, 9, 11
+VERSION_AT = 20
+#: binary_table.cpp's sections (10 of them): the word bytes, the records' offsets, the records,
+#: the alignment bytes.
+S_WORD_BLOB, S_RECORD_OFF, S_RECORDS, S_ALIGN_BLOB, SECTIONS = 2, 5, 6, 9, 10
 #: lm_image.cpp's Header: 16 + 6 * 4 + 3 * 8 + 2 * 8 = 80 bytes before begin[].
 LM_SECTION_BEGIN = 80
 
 
+def read_varint(data: bytes, at: int) -> tuple[int, int]:
+    """The LEB128 varint at ``at`` and the position after it (the format's, read here)."""
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
+
+
+def record_fields(data: bytes, source: int) -> dict[str, int]:
+    """Where the first fields of source ``source``'s record lie (binary_table.h's format): its
+    first word id, its first target's first word id, and (a phrase table's) that pair's alignment id."""
+    begins = struct.unpack_from(f"={SECTIONS}Q", data, SECTION_BEGIN)
+    (start,) = struct.unpack_from("=Q", data, begins[S_RECORD_OFF] + 8 * source)
+    at = begins[S_RECORDS] + start
+    n, at = read_varint(data, at)
+    fields = {"source word": at}
+    for _ in range(n):
+        _, at = read_varint(data, at)
+    _, at = read_varint(data, at)  # the number of entries
+    t, at = read_varint(data, at)
+    assert t >= 1
+    fields["target word"] = at
+    for _ in range(t):
+        _, at = read_varint(data, at)
+    fields["alignment"] = at
+    return fields
+
+
+#: The largest varint (2^64 - 1, ten bytes): "id + 1" wraps to 0 in 64 bits.
+HUGE = b"\xff" * 9 + b"\x01"
+
+
 @pytest.mark.parametrize(
-    "section",
+    "field",
     [
-        # A word id of 0xffffffff: "id + 1" wrapped to 0 in 32 bits, passed the range check and
-        # read 32 GiB past the offsets (a segfault); a source's and a target's.
-        S_SOURCE_WORDS,
-        S_TARGET_WORDS,
-        # An alignment id of 0xffffffff: the same wrap.
-        S_ALIGN_ID,
+        # A word id of 2^64 - 1 (written over the id and the bytes after it): "id + 1" wrapped to
+        # 0 would pass a range check and read past the offsets (a segfault); a source's and a target's.
+        "source word",
+        "target word",
+        # An alignment id of 2^64 - 1: the same wrap.
+        "alignment",
     ],
 )
-def test_largest_ids_are_out_of_range_not_a_crash(corruptible, section):
+def test_largest_ids_are_out_of_range_not_a_crash(corruptible, field):
     good = (corruptible / "phrase-table.bin").read_bytes()
-    data = bytearray(good)
-    (begin,) = struct.unpack_from("=Q", data, SECTION_BEGIN + 8 * section)
-    struct.pack_into("=I", data, begin, 0xFFFFFFFF)
-    assert load_and_decode(corruptible, "phrase-table.bin", bytes(data)) == "error"
-    if section == S_SOURCE_WORDS:
+    at = record_fields(good, 0)[field]
+    assert load_and_decode(corruptible, "phrase-table.bin", good[:at] + HUGE + good[at + len(HUGE):]) == "error"
+    if field != "alignment":
         assert load_and_decode(corruptible, "phrase-table.bin", good) == "ok"
-        rdata = bytearray((corruptible / "reordering-table.bin").read_bytes())
-        (begin,) = struct.unpack_from("=Q", rdata, SECTION_BEGIN + 8 * section)
-        struct.pack_into("=I", rdata, begin, 0xFFFFFFFF)
-        assert load_and_decode(corruptible, "reordering-table.bin", bytes(rdata)) == "error"
+        rgood = (corruptible / "reordering-table.bin").read_bytes()
+        at = record_fields(rgood, 0)[field]
+        assert load_and_decode(corruptible, "reordering-table.bin", rgood[:at] + HUGE + rgood[at + len(HUGE):]) == "error"
+
+
+@pytest.mark.parametrize("name", ["phrase-table.bin", "reordering-table.bin"])
+def test_every_byte_of_the_records_changed_gives_the_loaders_error_or_a_decode(corruptible, name):
+    # The records are varint streams read front to back: each byte (about 45 a table) set to a
+    # varint's edge values (0, a last byte of 127, a continuation 0x80, 0xff), a load and decode
+    # each; a changed count or length shifts every later field.
+    data = (corruptible / name).read_bytes()
+    begins = struct.unpack_from(f"={SECTIONS}Q", data, SECTION_BEGIN)
+    ends = struct.unpack_from(f"={SECTIONS}Q", data, SECTION_BEGIN + 8 * SECTIONS)
+    seen = {"ok": 0, "error": 0}
+    for i in range(begins[S_RECORDS], ends[S_RECORDS]):
+        for v in {0x00, 0x7F, 0x80, 0xFF} - {data[i]}:
+            seen[load_and_decode(corruptible, name, data[:i] + bytes([v]) + data[i + 1:])] += 1
+    assert seen["ok"] > 0 and seen["error"] > 0  # a score changed decodes; a count changed errs
+
+
+@pytest.mark.parametrize("name", ["phrase-table.bin", "reordering-table.bin"])
+def test_a_version_1_table_is_refused_with_the_command_that_rebuilds_it(corruptible, name):
+    data = bytearray((corruptible / name).read_bytes())
+    assert struct.unpack_from("=I", data, VERSION_AT) == (_core.BINARY_TABLE_VERSION,) == (2,)
+    struct.pack_into("=I", data, VERSION_AT, 1)
+    (corruptible / name).write_bytes(bytes(data))
+    proc = run_cli(["decode", "-f", str(corruptible / "moses.ini")], "das haus\n")
+    one_line_error(proc, str(corruptible / name), "format version 1", "reads version 2", "run fstdecode binarize again")
 
 
 @pytest.mark.parametrize(
@@ -568,18 +744,20 @@ def test_a_corrupt_source_path_is_the_loaders_error(corruptible, name, what, cha
 
 def test_a_corrupt_word_alignment_or_repeated_source_is_the_loaders_error(corruptible, tiny):
     data = (corruptible / "phrase-table.bin").read_bytes()
-    begins = struct.unpack_from("=14Q", data, SECTION_BEGIN)
+    begins = struct.unpack_from(f"={SECTIONS}Q", data, SECTION_BEGIN)
     # A word's first byte not UTF-8: Python could not decode the pair (a SystemError).
-    blob = begins[2]
+    blob = begins[S_WORD_BLOB]
     assert load_and_decode(corruptible, "phrase-table.bin", data[:blob] + b"\xff" + data[blob + 1:]) == "error"
-    # An alignment "0-0" made "0-\x7f" or "0-5": int() failed, or the point lay outside the pair.
-    align = begins[13]
+    # An alignment "0-0" (the most frequent, so the first) made "0-\x7f" or "0-5": int() failed,
+    # or the point lay outside the pair.
+    align = begins[S_ALIGN_BLOB]
     assert data[align:align + 3] == b"0-0"
     for bad in (b"\x7f", b"5"):
         assert load_and_decode(corruptible, "phrase-table.bin", data[:align + 2] + bad + data[align + 3:]) == "error"
     # The second source's word id made the first's: two sources "das" (the native index refused it).
-    words = begins[S_SOURCE_WORDS]
-    assert load_and_decode(corruptible, "phrase-table.bin", data[:words + 4] + data[words:words + 4] + data[words + 8:]) == "error"
+    first, second = record_fields(data, 0)["source word"], record_fields(data, 1)["source word"]
+    assert data[first] != data[second] and data[first] < 0x80 and data[second] < 0x80  # one-byte ids
+    assert load_and_decode(corruptible, "phrase-table.bin", data[:second] + data[first:first + 1] + data[second + 1:]) == "error"
     # An LM word not UTF-8 (the LM's vocabulary is Python strings too).
     lm = (corruptible / "lm.bin").read_bytes()
     (lm_blob,) = struct.unpack_from("=Q", lm, LM_SECTION_BEGIN + 8 * 2)
