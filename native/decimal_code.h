@@ -33,8 +33,11 @@ namespace fstdecode {
 constexpr unsigned kMaxDecimalExponent = 22;            // 10^22 is the largest exact power of ten
 constexpr std::uint64_t kMaxDecimalMantissa = 1ULL << 53;  // m below this is an exact double
 
-// 10^k as a double, exactly (k <= kMaxDecimalExponent).
-double power_of_ten(unsigned k);
+// 10^k for k <= 22, every entry exact: 10^k = 2^k 5^k and 5^22 < 2^53.
+inline constexpr double kPowersOfTen[kMaxDecimalExponent + 1] = {
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+// 10^k as a double, exactly (k <= kMaxDecimalExponent; a larger k reads as 22).
+inline double power_of_ten(unsigned k) { return kPowersOfTen[k <= kMaxDecimalExponent ? k : kMaxDecimalExponent]; }
 // m / 10^k, m < 2^53, k <= 22: the double a correct parser gives for the decimal m * 10^-k.
 inline double decimal_value(std::uint64_t m, unsigned k) { return static_cast<double>(m) / power_of_ten(k); }
 

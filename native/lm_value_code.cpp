@@ -9,12 +9,6 @@ namespace value_code {
 
 namespace {
 
-inline std::uint64_t bits(double x) {
-  std::uint64_t b;
-  std::memcpy(&b, &x, 8);
-  return b;
-}
-
 // The code of the shortest decimal that reads as `y` (std::to_chars), if that decimal fits and
 // decodes to `want` exactly.
 bool try_log10(double y, double want, std::uint32_t* code) {
@@ -45,7 +39,7 @@ bool try_log10(double y, double want, std::uint32_t* code) {
   }
   if (k > 14 || m > kMantissaMask) return false;
   const std::uint32_t c = (neg ? kSign : 0u) | (static_cast<std::uint32_t>(k) << kMantissaBits) | static_cast<std::uint32_t>(m);
-  if (bits(decode(c)) != bits(want)) return false;
+  if (!same_bits(decode(c), want)) return false;
   *code = c;
   return true;
 }

@@ -17,6 +17,8 @@
 
 #include <cstdint>
 
+#include "decimal_code.h"
+
 namespace fstdecode {
 namespace value_code {
 
@@ -42,11 +44,7 @@ inline std::uint32_t escape_index(std::uint32_t code) { return code & kMantissaM
 
 // The double of a code that is not an escape: the reader's (m / 10^k, negated, times ln 10).
 inline double decode(std::uint32_t code) {
-  static constexpr double kPow10[16] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                        1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
-  double v = static_cast<double>(code & kMantissaMask);
-  const std::uint32_t k = (code >> kMantissaBits) & 15u;
-  if (k > 0) v /= kPow10[k];
+  double v = decimal_value(code & kMantissaMask, (code >> kMantissaBits) & 15u);
   if (code & kSign) v = -v;
   return v * kLn10;
 }

@@ -1,5 +1,7 @@
 #include "text_lines.h"
 
+#include "decimal_code.h"
+
 #include <fcntl.h>
 #include <locale.h>
 #include <stdlib.h>
@@ -7,6 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -297,9 +300,6 @@ double strtod_c(const std::string& s) {
 // 22 after the point: m / 10^k is then correctly rounded (Clinger's fast path), as every
 // correct parser's result. False: not of that shape (the general parser decides).
 bool parse_plain(std::string_view s, double& out) {
-  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
   std::uint64_t m = 0;
   int digits = 0;
   int frac = -1;  // digits after the point; -1: no point yet
@@ -315,8 +315,7 @@ bool parse_plain(std::string_view s, double& out) {
     }
   }
   if (digits == 0 || m > (std::uint64_t{1} << 53) || frac > 22) return false;
-  out = static_cast<double>(m);
-  if (frac > 0) out /= kPow10[frac];
+  out = decimal_value(m, static_cast<unsigned>(std::max(frac, 0)));
   return true;
 }
 }  // namespace
