@@ -303,7 +303,8 @@ PhraseStore grouped(const ReorderingStore& store) {
 // ---------------------------------------------------------------------------------------------
 // Reading
 
-bool is_binary_table(const std::string& path) { return starts_with(path, kMagic, sizeof kMagic); }
+// A file of at least "fstdec" that is a prefix of the magic is a binarized table cut short.
+bool is_binary_table(const std::string& path) { return starts_like(path, kMagic, sizeof kMagic, 6); }
 
 void BinaryTable::corrupt(const std::string& what) const {
   throw BinaryFormatError(path() + ": " + what + "; the binarized table is corrupt or truncated: run fstdecode binarize again");
@@ -311,7 +312,9 @@ void BinaryTable::corrupt(const std::string& what) const {
 
 BinaryTable::BinaryTable(const std::string& path) : file_(path) {
   if (file_.size() < sizeof(Header) || std::memcmp(file_.data(), kMagic, sizeof kMagic) != 0) {
-    if (file_.size() >= sizeof kMagic && std::memcmp(file_.data(), kMagic, sizeof kMagic) == 0) corrupt("its header is cut short");
+    if ((file_.size() >= sizeof kMagic && std::memcmp(file_.data(), kMagic, sizeof kMagic) == 0) ||
+        cut_magic(file_.data(), file_.size(), kMagic, sizeof kMagic))
+      corrupt("its header is cut short");
     throw BinaryFormatError(path + ": not a binarized table (fstdecode binarize writes them)");
   }
   header_ = reinterpret_cast<const Header*>(file_.data());

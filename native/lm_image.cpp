@@ -69,7 +69,8 @@ inline std::uint64_t home(std::uint64_t key, std::uint64_t cap) {
 
 }  // namespace
 
-bool is_lm_image(const std::string& path) { return starts_with(path, kMagic, sizeof kMagic); }
+// A file of at least "fstdec" that is a prefix of the magic is an LM image cut short.
+bool is_lm_image(const std::string& path) { return starts_like(path, kMagic, sizeof kMagic, 6); }
 
 // ---- the writer ---------------------------------------------------------------------------
 
@@ -241,6 +242,7 @@ std::shared_ptr<ImageLM> ImageLM::map(const std::string& path, SourceStamp* stam
   } catch (const std::runtime_error& e) {
     throw LmImageError(e.what());
   }
+  if (cut_magic(file->data(), file->size(), kMagic, sizeof kMagic)) bad(path, "its header is cut short");
   if (file->size() < sizeof kMagic || std::memcmp(file->data(), kMagic, sizeof kMagic) != 0)
     throw LmImageError(path + ": not an LM image (fstdecode binarize writes them)");
   if (file->size() < 24) bad(path, "its header is cut short");

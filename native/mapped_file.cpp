@@ -1,5 +1,7 @@
 #include "mapped_file.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -18,6 +20,20 @@ bool starts_with(const std::string& path, const char* magic, std::size_t n) {
   const bool yes = std::fread(head.data(), 1, n, f) == n && std::memcmp(head.data(), magic, n) == 0;
   std::fclose(f);
   return yes;
+}
+
+bool starts_like(const std::string& path, const char* magic, std::size_t n, std::size_t at_least) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  std::string head(n + 1, '\0');
+  const std::size_t got = std::fread(head.data(), 1, n + 1, f);
+  std::fclose(f);
+  if (got < at_least) return false;
+  return std::memcmp(head.data(), magic, std::min(got, n)) == 0;
+}
+
+bool cut_magic(const unsigned char* data, std::size_t size, const char* magic, std::size_t n) {
+  return size > 0 && size < n && std::memcmp(data, magic, size) == 0;
 }
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {

@@ -18,6 +18,12 @@ struct SourceStamp {
 
 // Whether the file `path` starts with the `n` bytes of `magic` (false when it cannot be read).
 bool starts_with(const std::string& path, const char* magic, std::size_t n);
+// Whether the file `path` starts with the `n` bytes of `magic`, or is shorter than that and all
+// of it is the first (at least `at_least`) bytes of `magic`: a file of that kind cut short,
+// which its reader then refuses as such, instead of another reader taking it for text.
+bool starts_like(const std::string& path, const char* magic, std::size_t n, std::size_t at_least);
+// Whether `size` bytes at `data` are a proper, non-empty prefix of the `n` bytes of `magic`.
+bool cut_magic(const unsigned char* data, std::size_t size, const char* magic, std::size_t n);
 
 // A failure to map a file: `err` is the errno (what a reader may word its own way).
 struct MappedFileError : std::runtime_error {

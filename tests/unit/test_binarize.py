@@ -607,14 +607,28 @@ def sweep(folder: Path, name: str, step: int, changes: int) -> dict[str, int]:
     seen = {"ok": 0, "error": 0}
     for n in truncations(len(data), step):
         outcome = load_and_decode(folder, name, data[:n])
-        # Under 16 bytes the magic is incomplete: the file is read as a text file (an empty one
-        # is an empty phrase table, with a warning); from 16 on, the header's size check refuses it.
-        assert outcome == "error" or n < 16, f"{name} cut to {n} bytes loaded"
+        # Under 6 bytes ("fstdec") the file is read as a text file (an empty one is an empty
+        # phrase table, with a warning); from 6 on it is a binarized file cut short, refused.
+        assert outcome == "error" or n < 6, f"{name} cut to {n} bytes loaded"
         seen[outcome] += 1
     for i, v in byte_changes(data, changes, seed=len(name)):
         seen[load_and_decode(folder, name, data[:i] + bytes([v]) + data[i + 1:])] += 1
     assert load_and_decode(folder, name, data) == "ok"
     return seen
+
+
+@pytest.mark.parametrize("name", FILES)
+@pytest.mark.parametrize("n", [6, 10, 15])
+def test_a_file_cut_inside_its_magic_is_named_as_cut_short(corruptible, name, n):
+    """Not read as a text table or ARPA file (which would warn of an empty table or complain of
+    its text): the binarized file's own one-line error."""
+    path = corruptible / name
+    data = path.read_bytes()
+    path.unlink()
+    path.write_bytes(data[:n])
+    with pytest.raises(LOADER_ERRORS[name], match="header is cut short") as info:
+        decode_all(corruptible / "moses.ini", TINY_INPUT)
+    assert str(info.value).startswith(f"{path}:") and "\n" not in str(info.value)
 
 
 @pytest.mark.parametrize("name", FILES)
