@@ -37,16 +37,6 @@ const char* const kTypeNames[] = {"probing hash tables", "probing hash tables wi
                                   "trie with array-compressed pointers (build_binary -a)",
                                   "quantized trie with array-compressed pointers (build_binary -q -a)"};
 
-inline std::uint64_t load64(const unsigned char* p) {
-  std::uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-inline std::uint32_t load32(const unsigned char* p) {
-  std::uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 inline float bits_to_float(std::uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);

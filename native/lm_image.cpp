@@ -50,18 +50,6 @@ constexpr WordId kHashProbe[3] = {3, 1, 4};
   throw LmImageError(path + ": " + what + "; the LM image is corrupt or truncated: run fstdecode binarize again");
 }
 
-inline std::uint64_t load64(const unsigned char* p) {
-  std::uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-
-inline std::uint32_t load32(const unsigned char* p) {
-  std::uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 // The home slot of `key` in a table of `cap` slots: its rank in [0, cap), monotone in the key.
 inline std::uint64_t home(std::uint64_t key, std::uint64_t cap) {
   return static_cast<std::uint64_t>((static_cast<unsigned __int128>(key) * cap) >> 64);

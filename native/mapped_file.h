@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -15,6 +16,18 @@ struct SourceStamp {
   std::string path;
   std::int64_t size = 0, mtime_ns = 0;
 };
+
+// An unaligned native-order 64- or 32-bit value at p (a mapped file's bytes).
+inline std::uint64_t load64(const unsigned char* p) {
+  std::uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline std::uint32_t load32(const unsigned char* p) {
+  std::uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
 
 // Whether the file `path` starts with the `n` bytes of `magic` (false when it cannot be read).
 bool starts_with(const std::string& path, const char* magic, std::size_t n);
