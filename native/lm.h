@@ -77,6 +77,11 @@ class NgramLM final : public LanguageModel {
   // True iff some stored n-gram longer than ctx[0..n) starts with it (KenLM's right-state
   // minimisation may drop ctx[0] when this is false).
   bool extends(const WordId* ctx, int n) const override;
+  // Reads each suffix's entry once (extends and backoff from the same slot), every suffix's
+  // slot prefetched first so that their misses overlap.
+  int trim(const WordId* ctx, int n, double* backoffs) const override;
+  // Prefetches the slot trim(ctx, n, _) probes first for each suffix.
+  void prefetch_trim(const WordId* ctx, int n) const override;
   // The number of n-grams of each order read from the file (ARPA's \data\ counts).
   const std::vector<long>& counts() const override { return counts_; }
 

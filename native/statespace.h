@@ -335,8 +335,10 @@ class Joiner {
       if (minimize_ && (bos_tape || first_len >= k_)) {
         // KenLM's right-state minimisation: while the context starts no longer n-gram, every
         // next word backs off through it; charge its backoff and drop its first word.
-        while (m > 0 && !p_.extends(tail, m)) {
-          total += p_.backoff(tail, m);
+        if (static_cast<int>(dropped_.size()) < m) dropped_.resize(static_cast<std::size_t>(m));
+        const int d = p_.trim(tail, m, dropped_.data());
+        for (int i = 0; i < d; ++i) {
+          total += dropped_[static_cast<std::size_t>(i)];
           if (events) events->push_back({{tail, tail + m}, -1});
           ++tail;
           --m;
@@ -349,7 +351,8 @@ class Joiner {
 
   // Starts loading the LM entries the join of the <s> tape ending in the words `last` (a
   // Contexts id) with opt will score (operator() with a = (0, (), _, last), c = null): the
-  // same (context, word) pairs, in the same order. Changes no result.
+  // same (context, word) pairs, in the same order, then the suffixes of the new tape's last
+  // words that minimisation reads (Problem::trim). Changes no result.
   void prefetch_bos(int last, const Option& opt) {
     if (opt.s == p_.end()) return;  // </s>: one lookup per final key, not worth a hint
     seq_.assign(contexts_.words(last), contexts_.words(last) + contexts_.len(last));
@@ -360,6 +363,11 @@ class Joiner {
       p_.prefetch_ngram(seq_.data() + seq_.size() - m, m, w);
       seq_.push_back(w);
     }
+    if (!minimize_) return;
+    // The new tape's last words, whose suffixes minimisation looks up (operator()'s tail).
+    seq_.insert(seq_.end(), opt.words.begin() + scored, opt.words.end());
+    const int m = std::min<int>(k_, static_cast<int>(seq_.size()));
+    p_.prefetch_trim(seq_.data() + seq_.size() - m, m);
   }
 
  private:
@@ -368,6 +376,7 @@ class Joiner {
   const int k_;
   const bool minimize_;
   std::vector<WordId> seq_, buf_;
+  std::vector<double> dropped_;  // trim's charges
 };
 
 // joined(problem, (0, (), last_t, context), opt, None, minimize) of fstdecode.statespace.ngram,
