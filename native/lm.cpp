@@ -152,7 +152,7 @@ void NgramLM::Table::reserve(std::size_t n) {
   std::size_t cap = 16;
   while (cap < 2 * n) cap *= 2;
   if (cap <= cap_) return;
-  std::vector<Slot> fresh(cap);
+  std::vector<Slot, HugePageAllocator<Slot>> fresh(cap);
   const std::size_t mask = cap - 1;
   for (const Slot& s : slots_) {
     if (s.key == 0) continue;

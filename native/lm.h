@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "huge_pages.h"
 #include "language_model.h"
 
 namespace fstdecode {
@@ -135,7 +136,8 @@ class NgramLM final : public LanguageModel {
     std::size_t size() const { return size_; }
 
    private:
-    std::vector<Slot> slots_;  // cap_ of them, a power of 2
+    // cap_ of them, a power of 2; in huge pages, so that a probe rarely misses the TLB
+    std::vector<Slot, HugePageAllocator<Slot>> slots_;
     std::size_t cap_ = 0, mask_ = 0, size_ = 0;
   };
   friend class ArpaParser;
