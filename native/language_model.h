@@ -6,7 +6,7 @@
 // unk() is one of them; every score is a natural log; a context is given oldest word first and
 // only its last order()-1 words are used; queries are const and never allocate Python objects.
 // Problem caches logprob per (context, word), so the virtual call is off the searches' hot path;
-// backoff and extends are called by right-state minimisation (statespace.h) per new state.
+// right-state minimisation (statespace.h) calls trim once per new state.
 // prefetch lets the searches overlap logprob's cache misses with other work (stack.cpp).
 #pragma once
 
@@ -42,6 +42,21 @@ class LanguageModel {
   virtual bool extends(const WordId* ctx, int n) const = 0;
   // The number of n-grams of each order 1..order() (what the file says it holds).
   virtual const std::vector<long>& counts() const = 0;
+  // KenLM's right-state minimisation of the context ctx[0..n): the number d of leading words it
+  // drops, the least d with d == n or extends(ctx + d, n - d), and backoffs[i] = backoff(ctx + i,
+  // n - i) for i < d (each dropped word's charge, in the order they are dropped). backoffs has
+  // room for n values. The default asks extends and backoff; an implementation may read each
+  // n-gram's entry once, and look the suffixes up side by side (their misses overlap).
+  virtual int trim(const WordId* ctx, int n, double* backoffs) const {
+    int d = 0;
+    for (; d < n && !extends(ctx + d, n - d); ++d) backoffs[d] = backoff(ctx + d, n - d);
+    return d;
+  }
+  // Starts loading the memory trim(ctx, n, _) will read (as prefetch does for logprob). Changes
+  // no result; the default does nothing.
+  virtual void prefetch_trim(const WordId* ctx, int n) const {
+    (void)ctx, (void)n;
+  }
   // Starts loading the memory logprob(ctx, n, w) will read, and returns at once: a hint that
   // lets a caller overlap the cache misses of lookups it will make soon (the tables of a large
   // LM miss the cache on nearly every query). Changes no result; the default does nothing.

@@ -152,7 +152,7 @@ void NgramLM::Table::reserve(std::size_t n) {
   std::size_t cap = 16;
   while (cap < 2 * n) cap *= 2;
   if (cap <= cap_) return;
-  std::vector<Slot> fresh(cap);
+  std::vector<Slot, HugePageAllocator<Slot>> fresh(cap);
   const std::size_t mask = cap - 1;
   for (const Slot& s : slots_) {
     if (s.key == 0) continue;
@@ -576,6 +576,54 @@ bool NgramLM::extends(const WordId* ctx, int n) const {
   if (n == 1) return unigrams_[static_cast<std::size_t>(ctx[0])].min_ext != 0;
   const Entry* e = tables_[static_cast<std::size_t>(n - 2)].find(hash_ngram(ctx, n));
   return e != nullptr && e->min_ext != 0;
+}
+
+int NgramLM::trim(const WordId* ctx, int n, double* backoffs) const {
+  // key[L]: hash_ngram of the suffix ctx[n-L..n), L >= 2 (the fold hash_ngram makes, from the
+  // last word); suffixes of order_ words or more are neither extended nor backed off.
+  constexpr int kStack = 32;
+  std::uint64_t stack_buf[kStack + 1];
+  std::vector<std::uint64_t> heap_buf;
+  std::uint64_t* key = stack_buf;
+  const int top = std::min(n, order_ - 1);  // the longest suffix with an entry
+  if (top > kStack) {
+    heap_buf.resize(static_cast<std::size_t>(top) + 1);
+    key = heap_buf.data();
+  }
+  if (top >= 1) {
+    std::uint64_t h = hash_step(kSeed, ctx[n - 1]);
+    for (int L = 2; L <= top; ++L) {
+      h = hash_step(h, ctx[n - L]);
+      key[L] = nonzero(h);
+      tables_[static_cast<std::size_t>(L - 2)].prefetch(key[L]);
+    }
+  }
+  int d = 0;
+  for (; d < n; ++d) {
+    const int L = n - d;
+    if (L >= order_) {  // extends() false, backoff() 0
+      backoffs[d] = 0.0;
+      continue;
+    }
+    const Entry* e = L == 1 ? &unigrams_[static_cast<std::size_t>(ctx[n - 1])]
+                            : tables_[static_cast<std::size_t>(L - 2)].find(key[L]);
+    if (e != nullptr && e->min_ext != 0) break;
+    backoffs[d] = e != nullptr ? e->backoff : 0.0;
+  }
+  return d;
+}
+
+void NgramLM::prefetch_trim(const WordId* ctx, int n) const {
+  const int top = std::min(n, order_ - 1);
+  if (top < 1) return;
+#if defined(__GNUC__)
+  __builtin_prefetch(&unigrams_[static_cast<std::size_t>(ctx[n - 1])]);
+#endif
+  std::uint64_t h = hash_step(kSeed, ctx[n - 1]);
+  for (int L = 2; L <= top; ++L) {
+    h = hash_step(h, ctx[n - L]);
+    tables_[static_cast<std::size_t>(L - 2)].prefetch(nonzero(h));
+  }
 }
 
 NgramLM NgramLM::restrict(int order) const {

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "huge_pages.h"
 #include "language_model.h"
 
 namespace fstdecode {
@@ -77,6 +78,11 @@ class NgramLM final : public LanguageModel {
   // True iff some stored n-gram longer than ctx[0..n) starts with it (KenLM's right-state
   // minimisation may drop ctx[0] when this is false).
   bool extends(const WordId* ctx, int n) const override;
+  // Reads each suffix's entry once (extends and backoff from the same slot), every suffix's
+  // slot prefetched first so that their misses overlap.
+  int trim(const WordId* ctx, int n, double* backoffs) const override;
+  // Prefetches the slot trim(ctx, n, _) probes first for each suffix.
+  void prefetch_trim(const WordId* ctx, int n) const override;
   // The number of n-grams of each order read from the file (ARPA's \data\ counts).
   const std::vector<long>& counts() const override { return counts_; }
 
@@ -130,7 +136,8 @@ class NgramLM final : public LanguageModel {
     std::size_t size() const { return size_; }
 
    private:
-    std::vector<Slot> slots_;  // cap_ of them, a power of 2
+    // cap_ of them, a power of 2; in huge pages, so that a probe rarely misses the TLB
+    std::vector<Slot, HugePageAllocator<Slot>> slots_;
     std::size_t cap_ = 0, mask_ = 0, size_ = 0;
   };
   friend class ArpaParser;

@@ -214,4 +214,20 @@ bool Problem::extends(const WordId* context, int n) const {
   return lm_.extends(lm_buffer_.data(), n);
 }
 
+int Problem::trim(const WordId* context, int n, double* backoffs) const {
+  lm_buffer_.clear();
+  for (int i = 0; i < n; ++i) lm_buffer_.push_back(lm_id_[static_cast<std::size_t>(context[i])]);
+  const int d = lm_.trim(lm_buffer_.data(), n, backoffs);
+  for (int i = 0; i < d; ++i) backoffs[i] = lm_weight_ * backoffs[i];  // as backoff() weights
+  return d;
+}
+
+void Problem::prefetch_trim(const WordId* context, int n) const {
+  constexpr int kMost = 16;  // a longer context is not worth a buffer: no hint
+  if (n > kMost) return;
+  WordId ids[kMost];
+  for (int i = 0; i < n; ++i) ids[i] = lm_id_[static_cast<std::size_t>(context[i])];
+  lm_.prefetch_trim(ids, n);
+}
+
 }  // namespace fstdecode

@@ -129,6 +129,12 @@ class Problem {
   void prefetch_ngram(const WordId* context, int n, WordId w) const;
   double backoff(const WordId* context, int n) const;
   bool extends(const WordId* context, int n) const;
+  // LanguageModel::trim over problem ids, each backoff weighted as backoff() weights it:
+  // the number d of leading words right-state minimisation drops from context[0..n), with
+  // backoffs[i] == backoff(context + i, n - i) for i < d. backoffs has room for n values.
+  int trim(const WordId* context, int n, double* backoffs) const;
+  // Starts loading what trim(context, n, _) will read (LanguageModel::prefetch_trim).
+  void prefetch_trim(const WordId* context, int n) const;
   double ngram(const std::vector<WordId>& context, WordId w) const {
     return ngram(context.data(), static_cast<int>(context.size()), w);
   }

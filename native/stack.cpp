@@ -470,11 +470,15 @@ class Search {
           if (!found) cands_.push_back(first_step(entry));
         }
         load_hyps(stack, kept_[i]);
-        // The LM lookups of a join miss the cache (a large LM): the joins of the next kAhead
-        // candidates are prefetched while this one is extended, so their misses overlap.
+        // The LM lookups of a join miss the cache (a large LM), and so does the join cache of a
+        // long sentence: in two stages, the cache slots of the joins 2 kAhead candidates ahead
+        // are prefetched, then (their slots loaded by now) the LM entries of the uncached joins
+        // kAhead ahead, while this one is extended, so that the misses overlap.
         const std::size_t count = cands_.size();
+        for (std::size_t j = 0; j < std::min(2 * kAhead, count); ++j) joins_.prefetch_slot(entry.context, *cands_[j].option);
         for (std::size_t j = 0; j < std::min(kAhead, count); ++j) joins_.prefetch(entry.context, *cands_[j].option);
         for (std::size_t j = 0; j < count; ++j) {
+          if (j + 2 * kAhead < count) joins_.prefetch_slot(entry.context, *cands_[j + 2 * kAhead].option);
           if (j + kAhead < count) joins_.prefetch(entry.context, *cands_[j + kAhead].option);
           extend(c, entry, cands_[j]);
         }

@@ -335,8 +335,10 @@ class Joiner {
       if (minimize_ && (bos_tape || first_len >= k_)) {
         // KenLM's right-state minimisation: while the context starts no longer n-gram, every
         // next word backs off through it; charge its backoff and drop its first word.
-        while (m > 0 && !p_.extends(tail, m)) {
-          total += p_.backoff(tail, m);
+        if (static_cast<int>(dropped_.size()) < m) dropped_.resize(static_cast<std::size_t>(m));
+        const int d = p_.trim(tail, m, dropped_.data());
+        for (int i = 0; i < d; ++i) {
+          total += dropped_[static_cast<std::size_t>(i)];
           if (events) events->push_back({{tail, tail + m}, -1});
           ++tail;
           --m;
@@ -349,7 +351,8 @@ class Joiner {
 
   // Starts loading the LM entries the join of the <s> tape ending in the words `last` (a
   // Contexts id) with opt will score (operator() with a = (0, (), _, last), c = null): the
-  // same (context, word) pairs, in the same order. Changes no result.
+  // same (context, word) pairs, in the same order, then the suffixes of the new tape's last
+  // words that minimisation reads (Problem::trim). Changes no result.
   void prefetch_bos(int last, const Option& opt) {
     if (opt.s == p_.end()) return;  // </s>: one lookup per final key, not worth a hint
     seq_.assign(contexts_.words(last), contexts_.words(last) + contexts_.len(last));
@@ -360,6 +363,11 @@ class Joiner {
       p_.prefetch_ngram(seq_.data() + seq_.size() - m, m, w);
       seq_.push_back(w);
     }
+    if (!minimize_) return;
+    // The new tape's last words, whose suffixes minimisation looks up (operator()'s tail).
+    seq_.insert(seq_.end(), opt.words.begin() + scored, opt.words.end());
+    const int m = std::min<int>(k_, static_cast<int>(seq_.size()));
+    p_.prefetch_trim(seq_.data() + seq_.size() - m, m);
   }
 
  private:
@@ -368,6 +376,7 @@ class Joiner {
   const int k_;
   const bool minimize_;
   std::vector<WordId> seq_, buf_;
+  std::vector<double> dropped_;  // trim's charges
 };
 
 // joined(problem, (0, (), last_t, context), opt, None, minimize) of fstdecode.statespace.ngram,
@@ -376,34 +385,68 @@ class Joiner {
 // Joined::last is the new tape's LM context, Joined::score the join's LM score.
 class BosJoins {
  public:
-  BosJoins(const Problem& problem, Contexts& contexts, bool minimize) : join_(problem, contexts, minimize) {}
+  BosJoins(const Problem& problem, Contexts& contexts, bool minimize)
+      : join_(problem, contexts, minimize), slots_(1024) {}
 
   Joined get(int context, const Option& opt) {
-    const std::uint64_t key = pair64(context, opt.id);
-    const std::uint64_t h = mix(key);
-    const int id = index_.find(h, [&](int i) { return keys_[static_cast<std::size_t>(i)] == key; });
-    if (id >= 0) return values_[static_cast<std::size_t>(id)];
+    const std::uint64_t h = mix(pair64(context, opt.id));
+    Slot* slot = find(h);
+    if (slot->value.first >= 0) return slot->value;
     const Sig tape = make_sig(0, 0, 0, context);  // F = () (id 0); join reads no t
     const Joined value = join_(&tape, opt, nullptr);
-    keys_.push_back(key);
-    values_.push_back(value);
-    index_.insert(h, static_cast<int>(values_.size() - 1));
+    if (2 * (size_ + 1) > slots_.size()) {
+      grow();
+      slot = find(h);
+    }
+    *slot = {h, value};
+    ++size_;
     return value;
+  }
+
+  // Starts loading the slot get(context, opt) reads first: a hint for a get to come. Changes no
+  // result.
+  void prefetch_slot(int context, const Option& opt) const {
+#if defined(__GNUC__)
+    __builtin_prefetch(&slots_[mix(pair64(context, opt.id)) & (slots_.size() - 1)]);
+#else
+    (void)context, (void)opt;
+#endif
   }
 
   // Starts loading what get(context, opt) will read, when its join is not cached yet
   // (Joiner::prefetch_bos). Changes no result.
   void prefetch(int context, const Option& opt) {
-    const std::uint64_t key = pair64(context, opt.id);
-    if (index_.find(mix(key), [&](int i) { return keys_[static_cast<std::size_t>(i)] == key; }) >= 0) return;
+    if (find(mix(pair64(context, opt.id)))->value.first >= 0) return;
     join_.prefetch_bos(context, opt);
   }
 
  private:
+  // Open addressing, linear probing, at most half full. hash is mix(pair64(context, option id)),
+  // which determines the pair (mix is a bijection), so no key is stored; value.first < 0 marks
+  // an empty slot (a join's first is a Contexts id, >= 0). A join's value lies in its slot: a
+  // lookup reads one cache line (the joins of a long sentence outgrow the caches).
+  struct Slot {
+    std::uint64_t hash = 0;
+    Joined value{-1, -1, 0.0};
+  };
+  // The slot of h: its own, or the empty one where it would go.
+  Slot* find(std::uint64_t h) {
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+      Slot& slot = slots_[i];
+      if (slot.value.first < 0 || slot.hash == h) return &slot;
+    }
+  }
+  void grow() {
+    std::vector<Slot> old(2 * slots_.size());
+    old.swap(slots_);
+    for (const Slot& slot : old)
+      if (slot.value.first >= 0) *find(slot.hash) = slot;
+  }
+
   Joiner join_;
-  std::vector<std::uint64_t> keys_;
-  std::vector<Joined> values_;
-  Index index_;
+  std::vector<Slot> slots_;  // a power of two
+  std::size_t size_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
