@@ -473,12 +473,14 @@ class AStar {
       const int ctx = contexts_.intern(&bos, 1);
       const int start = new_state(zero, 0, ctx, 0, -1, heuristic(zero, 0, ctx));
       if (start >= 0) push(start, 0.0, -1, -1);
+      expanding_ = -kInf;  // the start is on the heap: its f bounds every derivation
       search(result);
     } catch (const Stop& stop) {
       result.status = "budget";
       result.message = stop.message;
       result.optimal = false;
       double ub = heap_.empty() ? -kInf : heap_.front().f;
+      ub = std::max(ub, expanding_);  // a state stopped mid-expansion: off the heap, children not all on it
       if (!result.hypotheses.empty()) ub = std::max(ub, result.hypotheses.front().score);
       if (std::isfinite(o_.lower_bound)) ub = std::max(ub, o_.lower_bound);
       ub = std::max(ub, beyond_);
@@ -577,7 +579,9 @@ class AStar {
       State<C>& st = states_list_[static_cast<std::size_t>(node.state)];
       if (st.pops >= nbest_) continue;  // a worse path to a state already expanded nbest times
       ++st.pops;
+      expanding_ = top.f;
       expand(top.node, node);
+      expanding_ = -kInf;
     }
     if (beyond_ > -kInf && static_cast<int>(result.hypotheses.size()) < nbest_) throw Stop{BEYOND_WINDOW};
     if (result.hypotheses.empty()) {
@@ -691,6 +695,10 @@ class AStar {
   std::vector<Edge> edges_;
   long seq_ = 0, states_ = 0, transitions_ = 0;
   double beyond_ = -kInf;  // the largest f of a state with a transition beyond the window
+  // The f of the state being expanded (popped, its successors not all pushed yet), -inf between
+  // expansions, +inf before the start state is on the heap: a budget stop inside an expansion
+  // must keep it in the upper bound, since the heap no longer holds it.
+  double expanding_ = kInf;
   unsigned ticks_ = 0;
   std::chrono::steady_clock::time_point start_;
 };
