@@ -523,27 +523,26 @@ double NgramLM::logprob(const WordId* ctx, int n, WordId w) const {
     hw = heap_buf.data();
   }
   std::uint64_t* hc = hw + n + 1;
-  std::uint64_t h = hash_step(kSeed, w);
-  std::uint64_t g = kSeed;
-  for (int L = 1; L <= n; ++L) {
-    const WordId c = ctx[n - L];
-    h = hash_step(h, c);
-    g = hash_step(g, c);
-    hw[L] = nonzero(h);
-    hc[L] = nonzero(g);
-    tables_[static_cast<std::size_t>(L - 1)].prefetch(hw[L]);
-    if (L >= 2) tables_[static_cast<std::size_t>(L - 2)].prefetch(hc[L]);
-  }
-  // ArpaLM._score: the longest stored ctx[s:] + w, after the backoffs of the longer ctx[s:].
-  double total = 0.0;
-  for (int L = n; L >= 1; --L) {
-    const Entry* e = tables_[static_cast<std::size_t>(L - 1)].find(hw[L]);
-    if (e != nullptr && e->stored) return total + e->prob;
-    const Entry* b = L == 1 ? &unigrams_[static_cast<std::size_t>(ctx[n - 1])]
-                            : tables_[static_cast<std::size_t>(L - 2)].find(hc[L]);
-    if (b != nullptr && b->backoff != 0.0) total += b->backoff;
-  }
-  return total + unigrams_[static_cast<std::size_t>(w)].prob;
+  ngram_hash::query_keys(ctx, n, w, [this, hw, hc](int L, std::uint64_t kw, std::uint64_t kc) {
+    hw[L] = kw;
+    hc[L] = kc;
+    tables_[static_cast<std::size_t>(L - 1)].prefetch(kw);
+    if (L >= 2) tables_[static_cast<std::size_t>(L - 2)].prefetch(kc);
+  });
+  return ngram_hash::backoff_score(
+      n, hw, hc,
+      [this](int L, std::uint64_t key, double* p) {
+        const Entry* e = tables_[static_cast<std::size_t>(L - 1)].find(key);
+        if (e == nullptr || !e->stored) return false;
+        *p = e->prob;
+        return true;
+      },
+      [this, ctx, n](int L, std::uint64_t key) {
+        const Entry* b = L == 1 ? &unigrams_[static_cast<std::size_t>(ctx[n - 1])]
+                                : tables_[static_cast<std::size_t>(L - 2)].find(key);
+        return b != nullptr ? b->backoff : 0.0;
+      },
+      unigrams_[static_cast<std::size_t>(w)].prob);
 }
 
 void NgramLM::prefetch(const WordId* ctx, int n, WordId w) const {
@@ -553,15 +552,10 @@ void NgramLM::prefetch(const WordId* ctx, int n, WordId w) const {
     n = m;
   }
   // The keys logprob computes (hw[L], hc[L]), in the same fold.
-  std::uint64_t h = hash_step(kSeed, w);
-  std::uint64_t g = kSeed;
-  for (int L = 1; L <= n; ++L) {
-    const WordId c = ctx[n - L];
-    h = hash_step(h, c);
-    g = hash_step(g, c);
-    tables_[static_cast<std::size_t>(L - 1)].prefetch(nonzero(h));
-    if (L >= 2) tables_[static_cast<std::size_t>(L - 2)].prefetch(nonzero(g));
-  }
+  ngram_hash::query_keys(ctx, n, w, [this](int L, std::uint64_t kw, std::uint64_t kc) {
+    tables_[static_cast<std::size_t>(L - 1)].prefetch(kw);
+    if (L >= 2) tables_[static_cast<std::size_t>(L - 2)].prefetch(kc);
+  });
 }
 
 double NgramLM::backoff(const WordId* ctx, int n) const {

@@ -389,9 +389,6 @@ WordId ImageLM::index(std::string_view word) const {
 }
 
 double ImageLM::logprob(const WordId* ctx, int n, WordId w) const {
-  using ngram_hash::hash_step;
-  using ngram_hash::kSeed;
-  using ngram_hash::nonzero;
   const int m = order_ - 1;
   if (n > m) {
     ctx += n - m;
@@ -400,52 +397,36 @@ double ImageLM::logprob(const WordId* ctx, int n, WordId w) const {
   if (n <= 0) return 0.0 + unigrams_[static_cast<std::size_t>(w)].prob;
   // hw[L]: key of ctx[n-L..n) + w; hc[L]: key of ctx[n-L..n) (order_ <= kMaxOrder). As NgramLM.
   std::uint64_t hw[kMaxOrder + 1], hc[kMaxOrder + 1];
-  std::uint64_t h = hash_step(kSeed, w);
-  std::uint64_t g = kSeed;
-  for (int L = 1; L <= n; ++L) {
-    const WordId c = ctx[n - L];
-    h = hash_step(h, c);
-    g = hash_step(g, c);
-    hw[L] = nonzero(h);
-    hc[L] = nonzero(g);
-    tables_[static_cast<std::size_t>(L - 1)].prefetch(hw[L]);
-    if (L >= 2) tables_[static_cast<std::size_t>(L - 2)].prefetch(hc[L]);
-  }
-  // NgramLM::logprob: the longest stored ctx[s:] + w, after the backoffs of the longer ctx[s:].
-  double total = 0.0;
-  for (int L = n; L >= 1; --L) {
-    const unsigned char* e = tables_[static_cast<std::size_t>(L - 1)].find(hw[L]);
-    double p;
-    if (e != nullptr && prob(e, &p)) return total + p;
-    double b = 0.0;
-    if (L == 1) {
-      b = unigrams_[static_cast<std::size_t>(ctx[n - 1])].backoff;
-    } else if (const unsigned char* s = tables_[static_cast<std::size_t>(L - 2)].find(hc[L])) {
-      b = slot_backoff(s);
-    }
-    if (b != 0.0) total += b;
-  }
-  return total + unigrams_[static_cast<std::size_t>(w)].prob;
+  ngram_hash::query_keys(ctx, n, w, [this, &hw, &hc](int L, std::uint64_t kw, std::uint64_t kc) {
+    hw[L] = kw;
+    hc[L] = kc;
+    tables_[static_cast<std::size_t>(L - 1)].prefetch(kw);
+    if (L >= 2) tables_[static_cast<std::size_t>(L - 2)].prefetch(kc);
+  });
+  return ngram_hash::backoff_score(
+      n, hw, hc,
+      [this](int L, std::uint64_t key, double* p) {
+        const unsigned char* e = tables_[static_cast<std::size_t>(L - 1)].find(key);
+        return e != nullptr && prob(e, p);
+      },
+      [this, ctx, n](int L, std::uint64_t key) {
+        if (L == 1) return unigrams_[static_cast<std::size_t>(ctx[n - 1])].backoff;
+        const unsigned char* s = tables_[static_cast<std::size_t>(L - 2)].find(key);
+        return s != nullptr ? slot_backoff(s) : 0.0;
+      },
+      unigrams_[static_cast<std::size_t>(w)].prob);
 }
 
 void ImageLM::prefetch(const WordId* ctx, int n, WordId w) const {
-  using ngram_hash::hash_step;
-  using ngram_hash::kSeed;
-  using ngram_hash::nonzero;
   const int m = order_ - 1;
   if (n > m) {
     ctx += n - m;
     n = m;
   }
-  std::uint64_t h = hash_step(kSeed, w);
-  std::uint64_t g = kSeed;
-  for (int L = 1; L <= n; ++L) {
-    const WordId c = ctx[n - L];
-    h = hash_step(h, c);
-    g = hash_step(g, c);
-    tables_[static_cast<std::size_t>(L - 1)].prefetch(nonzero(h));
-    if (L >= 2) tables_[static_cast<std::size_t>(L - 2)].prefetch(nonzero(g));
-  }
+  ngram_hash::query_keys(ctx, n, w, [this](int L, std::uint64_t kw, std::uint64_t kc) {
+    tables_[static_cast<std::size_t>(L - 1)].prefetch(kw);
+    if (L >= 2) tables_[static_cast<std::size_t>(L - 2)].prefetch(kc);
+  });
 }
 
 double ImageLM::backoff(const WordId* ctx, int n) const {

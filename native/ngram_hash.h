@@ -29,5 +29,39 @@ inline std::uint64_t hash_step(std::uint64_t h, std::int32_t id) {
 // A fold made a key: 0 marks an empty slot, so a key is never 0.
 inline std::uint64_t nonzero(std::uint64_t h) { return h ? h : 1; }
 
+// The keys a back-off query of w after ctx[0..n) probes, folded from the right in one pass:
+// touch(L, hw, hc) for L = 1..n, with hw the key of ctx[n-L..n) + w and hc that of ctx[n-L..n)
+// (the caller keeps them, or prefetches their slots, or both).
+template <class Touch>
+inline void query_keys(const std::int32_t* ctx, int n, std::int32_t w, Touch&& touch) {
+  std::uint64_t h = hash_step(kSeed, w);
+  std::uint64_t g = kSeed;
+  for (int L = 1; L <= n; ++L) {
+    const std::int32_t c = ctx[n - L];
+    h = hash_step(h, c);
+    g = hash_step(g, c);
+    touch(L, nonzero(h), nonzero(g));
+  }
+}
+
+// ARPA's back-off rule (ArpaLM._score) over the keys query_keys made: ln p(w | ctx) is the
+// probability of the longest stored ctx[n-L..n) + w, L = n down to 1, plus the backoffs of the
+// contexts longer than it; with none stored, `unigram` (ln p(w)) plus every context's backoff.
+// prob(L, key, &p): whether the (L+1)-gram of `key` is stored, and its ln probability;
+// backoff(L, key): the ln backoff of the L-gram ctx[n-L..n) of `key` (0 when absent). NgramLM
+// and the LM image answer through this one rule, so they answer alike.
+template <class Prob, class Backoff>
+inline double backoff_score(int n, const std::uint64_t* hw, const std::uint64_t* hc, Prob&& prob, Backoff&& backoff,
+                            double unigram) {
+  double total = 0.0;
+  for (int L = n; L >= 1; --L) {
+    double p;
+    if (prob(L, hw[L], &p)) return total + p;
+    const double b = backoff(L, hc[L]);
+    if (b != 0.0) total += b;
+  }
+  return total + unigram;
+}
+
 }  // namespace ngram_hash
 }  // namespace fstdecode
