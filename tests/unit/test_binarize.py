@@ -353,7 +353,7 @@ def same_phrase_stores(got, want) -> None:
             (t, score_bits(s), a) for t, s, a in want.pairs_of(h)]
 
 
-lossless = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+lossless = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
 @lossless
