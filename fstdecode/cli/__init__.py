@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["main", "run"]
+__all__ = ["main", "run", "run_moses"]
 
 
 def run() -> None:
@@ -20,6 +20,15 @@ def run() -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     sys.exit(cli_main())
+
+
+def run_moses() -> None:
+    """``fstdecode-moses``: ``fstdecode moses`` with Moses' switches (:mod:`fstdecode.cli.moses`)."""
+    try:
+        from fstdecode.cli.main import main as cli_main
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(cli_main(["moses", *sys.argv[1:]]))
 
 
 def __getattr__(name: str) -> Any:

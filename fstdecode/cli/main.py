@@ -19,7 +19,8 @@ import sys
 from typing import Sequence
 
 from fstdecode import __version__
-from fstdecode.cli import output, running, streams
+from fstdecode.cli import moses_output, output, running, streams
+from fstdecode.cli.moses_output import MosesOutput
 from fstdecode.cli.options import add_search_flags, check_min, search_options
 from fstdecode.cli.progress import progress_bar
 from fstdecode.decoder import DEFAULT_METHOD, XML_INPUT_MODES, DecodeResult, Decoder
@@ -43,7 +44,7 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("-f", "--config", metavar="moses.ini", help="Moses configuration file")
     g.add_argument("--phrase-table", metavar="FILE", help="Moses phrase table (plain or .gz)")
     g.add_argument("--lm", metavar="FILE", help="language model: ARPA (plain or .gz), or a KenLM binary (probing or trie)")
-    g.add_argument("--lm-order", type=int, metavar="N", help="read the LM up to order N (default: moses.ini's, else the file's)")
+    g.add_argument("--lm-order", type=int, metavar="N", help="read the LM up to order N, a truncation for experiments (default: the file's order, as in Moses, whose KENLM order= is not a truncation)")
     g.add_argument(
         "--distortion-limit", "-d", type=int, metavar="D",
         help=f"hard distortion limit; -1: no limit, as in Moses (default: moses.ini's, else {DEFAULT_DISTORTION_LIMIT})",
@@ -175,6 +176,11 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="decode the example sentence and show the DP at work")
     _model_args(demo)
     demo.add_argument("sentence", nargs="?", default="das muss unsere sorge gleichermaßen sein")
+    sub.add_parser(
+        "moses", add_help=False,
+        help="Moses' command line (also the fstdecode-moses command): fstdecode moses -f moses.ini "
+        "[-n-best-list FILE N] [-threads N] ...; fstdecode moses -h lists its switches",
+    )
     tsp = sub.add_parser(
         "tsp",
         help="solve a bandwidth-limited travelling-salesman path problem by decoding",
@@ -203,6 +209,8 @@ def _load(args: argparse.Namespace, table=None, source_vocabulary=None):
         table_limit=args.table_limit,
         lm_order=args.lm_order,
         distortion_semantics=args.distortion_semantics,
+        ini_paths=getattr(args, "ini_paths", "ini"),
+        honoured=getattr(args, "honoured", ()),
     )
 
 
@@ -215,20 +223,34 @@ def _decoder(args: argparse.Namespace, model: Model) -> Decoder:
     nbest = (model.nbest_size or 1) if args.format == "nbest" else 1
     unique = model.nbest_distinct and args.format == "nbest"
     options = search_options(args.method, args, nbest=nbest, unique=unique)
+    _check_phrase_length(args, model)
     return Decoder(model, args.method, options, xml_input=args.xml_input)
+
+
+def _check_phrase_length(args: argparse.Namespace, model: Model) -> None:
+    """``-max-phrase-length N`` (fstdecode moses): honoured when no source phrase is longer;
+    fstdecode does not drop a table's longer phrases, so it refuses the run otherwise."""
+    limit = getattr(args, "max_phrase_length", None)
+    if limit is not None and model.table.max_source_len > limit:
+        raise FstdecodeError(
+            f"-max-phrase-length {limit}: the phrase table holds source phrases of {model.table.max_source_len} "
+            "words, which fstdecode would not drop as Moses does; filter the table, or give a larger limit"
+        )
 
 
 def _filtering(args: argparse.Namespace) -> bool:
     """Whether to filter the table to the input: the flag, else whether the table file is big or
     binarized (whose lookups of the input's n-grams cost far less than reading it whole)."""
     check_min("--filter-chunk", args.filter_chunk, 1)
+    if args.filter_chunk is None:
+        args.filter_chunk = DEFAULT_CHUNK_LINES
     if getattr(args, "phrase_fst", None):
         if args.filter:
             raise FstdecodeError("--filter reads a text phrase table; --phrase-fst gives a compiled one")
         return False
     if args.filter is not None:
         return args.filter
-    path = table_path(args.config, args.phrase_table)
+    path = table_path(args.config, args.phrase_table, getattr(args, "ini_paths", "ini"))
     try:
         return path is not None and (os.path.getsize(path) >= FILTER_THRESHOLD_BYTES or is_binary_table(path))
     except OSError:
@@ -250,7 +272,9 @@ class _FilteredDecoders:
         return _decoder(self.args, self.model)
 
 
-def _cmd_decode(args: argparse.Namespace) -> int:
+def _cmd_decode(args: argparse.Namespace, moses: MosesOutput | None = None) -> int:
+    """``decode`` (and ``moses``, with Moses' output settings ``moses``): decode the input lines
+    and write one result per line, in order, with the side files the flags ask for."""
     streams.check_standard_input()
     runner = running.runner(args)
     lines, total, done = running.input_range(args, runner)  # before the model loads: a bad --shard or --resume fails at once
@@ -275,29 +299,23 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         decoder = _decoder(args, model)
         results = lambda progress: decode_lines(decoder, lines, runner, progress)  # noqa: E731
         current = lambda: model  # noqa: E731
-    write = None
     out = running.output_stream(args)
     if out is not sys.stdout:
         out = streams.Guarded(out, args.resume)
-    alignments = (
-        streams.open_output(args.alignment_output_file, "--alignment-output-file") if args.alignment_output_file else None
-    )
+    sides = _side_outputs(args, moses)
+    writers = None
     try:
         flag = False if args.quiet and args.progress is None else args.progress
         with progress_bar(flag, total=total, initial=done) as bar:
             # The bar counts the lines of chunks as they finish decoding (told by the runner), not
             # the lines written, which wait for the chunks before them.
             for result in results(bar.completed if bar.active else None):
-                if write is None:  # the weights and features are the same for every batch
-                    model = current()
-                    write = output.writer(
-                        args.format, model.features, args.print_alignment_info or model.print_alignment, model.weights
-                    )
+                if writers is None:  # the weights and features are the same for every batch
+                    writers = _writers(args, moses, current(), out, sides)
                 _report(result)
-                out.write(write(result))
-                out.flush()
-                if alignments is not None:
-                    alignments.write((result.best.alignment_text() if result.best else "") + "\n")
+                for stream, write in writers:
+                    stream.write(write(result))
+                    stream.flush()
                 bar.written(result)
     finally:
         runner.close()
@@ -305,9 +323,51 @@ def _cmd_decode(args: argparse.Namespace) -> int:
             if out is not sys.stdout:
                 out.close()
         finally:
-            if alignments is not None:
-                alignments.close()
+            for stream in sides.values():
+                stream.close()
     return 0
+
+
+def _side_outputs(args: argparse.Namespace, moses: MosesOutput | None) -> dict[str, streams.Guarded]:
+    """The files written beside the output, opened before decoding (a bad path fails at once):
+    the alignment file, and ``moses``' n-best list and unknown words."""
+    paths = {"alignments": args.alignment_output_file}
+    if moses is not None:
+        paths = {
+            "alignments": moses.alignment_file,
+            "nbest": None if moses.nbest_on_stdout else moses.nbest_path,
+            "unknowns": moses.unknowns_file,
+        }
+    flags = {"alignments": "alignment-output-file", "nbest": "n-best-list", "unknowns": "output-unknowns"}
+    sides: dict[str, streams.Guarded] = {}
+    try:
+        for key, path in paths.items():
+            if path:
+                sides[key] = streams.open_output(path, ("-" if moses else "--") + flags[key])
+    except BaseException:
+        for stream in sides.values():
+            stream.close()
+        raise
+    return sides
+
+
+def _writers(args: argparse.Namespace, moses: MosesOutput | None, model: Model, out, sides) -> list:
+    """(stream, function from a result to its text) for the output and each side file."""
+    layout = tuple(model.features)
+    if moses is None:
+        write = output.writer(args.format, model.features, args.print_alignment_info or model.print_alignment, model.weights)
+        main_writer = [(out, write)]
+    elif moses.nbest_on_stdout:
+        main_writer = [(out, lambda result: moses_output.nbest(result, layout, moses))]
+    else:
+        main_writer = [(out, lambda result: moses_output.one_best(result, moses))]
+    side = {
+        "alignments": (lambda result: result.best.alignment_text() + "\n" if result.best else "\n")
+        if moses is None else moses_output.alignment_line,
+        "nbest": lambda result: moses_output.nbest(result, layout, moses),
+        "unknowns": moses_output.unknowns_line,
+    }
+    return main_writer + [(stream, side[key]) for key, stream in sides.items()]
 
 
 def _report(result: DecodeResult) -> None:
@@ -416,14 +476,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(w == "--engine" or w.startswith("--engine=") for w in options):
         print(f"fstdecode: error: {ENGINE_REMOVED}", file=sys.stderr)
         return 2
+    if words[:1] == ["moses"]:
+        return _run(lambda: _cmd_moses(words[1:]))
     args = _parser().parse_args(argv)
     _setup_logging(args.verbose, args.quiet)
+    return _run(lambda: COMMANDS[args.command](args))
+
+
+def _cmd_moses(words: list[str]) -> int:
+    """``fstdecode moses``: Moses' switches (:mod:`fstdecode.cli.moses`) over ``decode``."""
+    from fstdecode.cli.moses import USAGE, moses_args
+
+    if any(w in ("-h", "-help", "--help") for w in words):
+        sys.stdout.write(USAGE)
+        return 0
+    _setup_logging(0)
+    args, opts = moses_args(words)
+    _setup_logging(args.verbose, args.quiet)
+    if args.input_file is None:
+        return _cmd_decode(args, opts)
+    saved = sys.stdin
+    try:
+        sys.stdin = open(args.input_file, "rb")
+    except OSError as e:
+        raise FstdecodeError(f"input file {args.input_file} cannot be read: {e.strerror}") from None
+    args.input_name = args.input_file
+    try:
+        return _cmd_decode(args, opts)
+    finally:
+        sys.stdin.close()
+        sys.stdin = saved
+
+
+def _run(command) -> int:
+    """Run ``command()`` with fstdecode's error handling: one ``fstdecode: error:`` line and exit 2
+    for a bad file or flag, 130 on Ctrl-C, quiet on a closed pipe."""
     saved = sys.stdout
     try:
         if hasattr(sys.stdout, "reconfigure"):  # write UTF-8, as the input and model files are
             sys.stdout.reconfigure(encoding="utf-8")
         sys.stdout = streams.standard_output()  # a failed write names it (print() included)
-        status = COMMANDS[args.command](args)
+        status = command()
         _poll_interrupt()
         return status
     except FstdecodeError as e:

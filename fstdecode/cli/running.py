@@ -99,7 +99,8 @@ def input_range(args: argparse.Namespace, runner: Runner) -> tuple[Iterator[Line
             os.truncate(args.resume, cut)
         logging.getLogger("fstdecode").info("%s: %d results done; decoding the rest", args.resume, done)
     threaded = not isinstance(runner, SerialRunner)  # the pool and Dask read their lines in a LineFeed thread
-    lines = itertools.islice(input_lines(_standard_input(threaded), "<stdin>"), start + done, stop)
+    name = getattr(args, "input_name", "<stdin>")
+    lines = itertools.islice(input_lines(_standard_input(threaded), name), start + done, stop)
     return lines, (None if stop is None else stop - start), done
 
 

@@ -54,6 +54,7 @@ from types import MappingProxyType
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.files import numbered_lines
+from fstdecode.io.moses_params import NO_EFFECT, PARAMETERS, REFUSED, SEARCH, SHORT_NAMES, long_name
 from fstdecode.io.values import parse_weight
 
 __all__ = [
@@ -65,8 +66,10 @@ __all__ = [
     "MosesConfig",
     "MosesIniError",
     "ConvertedIni",
+    "PATH_RULES",
     "load_moses_ini",
     "old_format_lines",
+    "parse_weight_overwrite",
 ]
 
 DEFAULT_TABLE_LIMIT = 20
@@ -182,6 +185,8 @@ class MosesConfig:
     #: One warning (``path:line: [section] ...``) per section read but ignored: the settings
     #: of Moses' own search, and old-format sections beside [feature].
     ignored: tuple[str, ...] = ()
+    #: The section each warning of ``ignored`` is about (the same order).
+    ignored_sections: tuple[str, ...] = ()
 
     def lm(self) -> FeatureLine | None:
         """The KENLM feature, or None; more than one is an error (one LM is supported)."""
@@ -261,10 +266,23 @@ def _substitute(text: str, folder: str) -> str:
     return _VARIABLE_RE.sub(lambda _match: folder, text)
 
 
+def _section_name(name: str, path: str, lineno: int) -> str:
+    """The long name of section ``[name]`` (``[s]`` is ``[stack]``); a name that is no Moses
+    parameter is an error naming it, as in Moses ("Unknown parameter")."""
+    full = long_name(name)
+    if full is None:
+        raise MosesIniError(
+            f"{path}:{lineno}: [{name}] is not a Moses parameter (moses/Parameter.cpp), so Moses refuses it "
+            "too; remove it (a fork's own section, or a misspelt one)"
+        )
+    return full
+
+
 def _sections(
     lines: Iterable[tuple[int, str]], path: str, folder: str
 ) -> dict[str, list[tuple[int, str]]]:
-    """Group value lines by section, in file order; repeated sections concatenate."""
+    """Group value lines by section (by long name), in file order; repeated sections concatenate,
+    and a short name's lines join its long name's."""
     sections: dict[str, list[tuple[int, str]]] = {}
     current: list[tuple[int, str]] | None = None
     for lineno, text in lines:
@@ -274,7 +292,7 @@ def _sections(
                 raise MosesIniError(
                     f"{path}:{lineno}: malformed section header {text!r}; write [name]"
                 )
-            current = sections.setdefault(match.group(1).strip(), [])
+            current = sections.setdefault(_section_name(match.group(1).strip(), path, lineno), [])
         elif current is None:
             raise MosesIniError(
                 f"{path}:{lineno}: value {text!r} before any [section]; "
@@ -364,18 +382,45 @@ def _check_values(args: Mapping[str, str], kind: str, where: str) -> None:
         raise MosesIniError(f"{where}: tuneable={tuneable!r} must be true or false")
 
 
-def _resolve_path(args: dict[str, str], folder: str) -> None:
-    """Make a relative ``path`` absolute, relative to the ini's folder."""
+#: How relative ``path=`` values resolve: against the ini's folder (``decode``'s documented
+#: rule), or against the working directory first and then the ini's folder (Moses' rule, which
+#: opens the path as written: ``fstdecode moses``).
+PATH_RULES = ("ini", "cwd")
+
+
+def _exists(path: str) -> bool:
+    """Whether a model file is at ``path`` as Moses looks for one: the path itself, or with the
+    extension Moses adds (``.gz``; a compact or binary reordering table's)."""
+    return any(os.path.exists(path + ext) for ext in ("", ".gz", ".minlexr", ".binlexr.idx", ".minphr"))
+
+
+def _resolve_path(args: dict[str, str], folder: str, rule: str = "ini") -> str | None:
+    """Make a relative ``path`` absolute by ``rule`` (:data:`PATH_RULES`); returns a warning when
+    the other rule would have found another file (else None)."""
     value = args.get("path")
-    if value is not None and not os.path.isabs(value):
-        args["path"] = os.path.normpath(os.path.join(folder, value))
+    if value is None or os.path.isabs(value):
+        return None
+    by_ini = os.path.normpath(os.path.join(folder, value))
+    by_cwd = os.path.abspath(value)
+    if rule == "cwd":
+        args["path"] = by_cwd if _exists(by_cwd) or not _exists(by_ini) else by_ini
+        return None
+    args["path"] = by_ini
+    if by_cwd != by_ini and _exists(by_cwd):
+        return (
+            f"path={value} is read as {by_ini} (decode resolves against the moses.ini's folder); Moses, and "
+            f"fstdecode moses, would read {by_cwd} (the working directory first)"
+        )
+    return None
 
 
 def _parse_features(
-    entries: list[tuple[int, str]], path: str, folder: str
-) -> tuple[FeatureLine, ...]:
-    """``[feature]`` lines -> FeatureLines; unnamed ones get Kind + per-kind counter."""
+    entries: list[tuple[int, str]], path: str, folder: str, rule: str = "ini"
+) -> tuple[tuple[FeatureLine, ...], tuple[str, ...]]:
+    """``[feature]`` lines -> FeatureLines (unnamed ones get Kind + per-kind counter), and a
+    warning for each relative path the other rule would resolve elsewhere."""
     features: list[FeatureLine] = []
+    warnings: list[str] = []
     counters: dict[str, int] = {}
     seen: dict[str, int] = {}
     _check_kinds(entries, path)
@@ -384,7 +429,9 @@ def _parse_features(
         kind, *tokens = text.split()
         args = _parse_args(tokens, kind, where)
         _check_values(args, kind, where)
-        _resolve_path(args, folder)
+        moved = _resolve_path(args, folder, rule)
+        if moved is not None:
+            warnings.append(f"{where}: {moved}")
         name = args.get("name")
         if name is None:  # Moses counts only unnamed features of a kind
             name = f"{kind}{counters.get(kind, 0)}"
@@ -396,7 +443,7 @@ def _parse_features(
             )
         seen[name] = lineno
         features.append(FeatureLine(kind, name, MappingProxyType(args), lineno))
-    return tuple(features)
+    return tuple(features), tuple(warnings)
 
 
 # --------------------------------------------------------------------------
@@ -440,6 +487,50 @@ def _parse_weights(
             raise MosesIniError(f"{where}: second weight line for {name!r}; keep one")
         weights[name] = values
     return weights
+
+
+def parse_weight_overwrite(text: str, where: str) -> dict[str, tuple[float, ...]]:
+    """Moses' ``weight-overwrite`` value (one line): ``Name= v1 v2 Name2= v ...``, each token
+    that ends in ``=`` starting a feature, whose values follow (Parameter::WeightOverwrite).
+    Raises MosesIniError naming ``where`` for a value before any name, a name without values,
+    a repeated name or a value that is not a finite number."""
+    out: dict[str, list[float]] = {}
+    current: str | None = None
+    for token in text.split():
+        if token.endswith("="):
+            current = token[:-1]
+            if not current or current in out:
+                raise MosesIniError(f"{where}: weight-overwrite names {token!r} twice or without a name; "
+                                    "write 'Name= v1 v2 Name2= v ...'")
+            out[current] = []
+        elif current is None:
+            raise MosesIniError(f"{where}: weight-overwrite value {token!r} before any 'Name='; "
+                                "write 'Name= v1 v2 Name2= v ...'")
+        else:
+            out[current].append(parse_weight(token, f"{current} weight", where, MosesIniError))
+    for name, values in out.items():
+        if not values:
+            raise MosesIniError(f"{where}: weight-overwrite gives {name}= no value; write 'Name= v1 v2 ...'")
+    return {name: tuple(values) for name, values in out.items()}
+
+
+def _overwrite_weights(
+    entries: list[tuple[int, str]] | None, path: str, weights: dict[str, tuple[float, ...]],
+    features: tuple[FeatureLine, ...],
+) -> None:
+    """Apply a ``[weight-overwrite]`` section (one line, as in Moses) to ``weights``."""
+    if not entries:
+        return
+    if len(entries) > 1:
+        raise MosesIniError(f"{path}:{entries[1][0]}: [weight-overwrite] takes one line (Moses: 'Weight override "
+                            "should only be on 1 line')")
+    lineno, text = entries[0]
+    known = {f.name: f for f in features}
+    for name, values in parse_weight_overwrite(text, f"{path}:{lineno}").items():
+        if name not in known:
+            raise MosesIniError(f"{path}:{lineno}: [weight-overwrite] names {name!r}, which is not a [feature] "
+                                f"(features: {', '.join(known)})")
+        weights[name] = values
 
 
 # --------------------------------------------------------------------------
@@ -528,7 +619,8 @@ def _header_lines(lines: Iterable[tuple[int, str]]) -> dict[str, int]:
     for lineno, text in lines:
         match = _SECTION_RE.match(text)
         if match is not None:
-            headers.setdefault(match.group(1).strip(), lineno)
+            name = match.group(1).strip()
+            headers.setdefault(long_name(name) or name, lineno)
     return headers
 
 
@@ -588,17 +680,10 @@ _OLD_UNSUPPORTED: Mapping[str, str] = MappingProxyType(
     }
 )
 
-#: Settings of Moses' own search, which fstdecode's searches do not use: read, warned about
-#: (:attr:`MosesConfig.ignored`), otherwise ignored. Both formats.
-SEARCH_ONLY_SECTIONS = frozenset(
-    {
-        "search-algorithm", "stack", "stack-diversity", "beam-threshold",
-        "cube-pruning-pop-limit", "cube-pruning-diversity", "cube-pruning-lazy-scoring",
-        "cube-pruning-deterministic-search", "threads", "early-discarding-threshold",
-        "translation-option-threshold", "max-trans-opt-per-coverage", "max-partial-trans-opt",
-        "max-phrase-length", "lmodel-dub", "verbose", "time-out", "cache-path",
-    }
-)
+#: Settings of Moses' own search (:data:`fstdecode.io.moses_params.PARAMETERS`' SEARCH ones):
+#: ``decode`` reads them with a warning (:attr:`MosesConfig.ignored`); ``fstdecode moses`` honours
+#: those its stack search has. Both formats.
+SEARCH_ONLY_SECTIONS = frozenset(name for name, param in PARAMETERS.items() if param.treatment == SEARCH)
 
 #: [search-algorithm] values of phrase-based decoding (normal stack search, cube pruning).
 _PHRASE_BASED_SEARCH = ("0", "1")
@@ -856,11 +941,16 @@ def _check_format(sections: Mapping[str, Entries], headers: Mapping[str, int], p
     return not new and any(s in sections for s in OLD_FORMAT_SECTIONS)
 
 
-def _ignored(sections: Mapping[str, Entries], headers: Mapping[str, int], path: str, old_format: bool) -> tuple[str, ...]:
-    """A warning for each section read but ignored, in file order; a non-phrase-based search is an error.
+def _ignored(
+    sections: Mapping[str, Entries], headers: Mapping[str, int], path: str, old_format: bool
+) -> tuple[tuple[str, str], ...]:
+    """``(section, warning)`` for each section read but ignored, in file order; a non-phrase-based
+    search is an error.
 
-    Ignored: the settings of Moses' own search, and, beside [feature], the old sections
-    that Moses does not convert there ([ttable-limit], [distortion-file]).
+    Ignored: the settings of Moses' own search (``fstdecode moses`` honours those its stack
+    search has, and drops their warnings), the sections nothing in the output depends on, and,
+    beside [feature], the old sections that Moses does not convert there ([ttable-limit],
+    [distortion-file]).
     """
     for lineno, token in _tokens(sections.get("search-algorithm", []))[:1]:
         if token not in _PHRASE_BASED_SEARCH:
@@ -868,23 +958,66 @@ def _ignored(sections: Mapping[str, Entries], headers: Mapping[str, int], path: 
                 f"{path}:{lineno}: [search-algorithm] {token} is not phrase-based decoding "
                 "(0: normal, 1: cube pruning); fstdecode decodes phrase-based models only"
             )
-    why = {name: "is a setting of Moses' own search; fstdecode ignores it" for name in SEARCH_ONLY_SECTIONS}
+    why = {name: "is a setting of Moses' own search; fstdecode decode ignores it (its own search flags apply; "
+           "fstdecode moses honours it)" for name in SEARCH_ONLY_SECTIONS}
+    for name, param in PARAMETERS.items():
+        if param.treatment == NO_EFFECT:
+            why[name] = f"is {param.why}; nothing in the output depends on it, so fstdecode ignores it"
     if not old_format:
         for name in OLD_FORMAT_SECTIONS | set(_OLD_UNSUPPORTED):
             why[name] = "is an old-format section, which Moses ignores in a file with [feature] lines; so does fstdecode"
     return tuple(
-        f"{path}:{headers.get(name, 1)}: [{name}] {why[name]}"
+        (name, f"{path}:{headers.get(name, 1)}: [{name}] {why[name]}")
         for name in sorted(set(why) & set(sections), key=lambda s: headers.get(s, 1))
     )
 
 
+#: Sections whose values must be these (one line each) for fstdecode to decode as Moses would.
+_ONLY_VALUES: Mapping[str, tuple[tuple[str, ...], str]] = MappingProxyType(
+    {
+        "input-factors": (("0",), "factored input is not supported: fstdecode reads surface words (factor 0)"),
+        "inputtype": (("0",), "only plain-text input (0) is supported; 1 (confusion network), 2 (word lattice) "
+                      "and 3 (tree) are not"),
+        "mapping": (("0 T 0", "T 0"), "one decoding path from one phrase table is supported (0 T 0)"),
+        "output-factors": (("0",), "factored output is not supported: fstdecode writes surface words (factor 0)"),
+        "n-best-factor": (("20",), "fstdecode's distinct n-best examines 20 x N derivations, Moses' default (20)"),
+        "sort-word-alignment": (("0",), "alignments are written in Moses' default order (0)"),
+    }
+)
+
+
+def _check_sections(sections: Mapping[str, Entries], headers: Mapping[str, int], path: str, old_format: bool) -> None:
+    """Refuse each section fstdecode cannot honour (moses_params' REFUSED ones, and values of
+    :data:`_ONLY_VALUES` other than the ones given), naming it and the way out."""
+    for name in sorted(sections, key=lambda s: headers.get(s, 1)):
+        where = f"{path}:{headers.get(name, 1)}"
+        param = PARAMETERS[name]
+        if param.treatment == REFUSED and (old_format or name not in _OLD_UNSUPPORTED):
+            raise MosesIniError(f"{where}: [{name}] is not supported: {param.why}")
+        if name == "config":
+            raise MosesIniError(f"{where}: [config] inside a moses.ini: give the file with -f (Moses reads one)")
+        if name in _ONLY_VALUES:
+            allowed, why = _ONLY_VALUES[name]
+            values = [" ".join(text.split()) for _, text in sections[name]]
+            if name == "mapping" and len(values) == 1 and values[0] in allowed:
+                continue
+            if name != "mapping" and (values == [] or all(v in allowed for v in " ".join(values).split())):
+                continue
+            raise MosesIniError(
+                f"{where}: [{name}] {' / '.join(values) or '(empty)'}: {why}"
+            )
+
+
 _KNOWN_SECTIONS = frozenset(
-    {"feature", "weight", "distortion-limit", "early-distortion-cost", "n-best-list"}
+    {"feature", "weight", "distortion-limit", "early-distortion-cost", "n-best-list", "weight-overwrite"}
 ) | OLD_FORMAT_SECTIONS
 
 
-def load_moses_ini(path: str | os.PathLike[str]) -> MosesConfig:
-    """Read the supported subset of a moses.ini (see the module docstring)."""
+def load_moses_ini(path: str | os.PathLike[str], paths: str = "ini") -> MosesConfig:
+    """Read the supported subset of a moses.ini (see the module docstring); relative ``path=``
+    values resolve by ``paths`` (:data:`PATH_RULES`: "ini", the ini's folder; "cwd", Moses' rule)."""
+    if paths not in PATH_RULES:
+        raise MosesIniError(f"paths={paths!r}: choose from {', '.join(PATH_RULES)}")
     path_str = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path_str))
     lines = _read_lines(path_str)
@@ -897,8 +1030,10 @@ def load_moses_ini(path: str | os.PathLike[str]) -> MosesConfig:
         feature_entries, weight_entries = converted.features, converted.weights
     else:
         feature_entries, weight_entries = sections.get("feature", []), sections.get("weight", [])
-    features = _parse_features(feature_entries, path_str, folder)
+    features, moved = _parse_features(feature_entries, path_str, folder, paths)
     weights = _parse_weights(weight_entries, path_str, features)
+    _overwrite_weights(sections.get("weight-overwrite"), path_str, weights, features)
+    _check_sections(sections, headers, path_str, old_format)
     nbest_path, nbest_size, nbest_distinct = _parse_nbest(
         sections.get("n-best-list"), path_str, headers.get("n-best-list", 0)
     )
@@ -924,7 +1059,8 @@ def load_moses_ini(path: str | os.PathLike[str]) -> MosesConfig:
         other=MappingProxyType(other),
         nbest_distinct=nbest_distinct,
         old_format=old_format,
-        ignored=ignored,
+        ignored=tuple(message for _, message in ignored) + moved,
+        ignored_sections=tuple(name for name, _ in ignored) + ("feature",) * len(moved),
     )
 
 

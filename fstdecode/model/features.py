@@ -27,7 +27,7 @@ import logging
 import math
 import numbers
 from dataclasses import dataclass, field, fields, replace
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.values import weight_too_large
@@ -70,9 +70,11 @@ class FeatureError(FstdecodeError):
     """A weight name or value that fstdecode cannot use."""
 
 
-def assignment_name(assignment: str) -> str:
-    """The weight name of a ``NAME=VALUE`` string (``--weight``), lower-cased and stripped."""
-    return assignment.partition("=")[0].strip().lower()
+def assignment_name(assignment: str, aliases: Mapping[str, str] | None = None) -> str:
+    """The generic weight name of a ``NAME=VALUE`` string (``--weight``): a Moses name of
+    ``aliases`` (:func:`moses_names`) as it maps, else NAME lower-cased and stripped."""
+    name = assignment.partition("=")[0].strip()
+    return (aliases or {}).get(name) or name.lower()
 
 
 def _check_finite(name: str, value: object) -> None:
@@ -201,34 +203,42 @@ class Weights:
             )
         return replace(self, tm=self.tm * n)
 
-    def override(self, assignments: list[str]) -> "Weights":
+    def override(self, assignments: list[str], aliases: Mapping[str, str] | None = None) -> "Weights":
         """Apply ``NAME=VALUE`` strings (the ``--weight`` flag); ``tm`` and ``lr`` take a comma list.
+
+        ``aliases`` maps Moses' feature names (``KENLM0``, ``PhraseDictionaryMemory0``: the
+        model's :func:`moses_names`) to the generic names; such a name is matched exactly (Moses'
+        names are case-sensitive) and takes its values as a comma or space list.
 
         Raises FeatureError naming the bad assignment: unknown name, a value
         that is not a number, or one that is not finite (``nan``, ``inf``).
         """
         out = self
         for item in assignments:
-            out = out._assign(item)
+            out = out._assign(item, aliases or {})
         return out
 
-    def _assign(self, item: str) -> "Weights":
+    def _assign(self, item: str, aliases: Mapping[str, str]) -> "Weights":
         """These weights with the one ``NAME=VALUE`` assignment ``item`` applied."""
-        _, sep, value = item.partition("=")
-        name = assignment_name(item)
+        given, sep, value = item.partition("=")
+        name = assignment_name(item, aliases)
         if not sep:
-            raise FeatureError(f"--weight {item!r}: expected NAME=VALUE, e.g. lm=0.5")
+            raise FeatureError(f"--weight {item!r}: expected NAME=VALUE, e.g. lm=0.5 or KENLM0=0.5")
         if name not in WEIGHT_NAMES:
+            moses = f"; Moses names of this model: {', '.join(aliases)}" if aliases else ""
             raise FeatureError(
-                f"--weight {item!r}: unknown weight name {name!r}; "
-                f"known names: {', '.join(WEIGHT_NAMES)}"
+                f"--weight {item!r}: unknown weight name {given.strip()!r}; "
+                f"known names: {', '.join(WEIGHT_NAMES)}{moses}"
             )
+        tokens = value.replace(",", " ").split() if given.strip() in aliases else value.split(",")
         try:
-            parsed = tuple(float(v) for v in value.split(","))
+            parsed = tuple(float(v) for v in tokens)
         except ValueError:
             raise FeatureError(f"--weight {item!r}: {value!r} is not a number") from None
+        if not parsed:
+            raise FeatureError(f"--weight {item!r}: no value; write NAME=VALUE")
         if name not in _LIST_WEIGHTS and len(parsed) != 1:
-            raise FeatureError(f"--weight {item!r}: {name} takes one number; only tm and lr take a comma list")
+            raise FeatureError(f"--weight {item!r}: {given.strip()} takes one number; only tm and lr take a list")
         try:
             return replace(self, **{name: parsed if name in _LIST_WEIGHTS else parsed[0]})
         except FeatureError as err:
@@ -289,3 +299,24 @@ def show_weights(layout: Sequence[MosesFeature], weights: Weights) -> list[str]:
         else:
             out.append(f"{f.name} UNTUNEABLE")
     return out
+
+
+#: Moses' older default names (moses.ini files of 2013 and ``mert-moses.pl`` runs of that time):
+#: ``LM0``, ``TranslationModel0``; accepted by ``--weight`` beside a model's own names.
+_LEGACY_NAMES = {"LM0": "lm", "TranslationModel0": "tm"}
+
+
+def moses_names(declared: Sequence[MosesFeature]) -> dict[str, str]:
+    """Moses' feature names that ``--weight`` takes for a model that declares ``declared`` (its
+    moses.ini features of kinds in :data:`MOSES_KINDS`), each -> its generic weight name (``lm``,
+    ``tm``, ...): each declared feature's name (``KENLM0``, or its ``name=``), Moses' default
+    name (``KIND0``) of each kind not declared, and Moses' legacy ``LM0`` / ``TranslationModel0``."""
+    names = {f.name: MOSES_KINDS[f.kind] for f in declared}
+    covered = set(names.values())
+    for kind in ("KENLM", "PhraseDictionaryMemory", "Distortion", "WordPenalty", "PhrasePenalty",
+                 "UnknownWordPenalty", "LexicalReordering"):
+        if MOSES_KINDS[kind] not in covered:
+            names.setdefault(f"{kind}0", MOSES_KINDS[kind])
+    for legacy, generic in _LEGACY_NAMES.items():
+        names.setdefault(legacy, generic)
+    return names

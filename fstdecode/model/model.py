@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.arpa import ArpaLM
@@ -25,7 +25,9 @@ from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, FeatureLine, MosesConfig
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable, load_phrase_table
 from fstdecode.io.reordering_table import load_reordering_table
 from fstdecode.model.distortion import SEMANTICS
-from fstdecode.model.features import MOSES_KINDS, MosesFeature, Weights, assignment_name, moses_layout, show_weights
+from fstdecode.model.features import (
+    MOSES_KINDS, MosesFeature, Weights, assignment_name, moses_layout, moses_names, show_weights,
+)
 from fstdecode.model.lexical_reordering import (
     LexicalReorderingError,
     ReorderingModel,
@@ -206,7 +208,8 @@ def _warn_missing_ini_weights(cfg: MosesConfig) -> None:
 
 def _tm_origin(cfg: MosesConfig | None, ini_pt: FeatureLine | None, assignments: Sequence[str]) -> str | None:
     """Where the TM weights were given (named in a warning if one is repeated); None: default."""
-    given = [item for item in assignments if assignment_name(item) == "tm"]
+    aliases = moses_names(_declared(cfg))
+    given = [item for item in assignments if assignment_name(item, aliases) == "tm"]
     if given:
         return f"--weight {given[-1]}"
     if cfg is not None and ini_pt is not None and ini_pt.name in cfg.weights:
@@ -307,8 +310,15 @@ def load_model(
     source_vocabulary: Callable[[tuple[str, ...]], bool] | None = None,
     table: PhraseTable | None = None,
     distortion_semantics: str | None = None,
+    ini_paths: str = "ini",
+    honoured: Collection[str] = (),
 ) -> Model:
     """Assemble a model; explicit arguments override the moses.ini ``config``.
+
+    ``ini_paths``: how the ini's relative paths resolve (:data:`~fstdecode.io.moses_ini.PATH_RULES`:
+    "ini", against its folder, with a warning where Moses' rule would read another file; "cwd",
+    Moses' rule). ``honoured``: ini sections the caller applies itself (``fstdecode moses``: Moses'
+    search settings), so not warned about as ignored.
 
     The LM is read by the native core (:func:`load_lm`); every search runs there (the
     ``engine`` argument was removed: there is no other engine).
@@ -345,7 +355,7 @@ def load_model(
     """
     _check_arguments(config=config, phrase_table=phrase_table, lm=lm, lm_order=lm_order, table_limit=table_limit,
                      weights=weights)
-    cfg = load_moses_ini(config) if config is not None else None
+    cfg = load_moses_ini(config, ini_paths) if config is not None else None
     if cfg is not None:
         _one_feature_per_kind(cfg)
     semantics = _semantics(distortion_semantics, config)
@@ -359,11 +369,12 @@ def load_model(
     lm_path, pt_path = _model_paths(cfg, lm, phrase_table, table is not None)
     d = _distortion_limit(distortion_limit, cfg)
     w = _weights_from_ini(cfg) if cfg is not None else Weights()
-    w = w.override(list(weights))
-    order = lm_order or (ini_lm.int_arg("order", 0) if ini_lm and lm is None else 0) or None
+    w = w.override(list(weights), moses_names(_declared(cfg)))
     with reading_phase("language model", lm_path) as phase:
-        language_model = load_lm(lm_path, order)
+        language_model = load_lm(lm_path, lm_order)
         phase.said(f"order {language_model.order}, {sum(getattr(language_model, 'counts', ())):,} n-grams")
+    if ini_lm is not None and lm is None and lm_order is None:
+        _check_ini_order(cfg, ini_lm, language_model.order)
     num = ini_pt.num_features if ini_pt and phrase_table is None and "num-features" in ini_pt.args else None
     read_table = table is None
     if table is None:
@@ -378,8 +389,9 @@ def load_model(
         phase.said(f"{len(reordering.table):,} entries kept" if reordering is not None else "")
     if cfg is not None:
         _warn_missing_ini_weights(cfg)
-        for message in cfg.ignored:
-            _LOG.warning("%s", message)
+        for section, message in zip(cfg.ignored_sections, cfg.ignored):
+            if section not in honoured:
+                _LOG.warning("%s", message)
     w = w.with_tm_columns(table.num_scores, _tm_origin(cfg, ini_pt, weights))
     w = _reordering_weights(w, reordering, cfg, weights)
     limit = _table_limit(table_limit, ini_pt)
@@ -403,6 +415,19 @@ def load_model(
         distortion_semantics=semantics,
         semantics_given=distortion_semantics is not None,
     )
+
+
+def _check_ini_order(cfg: MosesConfig, line: FeatureLine, order: int) -> None:
+    """Warn when a KENLM line's ``order=`` is below its file's order (where it reads like a
+    truncation): Moses (KENLM's constructor reads only the file) scores with the file's order,
+    and so does fstdecode; ``--lm-order`` truncates on purpose."""
+    given = line.int_arg("order", order)
+    if given < order:
+        _LOG.warning(
+            "%s:%d: %s order=%d, but the file holds a %d-gram model; Moses ignores order= and scores with the "
+            "file's order, and so does fstdecode (--lm-order N truncates on purpose)",
+            cfg.path, line.lineno, line.name, given, order,
+        )
 
 
 class _Phase:
@@ -511,13 +536,13 @@ def refiltered(model: Model, vocabulary: Callable[[tuple[str, ...]], bool] | Non
     return replace(model, table=table, reordering=reordering)
 
 
-def table_path(config: str | Path | None, phrase_table: str | Path | None) -> str | None:
+def table_path(config: str | Path | None, phrase_table: str | Path | None, ini_paths: str = "ini") -> str | None:
     """The phrase-table file a load would read: ``phrase_table``, else the ini's, else None."""
     if phrase_table is not None:
         return str(phrase_table)
     if config is None:
         return None
-    line = load_moses_ini(config).phrase_table()
+    line = load_moses_ini(config, ini_paths).phrase_table()
     return line.path if line is not None else None
 
 
@@ -563,7 +588,7 @@ def _reordering_weights(
     w: Weights, reordering: ReorderingModel | None, cfg: MosesConfig | None, assignments: Sequence[str]
 ) -> Weights:
     """``w`` with one ``lr`` weight per reordering feature (1.0 each when none was given)."""
-    given = any(assignment_name(item) == "lr" for item in assignments)
+    given = any(assignment_name(item, moses_names(_declared(cfg))) == "lr" for item in assignments)
     if reordering is None:
         if given or w.lr:
             raise ModelError("--weight lr=...: the model has no lexicalized reordering (LexicalReordering) feature")

@@ -109,11 +109,11 @@ def test_moses_toy_numbers_is_rejected_clearly() -> None:
 
 
 def test_moses_toy_numbers_adapted_to_the_subset(tmp_path: Path) -> None:
-    """The same ini with a text table and without InputFeature loads."""
+    """The same ini with a text table, plain-text input and without InputFeature loads."""
     ini = data_path("moses-toy-numbers", "moses.ini")
     kept = [
-        line.replace("PhraseDictionaryBinary", "PhraseDictionaryMemory")
-        for line in ini.read_text(encoding="utf-8").splitlines()
+        line.replace("PhraseDictionaryBinary", "PhraseDictionaryMemory").replace("[recover-input-path]", "[verbose]")
+        for line in ini.read_text(encoding="utf-8").replace("[inputtype]\n2", "[inputtype]\n0").splitlines()
         if not line.startswith("InputFeature")
     ]
     copy = write(tmp_path, "\n".join(kept) + "\n")
@@ -135,7 +135,7 @@ def test_moses_toy_numbers_adapted_to_the_subset(tmp_path: Path) -> None:
         "Distortion0": (1.0,),
         "PhraseDictionaryMemory0": (0.5, 0.5),
     }
-    assert config.other["inputtype"] == ("2",)
+    assert config.other["inputtype"] == ("0",)
     assert config.other["beam-threshold"] == ("0.0001",)
     assert config.other["mapping"] == ("T 0",)
 
@@ -176,13 +176,13 @@ def test_variables_resolve_to_ini_folder_anywhere(tmp_path: Path) -> None:
         "[feature]\n"
         "KENLM path=${TEST_PATH}/lm.arpa\n"
         "PhraseDictionaryMemory path=${MODEL_DIR}/a/${X}.gz num-features=1\n"
-        "[custom]\n"
+        "[description]\n"
         "see ${TEST_PATH} here\n"
     )
     config = load_moses_ini(write(sub, text))
     assert config.features[0].path == f"{sub}/lm.arpa"
     assert config.features[1].path == f"{sub}/a/{sub}.gz"
-    assert config.other["custom"] == (f"see {sub} here",)
+    assert config.other["description"] == (f"see {sub} here",)
 
 
 def test_ini_given_as_relative_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -224,7 +224,8 @@ def test_bad_old_format_names_file_and_line(tmp_path: Path, text: str, lineno: i
 def test_moses_search_settings_are_ignored_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = write(tmp_path, EXAMPLE_OLD + "[search-algorithm]\n1\n[stack]\n100\n[threads]\n4\n[cube-pruning-pop-limit]\n1000\n")
     config = load_moses_ini(path)
-    search = "is a setting of Moses' own search; fstdecode ignores it"
+    search = ("is a setting of Moses' own search; fstdecode decode ignores it (its own search flags apply; "
+              "fstdecode moses honours it)")
     assert config.ignored == (
         f"{path}:29: [search-algorithm] {search}", f"{path}:31: [stack] {search}", f"{path}:33: [threads] {search}",
         f"{path}:35: [cube-pruning-pop-limit] {search}",

@@ -1,0 +1,151 @@
+"""What ``fstdecode moses`` writes, byte for byte as Moses writes it.
+
+The grammar of each output, with the Moses source it follows, is in docs/moses-outputs.md
+("fstdecode moses"). In short (``w`` a target word, ``s-t`` an alignment point):
+
+* 1-best (stdout): ``[id ][score ]w w ... w `` (every word followed by one space; with
+  ``-report-segmentation`` each phrase is followed by ``|i-j| ``; with ``-print-alignment-info``
+  then ``||| s-t s-t ``), then a newline. A line with no derivation is empty, as Moses
+  prints it (fstdecode says why on stderr).
+* n-best (the ``-n-best-list`` file, or stdout for ``-``):
+  ``id ||| w ... w  ||| Name= v ... ||| total[ ||| i-j=k-l ...][ ||| s-t ... ]``;
+* ``-alignment-output-file``: ``s-t s-t ...`` per line; ``-output-unknowns``: the line's
+  unknown words, each followed by a space.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fstdecode.decoder import DecodeResult, Derivation
+from fstdecode.model.features import MOSES_KINDS, MosesFeature
+
+
+@dataclass(frozen=True)
+class MosesOutput:
+    """Moses' output settings (from the moses.ini's sections and the command line's switches).
+
+    Invariant: ``nbest_size`` >= 1 when ``nbest_path`` is set; ``start_id`` >= 0.
+    """
+
+    nbest_path: str | None = None
+    nbest_size: int = 0
+    distinct: bool = False
+    include_segmentation: bool = False
+    nbest_alignment: bool = False
+    labeled: bool = True
+    alignment: bool = False
+    report_segmentation: bool = False
+    mark_unknown: bool = False
+    print_id: bool = False
+    hypo_score: bool = False
+    start_id: int = 0
+    alignment_file: str | None = None
+    unknowns_file: str | None = None
+    #: The phrase table's scores are probabilities: print its features in Moses' float arithmetic.
+    float_tm: bool = True
+
+    @property
+    def nbest_on_stdout(self) -> bool:
+        """``-n-best-list -`` (or /dev/stdout): the n-best list replaces the 1-best on stdout."""
+        return self.nbest_path in ("-", "/dev/stdout")
+
+
+def _g(x: float) -> str:
+    """A score as Moses' ostream prints it: 6 significant digits, ``0`` for a zero of either sign."""
+    return "0" if x == 0 else f"{x:.6g}"
+
+
+def _words(d: Derivation, opts: MosesOutput, segmentation: bool) -> str:
+    """The target words, each followed by a space; unknown words marked ``UNK`` with
+    ``-mark-unknown``; with ``segmentation``, each phrase followed by ``|i-j| ``."""
+    out = []
+    for p in d.phrases:
+        for word in p.target:
+            out.append(("UNK" + word if opts.mark_unknown and p.pair.unknown else word) + " ")
+        if segmentation:
+            out.append(f"|{p.start}-{p.end}| ")
+    return "".join(out)
+
+
+def _points(d: Derivation) -> str:
+    """The word alignment, each point followed by a space (Moses' form)."""
+    return "".join(f"{i}-{j} " for i, j in d.alignment())
+
+
+def one_best(result: DecodeResult, opts: MosesOutput, score: float | None = None) -> str:
+    """The 1-best line of ``result``, newline included (module docstring)."""
+    best = result.best
+    head = f"{result.id + opts.start_id} " if opts.print_id else ""
+    if best is None:
+        return head + "\n"
+    if opts.hypo_score:
+        head += f"{best.score:.3f} "
+    line = head + _words(best, opts, opts.report_segmentation)
+    if opts.alignment:
+        line += "||| " + _points(best)
+    return line + "\n"
+
+
+def moses_tm(d: Derivation) -> tuple[float, ...]:
+    """The phrase-table features as Moses computes them from probabilities: each score read as a
+    C ``float``, its ``logf`` (floored at -100, Moses' FloorScore) a float, summed phrase by phrase
+    in target order in ``float`` (Moses' ScoreComponentCollection holds floats). Printed with 6
+    digits, these are Moses' bytes where the exact (double) sums can round the other way."""
+    total = [np.float32(0.0)] * len(d.features.tm)
+    for p in d.phrases:
+        for k, score in enumerate(p.pair.scores):
+            prob = np.float32(math.exp(score))
+            value = np.float32(max(math.log(float(prob)), _LOWEST_SCORE)) if prob > 0 else np.float32(_LOWEST_SCORE)
+            total[k] = np.float32(total[k] + value)
+    return tuple(float(v) for v in total)
+
+
+#: Moses' floor of a log score (LOWEST_SCORE in moses/TypeDef.h).
+_LOWEST_SCORE = -100.0
+
+
+def features_field(
+    d: Derivation, layout: tuple[MosesFeature, ...], labeled: bool = True, float_tm: bool = False
+) -> str:
+    """The n-best feature field: `` Name= v v`` for each tuneable feature, in Moses' order; with
+    ``float_tm`` the phrase table's values in Moses' float arithmetic (:func:`moses_tm`)."""
+    out = []
+    for f in layout:
+        if f.tuneable:
+            if labeled:
+                out.append(f" {f.name}=")
+            values = moses_tm(d) if float_tm and MOSES_KINDS[f.kind] == "tm" else f.values(d.features)
+            out.extend(f" {_g(v)}" for v in values)
+    return "".join(out)
+
+
+def nbest(result: DecodeResult, layout: tuple[MosesFeature, ...], opts: MosesOutput) -> str:
+    """The n-best entries of ``result`` (Moses writes none for a line it cannot translate)."""
+    ident = result.id + opts.start_id
+    lines = []
+    for d in result.derivations:
+        feats = features_field(d, layout, opts.labeled, opts.float_tm)
+        line = f"{ident} ||| {_words(d, opts, False)} |||{feats} ||| {_g(d.score)}"
+        if opts.include_segmentation:
+            line += " |||" + "".join(" " + span for span in d.segmentation().split())
+        if opts.nbest_alignment:
+            line += " ||| " + _points(d)
+        lines.append(line + "\n")
+    return "".join(lines)
+
+
+def alignment_line(result: DecodeResult) -> str:
+    """The ``-alignment-output-file`` line of ``result``."""
+    best = result.best
+    return (" ".join(f"{i}-{j}" for i, j in best.alignment()) if best is not None else "") + "\n"
+
+
+def unknowns_line(result: DecodeResult) -> str:
+    """The ``-output-unknowns`` line: the best derivation's unknown words, each followed by a space."""
+    best = result.best
+    words = [] if best is None else [w for p in best.phrases if p.pair.unknown for w in p.pair.source]
+    return "".join(w + " " for w in words) + "\n"
