@@ -28,6 +28,7 @@ from fstdecode.errors import FstdecodeError
 from fstdecode.io.phrase_table import SCORE_FORMATS
 from fstdecode.io.binarized import is_binary_table
 from fstdecode.io.table_filter import DEFAULT_CHUNK_LINES, FILTER_THRESHOLD_BYTES, SourceFilter
+from fstdecode.io.moses_ini import load_moses_ini
 from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, Model, load_model, refiltered, table_path
 from fstdecode.run import decode_filtered, decode_lines
 from fstdecode.model.distortion import SEMANTICS
@@ -89,10 +90,10 @@ def _output_args(p: argparse.ArgumentParser) -> None:
         "the names of the n-best lists), then exit",
     )
     g.add_argument(
-        "--xml-input", "-xml-input", choices=XML_INPUT_MODES, default="pass-through",
+        "--xml-input", "-xml-input", choices=XML_INPUT_MODES, default=None,
         help="XML markup in the input, <np translation=\"a||b\" prob=\"0.8\">src</np>: exclusive (only the "
         "given translations for the span), inclusive (added to the table's), ignore (markup removed), "
-        "pass-through (default: no markup, the line is read as it is)",
+        "pass-through (no markup, the line is read as it is). Default: moses.ini's [xml-input], else pass-through",
     )
 
 
@@ -220,8 +221,9 @@ def _decoder(args: argparse.Namespace, model: Model) -> Decoder:
         "model %s: %d phrase pairs, LM order %d, distortion limit %s", model.name, len(model.table),
         model.lm.order, model.distortion_limit,
     )
-    nbest = (model.nbest_size or 1) if args.format == "nbest" else 1
-    unique = model.nbest_distinct and args.format == "nbest"
+    listed = args.format == "nbest" or getattr(args, "nbest_file", False)
+    nbest = (model.nbest_size or 1) if listed else 1
+    unique = model.nbest_distinct and listed
     options = search_options(args.method, args, nbest=nbest, unique=unique)
     _check_phrase_length(args, model)
     return Decoder(model, args.method, options, xml_input=args.xml_input)
@@ -272,9 +274,84 @@ class _FilteredDecoders:
         return _decoder(self.args, self.model)
 
 
+#: moses.ini output sections that change Moses' 1-best line: ``decode`` writes its own formats,
+#: so it refuses them and points to ``fstdecode moses``, which writes Moses' line.
+_MOSES_LINE_SECTIONS = ("mark-unknown", "report-segmentation", "print-id", "output-hypo-score", "start-translation-id")
+
+
+def _ini_outputs(args: argparse.Namespace) -> MosesOutput | None:
+    """What a moses.ini's output sections ask of ``decode``: the [n-best-list] file (written in
+    Moses' format, with [include-segmentation-in-n-best], [print-alignment-info-in-n-best] and
+    [labeled-n-best-list]), [alignment-output-file] and [output-unknowns] (the flags win), its
+    [xml-input] mode when --xml-input is not given; None when there is nothing to write beside
+    the output. Sections that change Moses' 1-best line are refused (use fstdecode moses)."""
+    xml_given = args.xml_input is not None
+    if not xml_given:
+        args.xml_input = "pass-through"
+    if args.config is None:
+        return None
+    cfg = load_moses_ini(args.config)
+    other = cfg.other
+    for name in _MOSES_LINE_SECTIONS:
+        if name in other and _ini_flag(other, name, default=name == "start-translation-id"):
+            raise FstdecodeError(f"{args.config}: [{name}] changes Moses' 1-best line, which fstdecode decode does not "
+                                 "write; decode with fstdecode moses -f (Moses' output), or remove the section")
+    if "input-file" in other:
+        raise FstdecodeError(f"{args.config}: [input-file]: fstdecode decode reads standard input; fstdecode moses "
+                             "reads [input-file], or remove the section")
+    if "xml-input" in other and not xml_given:
+        mode = " ".join(other["xml-input"]).strip()
+        if mode not in XML_INPUT_MODES:
+            raise FstdecodeError(f"{args.config}: [xml-input] {mode}: choose {', '.join(XML_INPUT_MODES)}")
+        args.xml_input = mode
+    if "show-weights" in other and _ini_flag(other, "show-weights"):
+        args.show_weights = True
+    alignment = args.alignment_output_file or _ini_value(other, "alignment-output-file")
+    unknowns = _ini_value(other, "output-unknowns")
+    if cfg.nbest_path is None and alignment is None and unknowns is None:
+        return None
+    args.alignment_output_file = None  # written by the MosesOutput now
+    return MosesOutput(
+        nbest_path=cfg.nbest_path, nbest_size=cfg.nbest_size or 0, distinct=cfg.nbest_distinct,
+        include_segmentation=_ini_flag(other, "include-segmentation-in-n-best"),
+        nbest_alignment=_ini_flag(other, "print-alignment-info-in-n-best"),
+        labeled=_ini_flag(other, "labeled-n-best-list", default=True),
+        alignment_file=alignment, unknowns_file=unknowns, side_only=True,
+    )
+
+
+def _ini_flag(other, name: str, default: bool = False) -> bool:
+    """A moses.ini boolean section: absent ``default``; bare true; else its word."""
+    if name not in other:
+        return default
+    words = " ".join(other[name]).split()
+    if not words:
+        return True
+    if len(words) > 1 or words[0].lower() not in _BOOLEAN_WORDS:
+        raise FstdecodeError(f"[{name}] {' '.join(words)}: could not read it as a boolean (yes/no/true/false/1/0)")
+    return _BOOLEAN_WORDS[words[0].lower()]
+
+
+_BOOLEAN_WORDS = {"yes": True, "y": True, "true": True, "1": True, "no": False, "n": False, "false": False, "0": False}
+
+
+def _ini_value(other, name: str) -> str | None:
+    """A moses.ini section of one value (a path), or None."""
+    if name not in other:
+        return None
+    words = " ".join(other[name]).split()
+    if len(words) != 1:
+        raise FstdecodeError(f"[{name}] takes one value (a file), found {len(words)}")
+    return words[0]
+
+
 def _cmd_decode(args: argparse.Namespace, moses: MosesOutput | None = None) -> int:
     """``decode`` (and ``moses``, with Moses' output settings ``moses``): decode the input lines
-    and write one result per line, in order, with the side files the flags ask for."""
+    and write one result per line, in order, with the side files the flags and the moses.ini
+    ask for."""
+    if moses is None:
+        moses = _ini_outputs(args)
+        args.nbest_file = moses is not None and moses.nbest_path is not None
     streams.check_standard_input()
     runner = running.runner(args)
     lines, total, done = running.input_range(args, runner)  # before the model loads: a bad --shard or --resume fails at once
@@ -332,7 +409,7 @@ def _side_outputs(args: argparse.Namespace, moses: MosesOutput | None) -> dict[s
     """The files written beside the output, opened before decoding (a bad path fails at once):
     the alignment file, and ``moses``' n-best list and unknown words."""
     paths = {"alignments": args.alignment_output_file}
-    if moses is not None:
+    if moses is not None:  # (decode's side files from the moses.ini are a side-only MosesOutput)
         paths = {
             "alignments": moses.alignment_file,
             "nbest": None if moses.nbest_on_stdout else moses.nbest_path,
@@ -343,7 +420,7 @@ def _side_outputs(args: argparse.Namespace, moses: MosesOutput | None) -> dict[s
     try:
         for key, path in paths.items():
             if path:
-                sides[key] = streams.open_output(path, ("-" if moses else "--") + flags[key])
+                sides[key] = streams.open_output(path, ("-" if moses and not moses.side_only else "--") + flags[key])
     except BaseException:
         for stream in sides.values():
             stream.close()
@@ -354,7 +431,7 @@ def _side_outputs(args: argparse.Namespace, moses: MosesOutput | None) -> dict[s
 def _writers(args: argparse.Namespace, moses: MosesOutput | None, model: Model, out, sides) -> list:
     """(stream, function from a result to its text) for the output and each side file."""
     layout = tuple(model.features)
-    if moses is None:
+    if moses is None or moses.side_only:
         write = output.writer(args.format, model.features, args.print_alignment_info or model.print_alignment, model.weights)
         main_writer = [(out, write)]
     elif moses.nbest_on_stdout:
@@ -362,8 +439,7 @@ def _writers(args: argparse.Namespace, moses: MosesOutput | None, model: Model, 
     else:
         main_writer = [(out, lambda result: moses_output.one_best(result, moses))]
     side = {
-        "alignments": (lambda result: result.best.alignment_text() + "\n" if result.best else "\n")
-        if moses is None else moses_output.alignment_line,
+        "alignments": moses_output.alignment_line,
         "nbest": lambda result: moses_output.nbest(result, layout, moses),
         "unknowns": moses_output.unknowns_line,
     }

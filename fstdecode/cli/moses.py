@@ -25,6 +25,7 @@ from fstdecode.errors import FstdecodeError
 from fstdecode.io.moses_ini import load_moses_ini, parse_weight_overwrite
 from fstdecode.io.moses_params import MODEL, NO_EFFECT, PARAMETERS, REFUSED, SEARCH, long_name
 from fstdecode.cli.moses_output import MosesOutput
+from fstdecode.cli.running import worker_count
 
 __all__ = ["USAGE", "MosesArgsError", "parse_switches", "moses_args", "DEFAULT_STACK", "DEFAULT_BEAM_THRESHOLD"]
 
@@ -204,12 +205,19 @@ def _nbest(settings: MosesSettings, cfg_nbest: tuple[str | None, int | None, boo
 
 
 def _threads(settings: MosesSettings) -> int:
-    """``-threads N|all``: N sentences decoded at once (worker processes), as in decode."""
+    """``-threads N|all``: N sentences decoded at once (worker processes), as decode's --threads."""
     values = settings.get("threads")
-    if values == ("all",):
-        return os.cpu_count() or 1
-    threads = settings.one("threads", int, 1)
-    return 1 if threads is None else int(threads)
+    if values is None:
+        return 1
+    if len(values) != 1:
+        raise MosesArgsError(f"-threads {' '.join(values)}: give one number, or all")
+    try:
+        threads = worker_count(values[0])
+    except argparse.ArgumentTypeError as err:
+        raise MosesArgsError(f"-threads {err}") from None
+    if threads < 1:
+        raise MosesArgsError(f"-threads {values[0]}: specify at least one thread")
+    return threads
 
 
 def _weights(settings: MosesSettings) -> list[str]:

@@ -47,6 +47,8 @@ class MosesOutput:
     unknowns_file: str | None = None
     #: The phrase table's scores are probabilities: print its features in Moses' float arithmetic.
     float_tm: bool = True
+    #: Only the side files (``decode`` with a moses.ini's [n-best-list] ...): stdout keeps decode's format.
+    side_only: bool = False
 
     @property
     def nbest_on_stdout(self) -> bool:

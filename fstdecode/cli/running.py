@@ -24,8 +24,9 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
     """The flags that choose where and how much of the input runs (README, 'Running on many cores and machines')."""
     g = p.add_argument_group("running (README.md, 'Running on many cores and machines')")
     g.add_argument(
-        "--workers", "--threads", dest="workers", type=int, default=1, metavar="N",
-        help="decode in N local worker processes (default: 1, this process); --threads is an alias",
+        "--workers", "--threads", dest="workers", type=worker_count, default=1, metavar="N",
+        help="decode N sentences at once, in N local worker processes (default: 1, this process; all: one per "
+        "core); --threads is an alias, and means the same in fstdecode moses (-threads N|all)",
     )
     g.add_argument("--cluster", metavar="local:N", help="decode on a Dask LocalCluster of N worker processes on 127.0.0.1 (the cluster extra)")
     g.add_argument(
@@ -58,6 +59,17 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
         "--progress", action=argparse.BooleanOptionalAction, default=None,
         help="a progress bar on stderr (default: when stderr is a terminal)",
     )
+
+
+def worker_count(text: str) -> int:
+    """``--workers N`` / ``--threads N|all``: N (an integer; the runner checks it is >= 1), or one
+    worker per core for ``all`` (Moses' -threads all)."""
+    if text == "all":
+        return os.cpu_count() or 1
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of workers, or all (one per core)") from None
 
 
 def runner(args: argparse.Namespace) -> Runner:

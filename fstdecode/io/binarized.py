@@ -15,7 +15,33 @@ import os
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
 
-__all__ = ["check_stamp", "is_binary_table", "is_lm_image", "open_binary_table", "source_stamp"]
+__all__ = ["check_stamp", "is_binary_table", "is_lm_image", "moses_binary_table", "open_binary_table", "source_stamp"]
+
+#: Moses' own binary table files, by the extension Moses gives them (and looks for: a compact
+#: reordering table named without its extension is found as ``path.minlexr``, then
+#: ``path.binlexr.idx``; LexicalReordering's constructor, moses/FF/LexicalReordering).
+_MOSES_BINARY = (
+    (".minphr", "Moses' compact phrase table (processPhraseTableMin)"),
+    (".minlexr", "Moses' compact reordering table (processLexicalTableMin)"),
+    (".binphr.idx", "Moses' binary phrase table (processPhraseTable)"),
+    (".binlexr.idx", "Moses' binary reordering table (processLexicalTable)"),
+    (".probing", "Moses' probing phrase table (CreateProbingPT)"),
+)
+
+
+def moses_binary_table(path: str) -> str | None:
+    """A message naming the Moses binary table ``path`` is (by its extension), or that Moses would
+    read for ``path`` (``path.minlexr`` ... when ``path`` itself is absent); None otherwise."""
+    for ext, what in _MOSES_BINARY:
+        if path.endswith(ext) and os.path.exists(path):
+            found = path
+        elif not os.path.exists(path) and not os.path.exists(path + ".gz") and os.path.exists(path + ext):
+            found = path + ext
+        else:
+            continue
+        return (f"{found} is {what}, which fstdecode does not read; give the text table (plain or .gz) instead, "
+                "and run fstdecode binarize -f moses.ini -o DIR for fstdecode's own binarized model")
+    return None
 
 
 def is_binary_table(path: str | os.PathLike[str]) -> bool:

@@ -99,15 +99,21 @@ _REQUIRED_KEYS: Mapping[str, tuple[str, ...]] = MappingProxyType(
      "LexicalReordering": ("path", "type")}
 )
 
+_BINARY_TABLE = ("Moses' binary table formats are not read: give the text table (phrase-table.gz) with "
+                 "PhraseDictionaryMemory, and run fstdecode binarize -f moses.ini -o DIR for fstdecode's own "
+                 "binarized model, which loads in seconds")
+
 _HINTS: Mapping[str, str] = MappingProxyType(
     {
-        "PhraseDictionaryBinary": "give a text phrase table with PhraseDictionaryMemory instead",
-        "PhraseDictionaryCompact": "give a text phrase table with PhraseDictionaryMemory instead",
-        "PhraseDictionaryOnDisk": "give a text phrase table with PhraseDictionaryMemory instead",
+        "PhraseDictionaryBinary": _BINARY_TABLE,
+        "PhraseDictionaryCompact": _BINARY_TABLE,
+        "PhraseDictionaryOnDisk": _BINARY_TABLE,
+        "ProbingPT": _BINARY_TABLE,
         "InputFeature": "lattice and confusion-network input is not supported; "
         "for plain-text input remove this line and its weight",
         "SRILM": "use KENLM with an ARPA file instead",
         "IRSTLM": "use KENLM with an ARPA file instead",
+        "PhraseDictionaryMultiModel": "several tables combined into one are not supported",
     }
 )
 
@@ -1030,7 +1036,15 @@ def load_moses_ini(path: str | os.PathLike[str], paths: str = "ini") -> MosesCon
         feature_entries, weight_entries = converted.features, converted.weights
     else:
         feature_entries, weight_entries = sections.get("feature", []), sections.get("weight", [])
-    features, moved = _parse_features(feature_entries, path_str, folder, paths)
+    try:
+        features, moved = _parse_features(feature_entries, path_str, folder, paths)
+    except MosesIniError as err:
+        kind = " ".join(text for _, text in sections.get("inputtype", [])).strip()
+        if kind in ("1", "2", "3"):  # say the root cause too: the file is for input fstdecode does not read
+            what = {"1": "confusion-network", "2": "word-lattice", "3": "tree"}[kind]
+            raise MosesIniError(f"{err}; the file is for {what} input ([inputtype] {kind}), which fstdecode does not "
+                                "read (plain text only)") from None
+        raise
     weights = _parse_weights(weight_entries, path_str, features)
     _overwrite_weights(sections.get("weight-overwrite"), path_str, weights, features)
     _check_sections(sections, headers, path_str, old_format)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
-from fstdecode.io.binarized import is_binary_table, open_binary_table
+from fstdecode.io.binarized import is_binary_table, moses_binary_table, open_binary_table
 from fstdecode.io.files import decode_line
 from fstdecode.io.tokens import split_tokens
 from fstdecode.io.values import parse_number
@@ -516,6 +516,9 @@ def load_phrase_table(
     path_str = os.fspath(path)
     _check_arguments(path_str, score_format, num_features, table_limit)
     native_filter, keep = native_vocabulary(vocabulary)
+    moses_binary = moses_binary_table(path_str)
+    if moses_binary is not None:
+        raise PhraseTableError(moses_binary)
     if is_binary_table(path_str):
         store = _binary_store(path_str, native_filter, keep)
     else:

@@ -24,7 +24,7 @@ from typing import Any
 
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
-from fstdecode.io.binarized import is_binary_table, open_binary_table
+from fstdecode.io.binarized import is_binary_table, moses_binary_table, open_binary_table
 from fstdecode.io.phrase_table import LOWEST_SCORE, line_error, native_vocabulary
 from fstdecode.io.tokens import split_tokens
 from fstdecode.io.values import parse_number
@@ -150,6 +150,9 @@ def load_reordering_table(
     """
     path_str = os.fspath(path)
     native_filter, keep = native_vocabulary(vocabulary)
+    moses_binary = moses_binary_table(path_str)
+    if moses_binary is not None:
+        raise ReorderingTableError(moses_binary)
     if is_binary_table(path_str):
         store = _binary_rows(path_str, conditioned_on_target, native_filter, keep)
         return ReorderingTable(path_str, store.num_scores, conditioned_on_target, store=store)
