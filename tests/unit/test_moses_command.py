@@ -1,0 +1,305 @@
+"""``fstdecode moses``: Moses' command line, and every moses.ini section either honoured as
+Moses honours it or refused by name (issue 24's "silent divergences", each with its test here).
+
+In-process (``main([...])`` with the standard streams replaced), on the built-in example and
+the shared de-en and Europarl models (skipped with a reason when ../shared/data is absent).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+import pytest
+
+from fstdecode.cli.main import main
+from fstdecode.cli.moses import DEFAULT_STACK, MosesArgsError, moses_args, parse_switches
+from fstdecode.io.moses_ini import MosesIniError, load_moses_ini
+from fstdecode.io.moses_params import PARAMETERS, SHORT_NAMES
+from fstdecode.model.model import load_model
+
+from shared import EXAMPLE_DATA, data_path
+
+EUROPARL = "moses-lexreo-europarl-fr-en"
+DE_EN = "moses-early-distortion-de-en"
+
+
+def run(args: list[str], stdin: bytes, capsys, monkeypatch) -> tuple[int, str, str]:
+    """``fstdecode ARGS`` in this process: (status, stdout, stderr)."""
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
+    status = main(args)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def example_ini(tmp_path: Path, extra: str = "", feature_extra: str = "") -> Path:
+    """The built-in example's moses.ini with absolute paths, plus ``extra`` sections."""
+    text = (EXAMPLE_DATA / "moses.ini").read_text(encoding="utf-8")
+    text = text.replace("[feature]\n", "[feature]\n" + feature_extra)
+    ini = tmp_path / "moses.ini"
+    ini.write_text(text.replace("${MODEL_DIR}", str(EXAMPLE_DATA)) + extra, encoding="utf-8")
+    return ini
+
+
+# --------------------------------------------------------------------------
+# Moses' switch grammar (Parameter::LoadParam)
+
+
+def test_switches_take_their_values_up_to_the_next_switch():
+    got = parse_switches(["-f", "m.ini", "-n-best-list", "-", "100", "distinct", "-b", "0.01", "-weight-overwrite",
+                          "LM0= -0.5 TM0= 0.2"])
+    assert got == {"config": ["m.ini"], "n-best-list": ["-", "100", "distinct"], "beam-threshold": ["0.01"],
+                   "weight-overwrite": ["LM0= -0.5 TM0= 0.2"]}
+    # '-' alone and a dash followed by a digit are values (isOption); short names are long ones.
+    assert parse_switches(["-s", "-1", "-th", "all", "-dl", "6"]) == {"stack": ["-1"], "threads": ["all"],
+                                                                    "distortion-limit": ["6"]}
+
+
+@pytest.mark.parametrize(
+    "words, message",
+    [
+        (["-f", "m.ini", "-no-such-switch"], "illegal switch -no-such-switch: not a Moses parameter"),
+        (["m.ini"], "a value before any switch"),
+        (["-f", "a.ini", "-config", "b.ini"], "-config is given twice"),
+    ],
+)
+def test_bad_switches_are_named(words, message):
+    with pytest.raises(MosesArgsError, match=message):
+        parse_switches(words)
+
+
+def test_every_short_name_reads_as_its_long_name():
+    assert SHORT_NAMES["s"] == "stack" and SHORT_NAMES["b"] == "beam-threshold" and SHORT_NAMES["dl"] == "distortion-limit"
+    assert SHORT_NAMES["th"] == "threads" and SHORT_NAMES["v"] == "verbose" and SHORT_NAMES["ttl"] == "ttable-limit"
+    assert SHORT_NAMES["w"] == "weight-w"  # Moses' own table gives w to weight-w after weight-p
+    assert all(long in PARAMETERS for long in SHORT_NAMES.values())
+
+
+def test_moses_defaults_and_the_beam_threshold_as_a_probability_ratio(tmp_path):
+    args, opts = moses_args(["-f", str(example_ini(tmp_path))])
+    assert (args.method, args.beam_size, args.beam_threshold) == ("stack", DEFAULT_STACK, pytest.approx(math.log(1e5)))
+    assert args.workers == 1 and args.ini_paths == "cwd" and opts.nbest_path is None
+    args, _ = moses_args(["-f", str(example_ini(tmp_path)), "-b", "0.001", "-s", "0", "-threads", "3"])
+    assert args.beam_threshold == pytest.approx(math.log(1000)) and args.beam_size >= 2**62 and args.workers == 3
+    # mert-moses.pl writes --decoder-flags back into the tuned ini under the name as typed: [s], [b]
+    args, _ = moses_args(["-f", str(example_ini(tmp_path, "\n[s]\n7\n[b]\n0.5\n"))])
+    assert args.beam_size == 7 and args.beam_threshold == pytest.approx(math.log(2))
+
+
+@pytest.mark.parametrize(
+    "words, message",
+    [
+        (["-drop-unknown"], "-drop-unknown is not supported"),
+        (["-output-search-graph", "g.txt"], "-output-search-graph is not supported: use decode --method fst"),
+        (["-weight-file", "w.txt"], "sparse feature weights"),
+        (["-inputtype", "2"], "-inputtype 2: only plain-text input"),
+        (["-xml-input", "constraint"], "constraint is not supported"),
+        (["-n-best-list", "out"], "wrong format"),
+        (["-threads", "0"], "at least one thread"),
+        (["-lattice-samples", "f", "10"], "not supported"),
+        (["-ttable-file", "0 0 0 5 pt"], "give it in the moses.ini"),
+        (["-n-best-factor", "5"], "supports only 20"),
+    ],
+)
+def test_switches_fstdecode_cannot_honour_are_refused_by_name(tmp_path, words, message):
+    with pytest.raises(MosesArgsError, match=message.replace("(", r"\(")):
+        moses_args(["-f", str(example_ini(tmp_path)), *words])
+
+
+def test_no_config_is_an_error_as_in_moses(capsys, monkeypatch):
+    status, out, err = run(["moses", "-s", "10"], b"", capsys, monkeypatch)
+    assert status == 2 and out == "" and "use -config or -f" in err and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------
+# Moses' output bytes
+
+
+def test_one_best_lines_are_moses_bytes(tmp_path, capsys, monkeypatch):
+    ini = example_ini(tmp_path)
+    status, out, err = run(["moses", "-f", str(ini)], b"das muss unsere sorge gleichermassen sein\nhaus\n", capsys, monkeypatch)
+    assert status == 0, err
+    lines = out.split("\n")
+    assert len(lines) == 3 and lines[2] == ""
+    assert all(line.endswith(" ") and "  " not in line for line in lines[:2])  # every word followed by one space
+    assert lines[1] == "haus "  # an unknown word is copied through
+    # -t: each phrase followed by |i-j|; -print-alignment-info: ||| and the points, each followed by a space
+    status, out, _ = run(["moses", "-f", str(ini), "-t", "-print-alignment-info", "-mark-unknown", "-print-id"],
+                         b"haus\n", capsys, monkeypatch)
+    assert status == 0 and out == "0 UNKhaus |0-0| ||| 0-0 \n"
+
+
+def test_decode_refuses_sections_that_change_moses_one_best_line(tmp_path, capsys, monkeypatch):
+    for section in ("mark-unknown", "report-segmentation", "print-id", "output-hypo-score"):
+        ini = example_ini(tmp_path, f"\n[{section}]\ntrue\n")
+        status, out, err = run(["decode", "-f", str(ini)], b"haus\n", capsys, monkeypatch)
+        assert status == 2 and f"[{section}] changes Moses' 1-best line" in err and "fstdecode moses" in err
+        status, out, err = run(["moses", "-f", str(ini)], b"haus\n", capsys, monkeypatch)
+        assert status == 0 and out.strip(), (section, err)
+
+
+def test_unknown_words_and_alignment_files(tmp_path, capsys, monkeypatch):
+    ini = example_ini(tmp_path)
+    unknowns, align = tmp_path / "oov.txt", tmp_path / "align.txt"
+    args = ["moses", "-f", str(ini), "-output-unknowns", str(unknowns), "-alignment-output-file", str(align)]
+    status, out, err = run(args, b"haus xyz haus\n\nsein\n", capsys, monkeypatch)
+    assert status == 0, err
+    assert unknowns.read_text(encoding="utf-8") == "haus xyz haus \n\n\n"
+    assert len(align.read_text(encoding="utf-8").splitlines()) == 3
+
+
+def test_nbest_to_stdout_replaces_the_one_best(tmp_path, capsys, monkeypatch):
+    ini = example_ini(tmp_path)
+    status, out, err = run(["moses", "-f", str(ini), "-n-best-list", "-", "3", "-include-segmentation-in-n-best"],
+                           b"das muss unsere sorge gleichermassen sein\n", capsys, monkeypatch)
+    assert status == 0, err
+    lines = out.splitlines()
+    assert 1 <= len(lines) <= 3 and all(line.startswith("0 ||| ") for line in lines)
+    fields = lines[0].split(" ||| ")
+    assert fields[1].endswith(" ") and "=" in fields[2] and len(fields) == 5  # words, feats, total, segmentation
+    totals = [float(line.split(" ||| ")[3]) for line in lines]
+    assert totals == sorted(totals, reverse=True)
+
+
+def test_decode_writes_the_ini_nbest_file_where_moses_would(tmp_path, capsys, monkeypatch):
+    # [n-best-list] nbest.txt 4: Moses writes the file relative to the working directory; so does decode.
+    ini = example_ini(tmp_path, "\n[n-best-list]\nnbest.txt\n4\n[include-segmentation-in-n-best]\ntrue\n")
+    monkeypatch.chdir(tmp_path)
+    status, out, err = run(["decode", "-f", str(ini), "--method", "stack"], b"das muss unsere sorge gleichermassen sein\n",
+                           capsys, monkeypatch)
+    assert status == 0, err
+    assert len(out.splitlines()) == 1 and " ||| " not in out  # stdout keeps decode's text format
+    nbest = (tmp_path / "nbest.txt").read_text(encoding="utf-8").splitlines()
+    assert 1 <= len(nbest) <= 4 and all(len(line.split(" ||| ")) == 5 for line in nbest)
+    assert nbest[0].split(" ||| ")[1].strip() == out.strip()
+
+
+# --------------------------------------------------------------------------
+# moses.ini sections: honoured, or refused by name (no silent divergence)
+
+
+@pytest.mark.parametrize(
+    "section, message",
+    [
+        ("[inputtype]\n1\n", "[inputtype] 1: only plain-text input"),
+        ("[input-factors]\n0\n1\n", "[input-factors] 0 / 1: factored input is not supported"),
+        ("[output-file]\nout.txt\n", "[output-file] is not a Moses parameter"),
+        ("[constraint]\nref.txt\n", "[constraint] is not a Moses parameter"),
+        ("[weight-file]\nsparse.txt\n", "[weight-file] is not supported: sparse feature weights"),
+        ("[alternate-weight-setting]\nid=a\n", "[alternate-weight-setting] is not supported"),
+        ("[drop-unknown]\n", "[drop-unknown] is not supported"),
+        ("[placeholder-factor]\n1\n", "[placeholder-factor] is not supported: factored models"),
+        ("[output-search-graph]\ngraph.txt\n", "[output-search-graph] is not supported"),
+        ("[mapping]\n0 T 0\n1 T 1\n", "[mapping] 0 T 0 / 1 T 1: one decoding path"),
+        ("[server-port]\n8080\n", "[server-port] is not a Moses parameter"),  # a later fork's section
+    ],
+)
+def test_sections_fstdecode_cannot_honour_are_refused_by_name(tmp_path, section, message):
+    ini = example_ini(tmp_path, "\n" + section)
+    with pytest.raises(MosesIniError) as info:
+        load_moses_ini(ini)
+    assert message in str(info.value) and str(info.value).startswith(f"{ini}:")
+
+
+def test_xml_input_section_is_honoured_in_decode(tmp_path, capsys, monkeypatch):
+    markup = b'<np translation="house">haus</np>\n'
+    plain_ini = example_ini(tmp_path)
+    status, out, _ = run(["decode", "-f", str(plain_ini)], markup, capsys, monkeypatch)
+    assert status == 0 and "<np" in out  # pass-through, Moses' default: the markup is words
+    ini = example_ini(tmp_path, "\n[xml-input]\nexclusive\n")
+    status, out, err = run(["decode", "-f", str(ini)], markup, capsys, monkeypatch)
+    assert status == 0 and out == "house\n", err
+    status, out, err = run(["decode", "-f", str(ini), "--xml-input", "pass-through"], markup, capsys, monkeypatch)
+    assert "<np" in out  # the flag wins
+
+
+def test_search_and_no_effect_sections_are_warned_about_in_decode(tmp_path, capsys, monkeypatch):
+    ini = example_ini(tmp_path, "\n[s]\n100\n[description]\nmy model\n")
+    status, out, err = run(["decode", "-f", str(ini)], b"haus\n", capsys, monkeypatch)
+    assert status == 0
+    assert "[stack] is a setting of Moses' own search; fstdecode decode ignores it" in err
+    assert "[description] is a description of the model; nothing in the output depends on it" in err
+    # fstdecode moses honours [stack] (no warning) and warns about what it does not have
+    ini = example_ini(tmp_path, "\n[stack]\n100\n[cube-pruning-pop-limit]\n500\n")
+    status, out, err = run(["moses", "-f", str(ini)], b"haus\n", capsys, monkeypatch)
+    assert status == 0 and "[stack]" not in err and "[cube-pruning-pop-limit]" in err
+
+
+def test_kenlm_order_is_the_files_order_as_in_moses(tmp_path, caplog):
+    # Moses' KENLM ignores order=: a 5-gram binary with order=3 scores as a 5-gram (LM0 -18.54, not -18.18).
+    folder = data_path(EUROPARL)
+    ini = (folder / "moses.binlm.ini").read_text(encoding="utf-8").replace("order=5", "order=3")
+    assert "order=3" in ini
+    copy = tmp_path / "moses.ini"
+    copy.write_text(ini.replace("${MODEL_PATH}", str(folder)), encoding="utf-8")
+    model = load_model(copy)
+    assert model.lm.order == 5
+    assert "KENLM0 order=3, but the file holds a 5-gram model" in caplog.text
+    kenlm = pytest.importorskip("kenlm")
+    sentence = "mr president , what we devrons but also"
+    oracle = kenlm.Model(str(folder / "europarl.probing.binlm")).score(sentence)
+    assert model.lm.score_sentence(sentence.split()) == pytest.approx(oracle * math.log(10), abs=1e-4)
+    assert load_model(copy, lm_order=3).lm.order == 3  # --lm-order still truncates, on purpose
+
+
+def test_relative_paths_follow_moses_in_moses_and_warn_in_decode(tmp_path, monkeypatch, caplog):
+    # The ini's folder and the working directory each hold a phrase table named pt: Moses reads the
+    # working directory's; decode reads the ini's (its documented rule) and says Moses would not.
+    model_dir, work = tmp_path / "model", tmp_path / "work"
+    model_dir.mkdir()
+    work.mkdir()
+    for folder in (model_dir, work):
+        (folder / "pt").write_text((EXAMPLE_DATA / "phrase-table").read_text(encoding="utf-8"), encoding="utf-8")
+    text = (EXAMPLE_DATA / "moses.ini").read_text(encoding="utf-8").replace("${MODEL_DIR}", str(EXAMPLE_DATA))
+    text = text.replace(f"path={EXAMPLE_DATA}/phrase-table", "path=pt")
+    assert "path=pt" in text
+    ini = model_dir / "moses.ini"
+    ini.write_text(text, encoding="utf-8")
+    monkeypatch.chdir(work)
+    assert load_moses_ini(ini, "cwd").phrase_table().path == str(work / "pt")
+    config = load_moses_ini(ini)
+    assert config.phrase_table().path == str(model_dir / "pt")
+    assert any("Moses, and fstdecode moses, would read" in message and str(work / "pt") in message
+               for message in config.ignored)
+    (work / "pt").unlink()  # only the ini's folder has it: both rules read it, and nothing is said
+    assert load_moses_ini(ini, "cwd").phrase_table().path == str(model_dir / "pt")
+    assert not any("would read" in message for message in load_moses_ini(ini).ignored)
+
+
+def test_weights_by_moses_names_in_decode(tmp_path):
+    ini = example_ini(tmp_path)
+    names = {f.name for f in load_model(ini).features}
+    lm_name = next(n for n in names if n.startswith("KENLM") or n.startswith("LM"))
+    model = load_model(ini, weights=[f"{lm_name}=0.25", "lm=0.5"])  # generic names remain aliases; the last wins
+    assert model.weights.lm == 0.5
+    model = load_model(ini, weights=["lm=0.5", f"{lm_name}=0.25"])
+    assert model.weights.lm == 0.25
+    tm_name = next(f.name for f in load_model(ini).features if f.kind == "PhraseDictionaryMemory")
+    width = len(load_model(ini).weights.tm)
+    model = load_model(ini, weights=[f"{tm_name}=" + " ".join(["0.1"] * width)])
+    assert model.weights.tm == (0.1,) * width
+    from fstdecode.model.features import FeatureError
+
+    with pytest.raises(FeatureError, match="Moses names of this model"):
+        load_model(ini, weights=["KENLM7=1"])
+
+
+# --------------------------------------------------------------------------
+# The shared models: -show-weights byte for byte, the lattice model refused
+
+
+@pytest.mark.parametrize("folder", [EUROPARL, DE_EN])
+def test_show_weights_is_moses_byte_for_byte(folder, capsys, monkeypatch):
+    model = data_path(folder)
+    status, out, err = run(["moses", "-f", str(model / "moses.ini"), "-show-weights"], b"", capsys, monkeypatch)
+    assert status == 0, err
+    assert out == (model / "truth" / "moses-show-weights.txt").read_text(encoding="utf-8")
+
+
+def test_the_lattice_model_is_refused_clearly(capsys, monkeypatch):
+    ini = data_path("moses-toy-numbers") / "moses.ini"
+    for command in ("moses", "decode"):
+        status, out, err = run([command, "-f", str(ini)], b"1 2\n", capsys, monkeypatch)
+        assert status == 2 and out == "" and err.count("\n") == 1
+        assert "PhraseDictionaryBinary" in err and "fstdecode binarize" in err and "word-lattice input" in err
