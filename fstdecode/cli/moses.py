@@ -26,6 +26,7 @@ from fstdecode.io.moses_ini import load_moses_ini, parse_weight_overwrite
 from fstdecode.io.moses_params import MODEL, NO_EFFECT, PARAMETERS, REFUSED, SEARCH, long_name
 from fstdecode.cli.moses_output import MosesOutput
 from fstdecode.cli.running import worker_count
+from fstdecode.run.base import DEFAULT_RETRIES
 
 __all__ = ["USAGE", "MosesArgsError", "parse_switches", "moses_args", "DEFAULT_STACK", "DEFAULT_BEAM_THRESHOLD"]
 
@@ -230,9 +231,9 @@ def _weights(settings: MosesSettings) -> list[str]:
 
 
 def _verbosity(settings: MosesSettings) -> tuple[int, bool]:
-    """``-v N`` as (fstdecode's -v count, quiet): 0 errors only, 1 (Moses' default) warnings,
-    2 progress (info), 3 and more debug."""
-    level = settings.one("verbose", int, 0) if "verbose" in settings.from_command_line else None
+    """``-v N`` (or the ini's [verbose]) as (fstdecode's -v count, quiet): 0 errors only, 1 (Moses'
+    default) warnings, 2 progress (info), 3 and more debug."""
+    level = settings.one("verbose", int, 0)
     level = 1 if level is None else int(level)
     return max(level - 1, 0), level == 0
 
@@ -282,12 +283,12 @@ def moses_args(words: Sequence[str]) -> tuple[argparse.Namespace, MosesOutput]:
         filter=None, filter_chunk=None, method="stack", format="text", print_alignment_info=False,
         alignment_output_file=None, show_weights="show-weights" in switches or settings.flag("show-weights"),
         xml_input=xml_mode, workers=_threads(settings), cluster=None, scheduler=None, worker_memory=None,
-        tls_ca_file=None, tls_cert=None, tls_key=None, chunk_size=None, retries=None, shard=None, resume=None,
+        tls_ca_file=None, tls_cert=None, tls_key=None, chunk_size=None, retries=DEFAULT_RETRIES, shard=None, resume=None,
         progress=None, verbose=verbose, quiet=quiet, ini_paths=paths, input_file=input_file,
         beam_size=stack if stack > 0 else 2**62, beam_threshold=-math.log(beam) if beam > 0 else math.inf,
         nbest=max(nbest_size, 1), unique=distinct,
         max_phrase_length=settings.one("max-phrase-length", int, 1),
-        honoured=_HONOURED_SEARCH,
+        honoured=_HONOURED_SEARCH | {"verbose"},
     )
     opts = MosesOutput(
         nbest_path=nbest_path, nbest_size=nbest_size, distinct=distinct,

@@ -89,7 +89,7 @@ def _table() -> tuple[Param, ...]:
         p("disable-discarding", "dd", SEARCH), p("time-out", "", SEARCH),
         # Nothing in the output depends on these.
         p("description", "", NO_EFFECT, "a description of the model"),
-        p("verbose", "v", NO_EFFECT, "Moses' logging level (fstdecode logs with -v)"),
+        p("verbose", "v", NO_EFFECT, "Moses' logging level (decode logs with -v; fstdecode moses reads it)"),
         p("cache-path", "", NO_EFFECT, _CACHE),
         p("clean-lm-cache", "", NO_EFFECT, "an LM cache setting"),
         p("no-cache", "", NO_EFFECT, _CACHE), p("minphr-memory", "", NO_EFFECT, _CACHE),
