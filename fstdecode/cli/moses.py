@@ -167,7 +167,7 @@ def _check_switches(switches: Mapping[str, list[str]]) -> None:
             raise MosesArgsError(f"-{name} is not supported: {param.why}")
         if param.treatment == MODEL and name not in _SWITCHES and name not in ("feature", "weight", "mapping",
                                                                                "input-factors"):
-            raise MosesArgsError(f"-{name} is an old-format model setting; give it in the moses.ini")
+            raise MosesArgsError(f"-{name}: fstdecode moses reads it from the moses.ini only; put it there")
         if name in ("feature", "weight", "mapping", "input-factors"):
             raise MosesArgsError(f"-{name}: give the model's [{name}] in the moses.ini")
         if name in _ONLY and switches[name] != [_ONLY[name]]:

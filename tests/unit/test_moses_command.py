@@ -98,7 +98,7 @@ def test_moses_defaults_and_the_beam_threshold_as_a_probability_ratio(tmp_path):
         (["-n-best-list", "out"], "wrong format"),
         (["-threads", "0"], "at least one thread"),
         (["-lattice-samples", "f", "10"], "not supported"),
-        (["-ttable-file", "0 0 0 5 pt"], "give it in the moses.ini"),
+        (["-ttable-file", "0 0 0 5 pt"], "reads it from the moses.ini only"),
         (["-n-best-factor", "5"], "supports only 20"),
     ],
 )
