@@ -50,7 +50,7 @@ NOTES: dict[str, tuple[str, str]] = {
     "stack": ("warned: --beam-size", "honoured (default 200; 0: no limit)"),
     "beam-threshold": ("warned: --beam-threshold (a log margin)", "honoured: P becomes the margin ln(1/P)"),
     "max-phrase-length": ("warned", "honoured; refused if the table has longer source phrases"),
-    "threads": ("warned: --threads N|all", "honoured: N sentences at once"),
+    "threads": ("warned: --threads N (or all)", "honoured: N sentences at once"),
     "search-algorithm": ("0 and 1 warned; others refused", "0; 1 warned (stack search used); others refused"),
     "verbose": ("warned: -v", "honoured: 0 errors, 1 warnings, 2 progress, 3 debug"),
 }
