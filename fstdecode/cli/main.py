@@ -389,7 +389,7 @@ def _cmd_decode(args: argparse.Namespace, moses: MosesOutput | None = None) -> i
             for result in results(bar.completed if bar.active else None):
                 if writers is None:  # the weights and features are the same for every batch
                     writers = _writers(args, moses, current(), out, sides)
-                _report(result)
+                _report(result, output.FAILED_LINE if moses is None or moses.side_only else moses_output.FAILED_LINE)
                 for stream, write in writers:
                     stream.write(write(result))
                     stream.flush()
@@ -446,12 +446,12 @@ def _writers(args: argparse.Namespace, moses: MosesOutput | None, model: Model, 
     return main_writer + [(stream, side[key]) for key, stream in sides.items()]
 
 
-def _report(result: DecodeResult) -> None:
-    """Say on stderr what the output line alone does not: a failed line, or one over budget;
-    with -v, every line's outcome."""
+def _report(result: DecodeResult, failed: str = output.FAILED_LINE) -> None:
+    """Say on stderr what the output line alone does not: a failed line (``failed`` says what
+    its output holds), or one over budget; with -v, every line's outcome."""
     log = logging.getLogger("fstdecode")
     if result.error is not None:
-        log.warning("line %d: %s; %s", result.id + 1, result.error, output.FAILED_LINE)
+        log.warning("line %d: %s; %s", result.id + 1, result.error, failed)
     elif result.reason is not None:
         log.warning("line %d: %s", result.id + 1, result.reason)
     else:

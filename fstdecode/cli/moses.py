@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from fstdecode.errors import FstdecodeError
-from fstdecode.io.moses_ini import load_moses_ini, parse_weight_overwrite
+from fstdecode.io.moses_ini import MosesConfig, load_moses_ini, parse_weight_overwrite
 from fstdecode.io.moses_params import MODEL, NO_EFFECT, PARAMETERS, REFUSED, SEARCH, long_name
 from fstdecode.cli.moses_output import MosesOutput
 from fstdecode.cli.running import worker_count
@@ -179,9 +179,8 @@ def _check_switches(switches: Mapping[str, list[str]]) -> None:
             log.warning("-%s is a setting of Moses' search that fstdecode's stack search does not have; ignored", name)
 
 
-def _merged(switches: Mapping[str, list[str]], config: str, paths: str) -> MosesSettings:
+def _merged(switches: Mapping[str, list[str]], cfg: MosesConfig) -> MosesSettings:
     """The ini's sections (by long name) with the switches over them."""
-    cfg = load_moses_ini(config, paths)
     values = {name: tuple(v for line in lines for v in line.split()) for name, lines in cfg.other.items()}
     for name, given in switches.items():
         values[name] = tuple(given)
@@ -248,8 +247,8 @@ def moses_args(words: Sequence[str]) -> tuple[argparse.Namespace, MosesOutput]:
     if len(config) != 1:
         raise MosesArgsError(f"-config {' '.join(config)}: give one moses.ini")
     paths = "cwd"
-    settings = _merged(switches, config[0], paths)
     cfg = load_moses_ini(config[0], paths)
+    settings = _merged(switches, cfg)
     inputtype = settings.one("inputtype", int, 0)
     if inputtype not in (None, 0):
         raise MosesArgsError(f"-inputtype {inputtype}: only plain-text input (0) is supported; 1 (confusion network), "

@@ -24,6 +24,10 @@ from fstdecode.decoder import DecodeResult, Derivation
 from fstdecode.model.features import MOSES_KINDS, MosesFeature
 
 
+#: What the output holds for a line that failed (said on stderr beside the error).
+FAILED_LINE = "its 1-best line is empty and it has no n-best entry, as in Moses"
+
+
 @dataclass(frozen=True)
 class MosesOutput:
     """Moses' output settings (from the moses.ini's sections and the command line's switches).
