@@ -303,3 +303,46 @@ def test_the_lattice_model_is_refused_clearly(capsys, monkeypatch):
         status, out, err = run([command, "-f", str(ini)], b"1 2\n", capsys, monkeypatch)
         assert status == 2 and out == "" and err.count("\n") == 1
         assert "PhraseDictionaryBinary" in err and "fstdecode binarize" in err and "word-lattice input" in err
+
+
+def test_threads_all_means_one_worker_per_core_in_both_commands(tmp_path):
+    import argparse
+    import os
+
+    from fstdecode.cli.running import worker_count
+
+    assert worker_count("all") == (os.cpu_count() or 1) and worker_count("3") == 3
+    with pytest.raises(argparse.ArgumentTypeError, match="or all"):
+        worker_count("many")
+    args, _ = moses_args(["-f", str(example_ini(tmp_path)), "-threads", "all"])
+    assert args.workers == (os.cpu_count() or 1)
+
+
+def test_moses_binary_tables_are_named_not_misread(tmp_path, capsys, monkeypatch):
+    # A .minphr named as the table reads as Moses' compact format, not "invalid UTF-8"; a compact
+    # reordering table named without its extension is found as Moses finds it (path.minlexr).
+    (tmp_path / "pt.minphr").write_bytes(b"\x00\x01binary")
+    (tmp_path / "rt.minlexr").write_bytes(b"\x00\x01binary")
+    ini = example_ini(tmp_path)
+    text = ini.read_text(encoding="utf-8")
+    phrase = text.replace(f"path={EXAMPLE_DATA}/phrase-table", f"path={tmp_path}/pt.minphr")
+    assert phrase != text
+    ini.write_text(phrase, encoding="utf-8")
+    status, _, err = run(["decode", "-f", str(ini)], b"haus\n", capsys, monkeypatch)
+    assert status == 2 and "pt.minphr is Moses' compact phrase table" in err and "fstdecode binarize" in err
+    reordering = text.replace("[feature]\n", f"[feature]\nLexicalReordering type=msd-bidirectional-fe num-features=6 "
+                              f"path={tmp_path}/rt\n")
+    ini.write_text(reordering, encoding="utf-8")
+    status, _, err = run(["decode", "-f", str(ini)], b"haus\n", capsys, monkeypatch)
+    assert status == 2 and "rt.minlexr is Moses' compact reordering table" in err
+
+
+def test_an_old_format_second_lm_is_named_as_a_second_lm(tmp_path):
+    folder = data_path(DE_EN)
+    ini = tmp_path / "old.ini"
+    lm = folder / "mini.irstlm.en.3g.lm"
+    ini.write_text(f"[ttable-file]\n0 0 0 5 {folder / 'phrase-table.gz'}\n[lmodel-file]\n8 0 3 {lm}\n8 0 3 {lm}\n"
+                   "[weight-l]\n0.5\n0.3\n[weight-t]\n0.2\n0.2\n0.2\n0.2\n0.2\n[weight-d]\n0.05\n[weight-w]\n-1\n",
+                   encoding="utf-8")
+    with pytest.raises(MosesIniError, match=r"old.ini:5: a second KENLM feature \(KENLM1; the first, KENLM0, is on line 4\)"):
+        load_model(ini)
