@@ -13,6 +13,7 @@ PYBIND11_MODULE(_core, m) {
   bind_language_model(m);  // first: the base class of NgramLM and KenLMBinary
   bind_kenlm(m);
   bind_lm(m);
+  bind_combined_lm(m);  // combines any of the above
   bind_problem(m);  // takes a LanguageModel; Hypothesis and Result, which the searches return
   bind_reorder(m);
   bind_phrase_table(m);

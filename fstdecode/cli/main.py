@@ -547,6 +547,15 @@ ENGINE_REMOVED = (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: ``fstdecode COMMAND ...``; its exit status. A Ctrl-C at any point, the
+    parsing of the flags included, ends it with 130 and no traceback."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     options = words[: words.index("--")] if "--" in words else words
     if any(w == "--engine" or w.startswith("--engine=") for w in options):

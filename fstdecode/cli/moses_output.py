@@ -18,8 +18,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from fstdecode.decoder import DecodeResult, Derivation
 from fstdecode.model.features import MOSES_KINDS, MosesFeature
 
@@ -101,6 +99,8 @@ def moses_tm(d: Derivation) -> tuple[float, ...]:
     C ``float``, its ``logf`` (floored at -100, Moses' FloorScore) a float, summed phrase by phrase
     in target order in ``float`` (Moses' ScoreComponentCollection holds floats). Printed with 6
     digits, these are Moses' bytes where the exact (double) sums can round the other way."""
+    import numpy as np  # here: the command line starts without numpy
+
     total = [np.float32(0.0)] * len(d.features.tm)
     for p in d.phrases:
         for k, score in enumerate(p.pair.scores):

@@ -195,8 +195,12 @@ class MosesConfig:
     ignored_sections: tuple[str, ...] = ()
 
     def lm(self) -> FeatureLine | None:
-        """The KENLM feature, or None; more than one is an error (one LM is supported)."""
+        """The KENLM feature, or None; more than one is an error (see :meth:`lms`)."""
         return self.single("KENLM")
+
+    def lms(self) -> tuple[FeatureLine, ...]:
+        """Every KENLM feature, in file order (Moses scores each as a feature of its own)."""
+        return tuple(f for f in self.features if f.kind == "KENLM")
 
     def phrase_table(self) -> FeatureLine | None:
         """The PhraseDictionaryMemory feature, or None; more than one is an error.

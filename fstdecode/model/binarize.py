@@ -134,18 +134,18 @@ def _write_files(cfg, work: str, out: str, options: BinarizeOptions) -> dict[str
             phase.said(f"{len(rows):,} entries")
         _core.write_binary_table(rows.store, *source_stamp(lr.path), os.path.join(work, REORDERING_FILE))
         paths[lr.name] = f"{_HERE}/{REORDERING_FILE}"
-    lm = cfg.lm()
-    if lm is not None:
+    for k, lm in enumerate(cfg.lms()):  # lm.bin, then lm1.bin, lm2.bin ... for a model with several
         if is_kenlm_binary(lm.path):
             _LOG.info("language model %s: a KenLM binary, used as it is", lm.path)
-        else:
-            if is_lm_image(lm.path):
-                raise BinarizeError(f"{lm.path}: already an LM image; binarize the ARPA file it was made from")
-            with reading_phase("language model", lm.path) as phase:
-                model = NativeLM.from_file(lm.path)
-                phase.said(f"order {model.order}, {sum(model.counts):,} n-grams")
-            model.core.write_image(*source_stamp(lm.path), os.path.join(work, LM_FILE))
-            paths[lm.name] = f"{_HERE}/{LM_FILE}"
+            continue
+        if is_lm_image(lm.path):
+            raise BinarizeError(f"{lm.path}: already an LM image; binarize the ARPA file it was made from")
+        with reading_phase("language model", lm.path) as phase:
+            model = NativeLM.from_file(lm.path)
+            phase.said(f"order {model.order}, {sum(model.counts):,} n-grams")
+        name = LM_FILE if k == 0 else LM_FILE.replace(".bin", f"{k}.bin")
+        model.core.write_image(*source_stamp(lm.path), os.path.join(work, name))
+        paths[lm.name] = f"{_HERE}/{name}"
     return paths
 
 

@@ -39,7 +39,7 @@ UNKNOWN_WORD_VALUE = -100.0
 WEIGHT_NAMES = ("lm", "tm", "distortion", "word", "phrase", "unknown", "lr")
 
 #: The weights that take a comma list (one weight per feature of a multi-feature function).
-_LIST_WEIGHTS = ("tm", "lr")
+_LIST_WEIGHTS = ("tm", "lr", "lms")
 
 #: moses.ini feature kind -> the name of its field in :class:`Features` and :class:`Weights`.
 MOSES_KINDS = {
@@ -103,6 +103,9 @@ class Features:
     phrase: float
     unknown: float
     lr: tuple[float, ...] = ()
+    #: With several LMs, each LM's ln p of the translation (unweighted), in moses.ini order; ``lm``
+    #: is then their weighted sum (the search's LM score, at LM weight 1). Empty with one LM.
+    lms: tuple[float, ...] = ()
 
     def as_dict(self) -> dict[str, float | list[float]]:
         """The features by name, with the TM columns as a list (JSON output)."""
@@ -114,6 +117,7 @@ class Features:
             "phrase": self.phrase,
             "unknown": self.unknown,
             **({"lr": list(self.lr)} if self.lr else {}),
+            **({"lms": list(self.lms)} if self.lms else {}),
         }
 
 
@@ -138,6 +142,9 @@ class Weights:
     phrase: float = 0.0
     unknown: float = 1.0
     lr: tuple[float, ...] = ()
+    #: With several LMs, each LM's weight, in moses.ini order; ``lm`` is then 1 (the searches score
+    #: the LMs' weighted sum, :class:`fstdecode.model.combined_lm.CombinedLM`). Empty with one LM.
+    lms: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.tm, (tuple, list)):
@@ -146,6 +153,9 @@ class Weights:
             raise FeatureError(f"lr weights {self.lr!r}: give a tuple, one weight per reordering feature")
         object.__setattr__(self, "tm", tuple(self.tm))
         object.__setattr__(self, "lr", tuple(self.lr))
+        object.__setattr__(self, "lms", tuple(self.lms))
+        if self.lms and self.lm != 1.0:
+            raise FeatureError(f"with several LMs (weights {self.lms}) the LM weight is 1, got {self.lm}")
         for f in fields(self):
             values = getattr(self, f.name) if f.name in _LIST_WEIGHTS else (getattr(self, f.name),)
             for value in values:
@@ -224,12 +234,17 @@ class Weights:
         name = assignment_name(item, aliases)
         if not sep:
             raise FeatureError(f"--weight {item!r}: expected NAME=VALUE, e.g. lm=0.5 or KENLM0=0.5")
+        if name.startswith("lms:"):  # one LM of several, by its Moses name
+            return self._assign_lm(item, int(name[4:]), value)
         if name not in WEIGHT_NAMES:
             moses = f"; Moses names of this model: {', '.join(aliases)}" if aliases else ""
             raise FeatureError(
                 f"--weight {item!r}: unknown weight name {given.strip()!r}; "
                 f"known names: {', '.join(WEIGHT_NAMES)}{moses}"
             )
+        if name == "lm" and self.lms:
+            raise FeatureError(f"--weight {item!r}: the model has {len(self.lms)} LMs; give each its weight by its "
+                               f"name ({', '.join(n for n, g in aliases.items() if g.startswith('lms:'))})")
         tokens = value.replace(",", " ").split() if given.strip() in aliases else value.split(",")
         try:
             parsed = tuple(float(v) for v in tokens)
@@ -245,6 +260,20 @@ class Weights:
             raise FeatureError(f"--weight {item!r}: {err}") from None
 
 
+    def _assign_lm(self, item: str, index: int, value: str) -> "Weights":
+        """These weights with LM ``index``'s weight (of several) set by ``item``."""
+        try:
+            parsed = float(value.strip())
+        except ValueError:
+            raise FeatureError(f"--weight {item!r}: {value!r} is not one number") from None
+        lms = list(self.lms)
+        lms[index] = parsed
+        try:
+            return replace(self, lms=tuple(lms))
+        except FeatureError as err:
+            raise FeatureError(f"--weight {item!r}: {err}") from None
+
+
 @dataclass(frozen=True)
 class MosesFeature:
     """A feature function as Moses names it: ``name`` (``KENLM0``, or moses.ini's ``name=``) of a
@@ -252,14 +281,20 @@ class MosesFeature:
 
     name: str
     kind: str
+    #: The feature's place among the model's LMs (moses.ini order), for a model with several.
+    index: int = 0
 
     @property
     def tuneable(self) -> bool:
         return self.kind not in UNTUNEABLE_KINDS
 
     def values(self, of: Features | Weights) -> tuple[float, ...]:
-        """This feature's values in ``of`` (feature values or weights): one, or one per TM column."""
-        value = getattr(of, MOSES_KINDS[self.kind])
+        """This feature's values in ``of`` (feature values or weights): one, or one per TM column;
+        an LM's own value (or weight) when the model has several (``of.lms``)."""
+        field_name = MOSES_KINDS[self.kind]
+        if field_name == "lm" and of.lms:
+            return (of.lms[self.index],)
+        value = getattr(of, field_name)
         return tuple(value) if isinstance(value, tuple) else (value,)
 
 
@@ -309,14 +344,18 @@ _LEGACY_NAMES = {"LM0": "lm", "TranslationModel0": "tm"}
 def moses_names(declared: Sequence[MosesFeature]) -> dict[str, str]:
     """Moses' feature names that ``--weight`` takes for a model that declares ``declared`` (its
     moses.ini features of kinds in :data:`MOSES_KINDS`), each -> its generic weight name (``lm``,
-    ``tm``, ...): each declared feature's name (``KENLM0``, or its ``name=``), Moses' default
-    name (``KIND0``) of each kind not declared, and Moses' legacy ``LM0`` / ``TranslationModel0``."""
-    names = {f.name: MOSES_KINDS[f.kind] for f in declared}
-    covered = set(names.values())
+    ``tm``, ...; ``lms:K`` for the K-th of several LMs): each declared feature's name (``KENLM0``,
+    or its ``name=``), Moses' default name (``KIND0``) of each kind not declared, and Moses'
+    legacy ``LM0`` / ``TranslationModel0``."""
+    several = sum(1 for f in declared if MOSES_KINDS[f.kind] == "lm") > 1
+    names = {f.name: (f"lms:{f.index}" if several and MOSES_KINDS[f.kind] == "lm" else MOSES_KINDS[f.kind])
+             for f in declared}
+    covered = {MOSES_KINDS[f.kind] for f in declared}
     for kind in ("KENLM", "PhraseDictionaryMemory", "Distortion", "WordPenalty", "PhrasePenalty",
                  "UnknownWordPenalty", "LexicalReordering"):
         if MOSES_KINDS[kind] not in covered:
             names.setdefault(f"{kind}0", MOSES_KINDS[kind])
     for legacy, generic in _LEGACY_NAMES.items():
-        names.setdefault(legacy, generic)
+        if not (several and generic == "lm"):
+            names.setdefault(legacy, generic)
     return names

@@ -22,6 +22,7 @@ from fstdecode.io.arpa import ArpaLM
 from fstdecode.io.kenlm_binary import KenLMBinaryLM, is_kenlm_binary
 from fstdecode.io.native_lm import NativeLM
 from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, FeatureLine, MosesConfig, load_moses_ini
+from fstdecode.model.combined_lm import CombinedLM
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable, load_phrase_table
 from fstdecode.io.reordering_table import load_reordering_table
 from fstdecode.model.distortion import SEMANTICS
@@ -175,6 +176,10 @@ def _weights_from_ini(cfg: MosesConfig) -> Weights:
         values[key] = tuple(w) if key in _LIST_WEIGHTS else w[0]
     if not any(f.kind == "UnknownWordPenalty" for f in cfg.features):
         values["unknown"] = 1.0
+    lms = cfg.lms()
+    if len(lms) > 1:  # each LM its own weight; the searches score their weighted sum at weight 1
+        values["lms"] = tuple(cfg.weight(f.name, (1.0,))[0] for f in lms)
+        values["lm"] = 1.0
     return Weights(**values)  # type: ignore[arg-type]
 
 
@@ -183,10 +188,12 @@ def _one_feature_per_kind(cfg: MosesConfig) -> None:
 
     A :class:`Weights` holds one weight per kind (one ``word``, one ``tm`` list, ...), so a
     second ``WordPenalty`` line could only be merged or dropped, changing every score without
-    a word; Moses would read it as a second feature with its own weight.
+    a word; Moses would read it as a second feature with its own weight. Several LMs are read,
+    each a feature with its own weight (:class:`~fstdecode.model.combined_lm.CombinedLM`).
     """
     for kind in dict.fromkeys(f.kind for f in cfg.features):
-        cfg.single(kind)
+        if kind != "KENLM":  # several LMs: each its own feature (CombinedLM)
+            cfg.single(kind)
 
 
 def _warn_missing_ini_weights(cfg: MosesConfig) -> None:
@@ -269,20 +276,24 @@ def _distortion_limit(distortion_limit: int | None, cfg: MosesConfig | None) -> 
 
 def _model_paths(
     cfg: MosesConfig | None, lm: str | Path | None, phrase_table: str | Path | None, have_table: bool
-) -> tuple[str | Path, str | Path | None]:
-    """The LM and phrase-table files: the arguments, else the ini's; ModelError if one is missing."""
-    ini_lm = cfg.lm() if cfg else None
+) -> tuple[tuple[str | Path, ...], str | Path | None]:
+    """The LM files and the phrase-table file: the arguments, else the ini's; ModelError if one is
+    missing, or if --lm is given for an ini with several LMs (which one it would replace is not said)."""
+    ini_lms = cfg.lms() if cfg else ()
     ini_pt = cfg.phrase_table() if cfg else None
-    lm_path = lm or (ini_lm.path if ini_lm else None)
-    pt_path = phrase_table or (ini_pt.path if ini_pt else None)
     where = f"{cfg.path}: " if cfg is not None else ""
-    if lm_path is None:
+    if lm is not None and len(ini_lms) > 1:
+        raise ModelError(f"{where}--lm replaces the model's LM, but the ini has {len(ini_lms)} KENLM lines; "
+                         "edit their path= instead")
+    lm_paths = (lm,) if lm is not None else tuple(f.path for f in ini_lms)
+    pt_path = phrase_table or (ini_pt.path if ini_pt else None)
+    if not lm_paths:
         raise ModelError(f"{where}no language model: give --lm FILE or a moses.ini with a KENLM line")
     if pt_path is None and not have_table:
         raise ModelError(
             f"{where}no phrase table: give --phrase-table FILE or a moses.ini with a PhraseDictionaryMemory line"
         )
-    return lm_path, pt_path
+    return lm_paths, pt_path
 
 
 def load_lm(path: str | Path, order: int | None) -> NativeLM | KenLMBinaryLM:
@@ -364,17 +375,21 @@ def load_model(
         name = "built-in example"
     else:
         name = str(config or phrase_table)
-    ini_lm = cfg.lm() if cfg else None
     ini_pt = cfg.phrase_table() if cfg else None
-    lm_path, pt_path = _model_paths(cfg, lm, phrase_table, table is not None)
+    lm_paths, pt_path = _model_paths(cfg, lm, phrase_table, table is not None)
     d = _distortion_limit(distortion_limit, cfg)
     w = _weights_from_ini(cfg) if cfg is not None else Weights()
     w = w.override(list(weights), moses_names(_declared(cfg)))
-    with reading_phase("language model", lm_path) as phase:
-        language_model = load_lm(lm_path, lm_order)
-        phase.said(f"order {language_model.order}, {sum(getattr(language_model, 'counts', ())):,} n-grams")
-    if ini_lm is not None and lm is None and lm_order is None:
-        _check_ini_order(cfg, ini_lm, language_model.order)
+    parts = []
+    for k, lm_path in enumerate(lm_paths):
+        with reading_phase("language model", lm_path) as phase:
+            parts.append(load_lm(lm_path, lm_order))
+            phase.said(f"order {parts[-1].order}, {sum(getattr(parts[-1], 'counts', ())):,} n-grams")
+        if cfg is not None and lm is None and lm_order is None:
+            _check_ini_order(cfg, cfg.lms()[k], parts[-1].order)
+    language_model = parts[0]
+    if len(parts) > 1:
+        language_model = CombinedLM(parts, w.lms, [f.name for f in cfg.lms()])
     num = ini_pt.num_features if ini_pt and phrase_table is None and "num-features" in ini_pt.args else None
     read_table = table is None
     if table is None:
@@ -503,7 +518,9 @@ def _declared(cfg: MosesConfig | None) -> list[MosesFeature]:
     """The moses.ini's features that fstdecode computes, by their Moses names, in file order."""
     if cfg is None:
         return []
-    return [MosesFeature(f.name, f.kind) for f in cfg.features if f.kind in MOSES_KINDS]
+    lms = [f.name for f in cfg.lms()]
+    return [MosesFeature(f.name, f.kind, lms.index(f.name) if f.name in lms else 0)
+            for f in cfg.features if f.kind in MOSES_KINDS]
 
 
 def refiltered(model: Model, vocabulary: Callable[[tuple[str, ...]], bool] | None) -> Model:

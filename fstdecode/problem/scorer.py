@@ -12,6 +12,7 @@ from typing import Sequence
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.arpa import ArpaLM
 from fstdecode.model.distortion import charges_final_jump, derivation_violation
+from fstdecode.model.combined_lm import CombinedLM
 from fstdecode.model.features import UNKNOWN_WORD_VALUE, Features, Weights
 from fstdecode.model.lexical_reordering import ReorderingModel
 from fstdecode.problem.sentence import Phrase
@@ -98,6 +99,7 @@ def features(
     distortion = sum(jumps(n, phrases, charges_final_jump(semantics, early_distortion_cost)))
     return Features(
         lm=lm.score_sentence(target),
+        lms=lm.part_scores(target) if isinstance(lm, CombinedLM) else (),
         tm=tuple(tm),
         distortion=-float(distortion) if distortion else 0.0,
         word=-float(len(target)),

@@ -337,12 +337,17 @@ def test_moses_binary_tables_are_named_not_misread(tmp_path, capsys, monkeypatch
     assert status == 2 and "rt.minlexr is Moses' compact reordering table" in err
 
 
-def test_an_old_format_second_lm_is_named_as_a_second_lm(tmp_path):
+def test_an_old_format_second_lm_is_a_second_lm_feature(tmp_path):
+    # Moses converts each [lmodel-file] line into a KENLM feature of its own (KENLM0, KENLM1), each
+    # weighed by its [weight-l] value; so does fstdecode (it said "weight for 'KENLM1', which is
+    # not a [feature]" before).
     folder = data_path(DE_EN)
     ini = tmp_path / "old.ini"
     lm = folder / "mini.irstlm.en.3g.lm"
     ini.write_text(f"[ttable-file]\n0 0 0 5 {folder / 'phrase-table.gz'}\n[lmodel-file]\n8 0 3 {lm}\n8 0 3 {lm}\n"
                    "[weight-l]\n0.5\n0.3\n[weight-t]\n0.2\n0.2\n0.2\n0.2\n0.2\n[weight-d]\n0.05\n[weight-w]\n-1\n",
                    encoding="utf-8")
-    with pytest.raises(MosesIniError, match=r"old.ini:5: a second KENLM feature \(KENLM1; the first, KENLM0, is on line 4\)"):
-        load_model(ini)
+    model = load_model(ini)
+    assert [f.name for f in model.features if f.kind == "KENLM"] == ["KENLM0", "KENLM1"]
+    assert model.weights.lms == (0.5, 0.3) and model.weights.lm == 1.0
+    assert model.show_weights()[:2] == ["KENLM0= 0.500000", "KENLM1= 0.300000"]
