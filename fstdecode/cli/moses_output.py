@@ -16,10 +16,10 @@ The grammar of each output, with the Moses source it follows, is in docs/moses-o
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fstdecode.decoder import DecodeResult, Derivation
-from fstdecode.model.features import MOSES_KINDS, MosesFeature
+from fstdecode.model.features import MosesFeature
 
 
 #: What the output holds for a line that failed (said on stderr beside the error).
@@ -120,12 +120,12 @@ def features_field(
     """The n-best feature field: `` Name= v v`` for each tuneable feature, in Moses' order; with
     ``float_tm`` the phrase table's values in Moses' float arithmetic (:func:`moses_tm`)."""
     out = []
+    values = replace(d.features, tm=moses_tm(d)) if float_tm else d.features
     for f in layout:
         if f.tuneable:
             if labeled:
                 out.append(f" {f.name}=")
-            values = moses_tm(d) if float_tm and MOSES_KINDS[f.kind] == "tm" else f.values(d.features)
-            out.extend(f" {_g(v)}" for v in values)
+            out.extend(f" {_g(v)}" for v in f.values(values))
     return "".join(out)
 
 

@@ -203,11 +203,17 @@ class MosesConfig:
         return tuple(f for f in self.features if f.kind == "KENLM")
 
     def phrase_table(self) -> FeatureLine | None:
-        """The PhraseDictionaryMemory feature, or None; more than one is an error.
+        """The PhraseDictionaryMemory feature, or None; more than one is an error (see
+        :meth:`phrase_tables`).
 
         Its ``table-limit`` defaults to :data:`DEFAULT_TABLE_LIMIT` in Moses.
         """
         return self.single("PhraseDictionaryMemory")
+
+    def phrase_tables(self) -> tuple[FeatureLine, ...]:
+        """Every PhraseDictionaryMemory feature, in file order (Moses' alternative decoding paths,
+        :mod:`fstdecode.model.decoding_paths`)."""
+        return tuple(f for f in self.features if f.kind == "PhraseDictionaryMemory")
 
     def lexical_reordering(self) -> FeatureLine | None:
         """The LexicalReordering feature, or None; more than one is an error."""
@@ -988,7 +994,6 @@ _ONLY_VALUES: Mapping[str, tuple[tuple[str, ...], str]] = MappingProxyType(
         "input-factors": (("0",), "factored input is not supported: fstdecode reads surface words (factor 0)"),
         "inputtype": (("0",), "only plain-text input (0) is supported; 1 (confusion network), 2 (word lattice) "
                       "and 3 (tree) are not"),
-        "mapping": (("0 T 0", "T 0"), "one decoding path from one phrase table is supported (0 T 0)"),
         "output-factors": (("0",), "factored output is not supported: fstdecode writes surface words (factor 0)"),
         "n-best-factor": (("20",), "fstdecode's distinct n-best examines 20 x N derivations, Moses' default (20)"),
         "sort-word-alignment": (("0",), "alignments are written in Moses' default order (0)"),
@@ -1009,9 +1014,7 @@ def _check_sections(sections: Mapping[str, Entries], headers: Mapping[str, int],
         if name in _ONLY_VALUES:
             allowed, why = _ONLY_VALUES[name]
             values = [" ".join(text.split()) for _, text in sections[name]]
-            if name == "mapping" and len(values) == 1 and values[0] in allowed:
-                continue
-            if name != "mapping" and (values == [] or all(v in allowed for v in " ".join(values).split())):
+            if values == [] or all(v in allowed for v in " ".join(values).split()):
                 continue
             raise MosesIniError(
                 f"{where}: [{name}] {' / '.join(values) or '(empty)'}: {why}"

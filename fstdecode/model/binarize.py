@@ -114,16 +114,16 @@ def binarize(options: BinarizeOptions) -> Binarized:
 def _write_files(cfg, work: str, out: str, options: BinarizeOptions) -> dict[str, str]:
     """Write each binarized file into ``work``; their final paths (in ``out``) by feature name."""
     paths: dict[str, str] = {}
-    pt = cfg.phrase_table()
-    if pt is not None:
+    for k, pt in enumerate(cfg.phrase_tables()):  # phrase-table.bin, then phrase-table1.bin ...
         _not_binarized(pt.path)
         num = pt.num_features if "num-features" in pt.args else None
         with reading_phase("phrase table", pt.path) as phase:
             table = load_phrase_table(pt.path, score_format=options.tm_score_format, num_features=num,
                                       progress=phase.progress)
             phase.said(f"{len(table):,} phrase pairs")
-        _core.write_binary_table(table.store, *source_stamp(pt.path), os.path.join(work, PHRASES_FILE))
-        paths[pt.name] = f"{_HERE}/{PHRASES_FILE}"
+        name = PHRASES_FILE if k == 0 else PHRASES_FILE.replace(".bin", f"{k}.bin")
+        _core.write_binary_table(table.store, *source_stamp(pt.path), os.path.join(work, name))
+        paths[pt.name] = f"{_HERE}/{name}"
     lr = cfg.lexical_reordering()
     if lr is not None:
         _not_binarized(lr.path)

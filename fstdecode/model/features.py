@@ -236,6 +236,8 @@ class Weights:
             raise FeatureError(f"--weight {item!r}: expected NAME=VALUE, e.g. lm=0.5 or KENLM0=0.5")
         if name.startswith("lms:"):  # one LM of several, by its Moses name
             return self._assign_lm(item, int(name[4:]), value)
+        if name.startswith("tm:"):  # one phrase table of several: its columns
+            return self._assign_table(item, *(int(x) for x in name[3:].split(":")), value)
         if name not in WEIGHT_NAMES:
             moses = f"; Moses names of this model: {', '.join(aliases)}" if aliases else ""
             raise FeatureError(
@@ -260,6 +262,23 @@ class Weights:
             raise FeatureError(f"--weight {item!r}: {err}") from None
 
 
+    def _assign_table(self, item: str, offset: int, width: int, value: str) -> "Weights":
+        """These weights with one table's ``width`` columns from ``offset`` set by ``item``."""
+        try:
+            parsed = [float(v) for v in value.replace(",", " ").split()]
+        except ValueError:
+            raise FeatureError(f"--weight {item!r}: {value!r} is not a list of numbers") from None
+        if len(parsed) != width:
+            raise FeatureError(f"--weight {item!r}: the table has {width} score column(s); give one weight each")
+        tm = list(self.tm)
+        if len(tm) < offset + width:
+            raise FeatureError(f"--weight {item!r}: the model's tm weights have {len(tm)} columns")
+        tm[offset:offset + width] = parsed
+        try:
+            return replace(self, tm=tuple(tm))
+        except FeatureError as err:
+            raise FeatureError(f"--weight {item!r}: {err}") from None
+
     def _assign_lm(self, item: str, index: int, value: str) -> "Weights":
         """These weights with LM ``index``'s weight (of several) set by ``item``."""
         try:
@@ -283,6 +302,10 @@ class MosesFeature:
     kind: str
     #: The feature's place among the model's LMs (moses.ini order), for a model with several.
     index: int = 0
+    #: A phrase table's columns among the model's (several tables: alternative decoding paths):
+    #: ``width`` values from ``offset``; 0 for all of them (one table).
+    offset: int = 0
+    width: int = 0
 
     @property
     def tuneable(self) -> bool:
@@ -294,6 +317,8 @@ class MosesFeature:
         field_name = MOSES_KINDS[self.kind]
         if field_name == "lm" and of.lms:
             return (of.lms[self.index],)
+        if field_name == "tm" and self.width:
+            return tuple(of.tm[self.offset:self.offset + self.width])
         value = getattr(of, field_name)
         return tuple(value) if isinstance(value, tuple) else (value,)
 
@@ -341,6 +366,17 @@ def show_weights(layout: Sequence[MosesFeature], weights: Weights) -> list[str]:
 _LEGACY_NAMES = {"LM0": "lm", "TranslationModel0": "tm"}
 
 
+def _generic(f: MosesFeature, several_lms: bool) -> str:
+    """The generic weight name a Moses feature's weights set: ``lms:K`` for one of several LMs,
+    ``tm:OFFSET:WIDTH`` for one of several tables, else its kind's (``lm``, ``tm``, ...)."""
+    kind = MOSES_KINDS[f.kind]
+    if kind == "lm" and several_lms:
+        return f"lms:{f.index}"
+    if kind == "tm" and f.width:
+        return f"tm:{f.offset}:{f.width}"
+    return kind
+
+
 def moses_names(declared: Sequence[MosesFeature]) -> dict[str, str]:
     """Moses' feature names that ``--weight`` takes for a model that declares ``declared`` (its
     moses.ini features of kinds in :data:`MOSES_KINDS`), each -> its generic weight name (``lm``,
@@ -348,8 +384,7 @@ def moses_names(declared: Sequence[MosesFeature]) -> dict[str, str]:
     or its ``name=``), Moses' default name (``KIND0``) of each kind not declared, and Moses'
     legacy ``LM0`` / ``TranslationModel0``."""
     several = sum(1 for f in declared if MOSES_KINDS[f.kind] == "lm") > 1
-    names = {f.name: (f"lms:{f.index}" if several and MOSES_KINDS[f.kind] == "lm" else MOSES_KINDS[f.kind])
-             for f in declared}
+    names = {f.name: _generic(f, several) for f in declared}
     covered = {MOSES_KINDS[f.kind] for f in declared}
     for kind in ("KENLM", "PhraseDictionaryMemory", "Distortion", "WordPenalty", "PhrasePenalty",
                  "UnknownWordPenalty", "LexicalReordering"):

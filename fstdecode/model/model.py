@@ -23,6 +23,7 @@ from fstdecode.io.kenlm_binary import KenLMBinaryLM, is_kenlm_binary
 from fstdecode.io.native_lm import NativeLM
 from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, FeatureLine, MosesConfig, load_moses_ini
 from fstdecode.model.combined_lm import CombinedLM
+from fstdecode.model.decoding_paths import alternatives, check_mapping, offsets
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable, load_phrase_table
 from fstdecode.io.reordering_table import load_reordering_table
 from fstdecode.model.distortion import SEMANTICS
@@ -100,8 +101,10 @@ class Model:
     #: moses.ini's ``[print-alignment-info]`` / ``[print-alignment-info-in-n-best]``: the word
     #: alignment in the output (as ``--print-alignment-info``).
     print_alignment: bool = False
-    #: Where the phrase table came from (None for a table given in memory, e.g. ``--phrase-fst``).
-    table_source: TableSource | None = None
+    #: Where the phrase table came from: one source, or one per table of several (alternative
+    #: decoding paths, :mod:`~fstdecode.model.decoding_paths`); () for a table given in memory
+    #: (e.g. ``--phrase-fst``).
+    table_sources: tuple[TableSource, ...] = ()
     reordering: ReorderingModel | None = None
     distortion_semantics: str = "paper"
     #: True when the semantics was asked for (``--distortion-semantics``), False for the default.
@@ -174,6 +177,9 @@ def _weights_from_ini(cfg: MosesConfig) -> Weights:
             continue
         w = cfg.weight(feat.name, (1.0,) * feat.num_features)
         values[key] = tuple(w) if key in _LIST_WEIGHTS else w[0]
+    tables = cfg.phrase_tables()
+    if len(tables) > 1:  # alternative decoding paths: every table's columns, in [feature] order
+        values["tm"] = tuple(v for f in tables for v in cfg.weight(f.name, (1.0,) * f.num_features))
     if not any(f.kind == "UnknownWordPenalty" for f in cfg.features):
         values["unknown"] = 1.0
     lms = cfg.lms()
@@ -192,7 +198,7 @@ def _one_feature_per_kind(cfg: MosesConfig) -> None:
     each a feature with its own weight (:class:`~fstdecode.model.combined_lm.CombinedLM`).
     """
     for kind in dict.fromkeys(f.kind for f in cfg.features):
-        if kind != "KENLM":  # several LMs: each its own feature (CombinedLM)
+        if kind not in ("KENLM", "PhraseDictionaryMemory"):  # several LMs (CombinedLM) or tables (decoding paths)
             cfg.single(kind)
 
 
@@ -280,13 +286,16 @@ def _model_paths(
     """The LM files and the phrase-table file: the arguments, else the ini's; ModelError if one is
     missing, or if --lm is given for an ini with several LMs (which one it would replace is not said)."""
     ini_lms = cfg.lms() if cfg else ()
-    ini_pt = cfg.phrase_table() if cfg else None
     where = f"{cfg.path}: " if cfg is not None else ""
     if lm is not None and len(ini_lms) > 1:
         raise ModelError(f"{where}--lm replaces the model's LM, but the ini has {len(ini_lms)} KENLM lines; "
                          "edit their path= instead")
     lm_paths = (lm,) if lm is not None else tuple(f.path for f in ini_lms)
-    pt_path = phrase_table or (ini_pt.path if ini_pt else None)
+    tables = cfg.phrase_tables() if cfg else ()
+    if phrase_table is not None and len(tables) > 1:
+        raise ModelError(f"{where}--phrase-table replaces the model's table, but the ini has {len(tables)} "
+                         "PhraseDictionaryMemory lines; edit their path= instead")
+    pt_path = phrase_table or (tables[0].path if tables else None)
     if not lm_paths:
         raise ModelError(f"{where}no language model: give --lm FILE or a moses.ini with a KENLM line")
     if pt_path is None and not have_table:
@@ -375,7 +384,10 @@ def load_model(
         name = "built-in example"
     else:
         name = str(config or phrase_table)
-    ini_pt = cfg.phrase_table() if cfg else None
+    ini_pts = cfg.phrase_tables() if cfg else ()
+    ini_pt = ini_pts[0] if len(ini_pts) == 1 else None
+    if cfg is not None and table is None and phrase_table is None:
+        check_mapping(cfg, ini_pts)
     lm_paths, pt_path = _model_paths(cfg, lm, phrase_table, table is not None)
     d = _distortion_limit(distortion_limit, cfg)
     w = _weights_from_ini(cfg) if cfg is not None else Weights()
@@ -392,7 +404,12 @@ def load_model(
         language_model = CombinedLM(parts, w.lms, [f.name for f in cfg.lms()])
     num = ini_pt.num_features if ini_pt and phrase_table is None and "num-features" in ini_pt.args else None
     read_table = table is None
-    if table is None:
+    several = read_table and phrase_table is None and len(ini_pts) > 1
+    if several:
+        specs = tuple(TableSource(f.path, tm_score_format or "prob", f.num_features, _table_limit(table_limit, f))
+                      for f in ini_pts)
+        table = _read_alternatives(specs, source_vocabulary, language_model, w, name)
+    elif table is None:
         with reading_phase("phrase table", pt_path, filtered=source_vocabulary is not None) as phase:
             table = load_phrase_table(
                 pt_path, score_format=tm_score_format or "prob", num_features=num, vocabulary=source_vocabulary,
@@ -409,11 +426,12 @@ def load_model(
                 _LOG.warning("%s", message)
     w = w.with_tm_columns(table.num_scores, _tm_origin(cfg, ini_pt, weights))
     w = _reordering_weights(w, reordering, cfg, weights)
-    limit = _table_limit(table_limit, ini_pt)
-    table = table.limited(limit, moses_ranker(language_model, w))
-    source = None
-    if read_table:
-        source = TableSource(str(pt_path), tm_score_format or "prob", table.num_scores, limit)
+    if several:  # each table was limited on its own, by its own weights
+        sources = specs
+    else:
+        limit = _table_limit(table_limit, ini_pt)
+        table = table.limited(limit, moses_ranker(language_model, w))
+        sources = (TableSource(str(pt_path), tm_score_format or "prob", table.num_scores, limit),) if read_table else ()
     return Model(
         table=table,
         lm=language_model,
@@ -425,7 +443,7 @@ def load_model(
         nbest_distinct=bool(cfg and cfg.nbest_distinct),
         features=moses_layout(_declared(cfg), w),
         print_alignment=_ini_switch(cfg, "print-alignment-info") or _ini_switch(cfg, "print-alignment-info-in-n-best"),
-        table_source=source,
+        table_sources=sources,
         reordering=reordering,
         distortion_semantics=semantics,
         semantics_given=distortion_semantics is not None,
@@ -519,8 +537,30 @@ def _declared(cfg: MosesConfig | None) -> list[MosesFeature]:
     if cfg is None:
         return []
     lms = [f.name for f in cfg.lms()]
-    return [MosesFeature(f.name, f.kind, lms.index(f.name) if f.name in lms else 0)
+    tables = cfg.phrase_tables()
+    starts = dict(zip((f.name for f in tables), offsets([f.num_features for f in tables])))
+    several = len(tables) > 1
+    return [MosesFeature(f.name, f.kind, lms.index(f.name) if f.name in lms else 0,
+                         starts.get(f.name, 0) if several else 0, f.num_features if several and f.name in starts else 0)
             for f in cfg.features if f.kind in MOSES_KINDS]
+
+
+def _read_alternatives(
+    specs: Sequence[TableSource], vocabulary: Callable[[tuple[str, ...]], bool] | None,
+    lm: object, weights: Weights, name: str,
+) -> PhraseTable:
+    """Several tables read, each limited on its own as Moses limits each PhraseDictionary (ranked by
+    its own columns' weights, the word penalty and the LM estimate), then made one table of
+    alternative decoding paths (:func:`~fstdecode.model.decoding_paths.alternatives`)."""
+    tables = []
+    for spec, start in zip(specs, offsets([s.num_features for s in specs])):
+        with reading_phase("phrase table", spec.path, filtered=vocabulary is not None) as phase:
+            table = load_phrase_table(spec.path, score_format=spec.score_format, num_features=spec.num_features,
+                                      vocabulary=vocabulary, progress=phase.progress)
+            phase.said(f"{len(table):,} phrase pairs kept")
+        own = replace(weights, tm=weights.tm[start:start + spec.num_features])
+        tables.append(table.limited(spec.table_limit, moses_ranker(lm, own)))
+    return alternatives(tables, name)
 
 
 def refiltered(model: Model, vocabulary: Callable[[tuple[str, ...]], bool] | None) -> Model:
@@ -531,16 +571,19 @@ def refiltered(model: Model, vocabulary: Callable[[tuple[str, ...]], bool] | Non
     batch of input lines to the next. Raises ModelError for a model whose table came from
     memory (no file to read again).
     """
-    spec = model.table_source
-    if spec is None:
+    if not model.table_sources:
         raise ModelError(f"{model.name}: its phrase table was given in memory; there is no file to filter")
-    with reading_phase("phrase table", spec.path, filtered=vocabulary is not None) as phase:
-        table = load_phrase_table(
-            spec.path, score_format=spec.score_format, num_features=spec.num_features or None, vocabulary=vocabulary,
-            progress=phase.progress,
-        )
-        phase.said(f"{len(table):,} phrase pairs kept")
-    table = table.limited(spec.table_limit, moses_ranker(model.lm, model.weights))
+    if len(model.table_sources) > 1:
+        table = _read_alternatives(model.table_sources, vocabulary, model.lm, model.weights, model.name)
+    else:
+        spec = model.table_sources[0]
+        with reading_phase("phrase table", spec.path, filtered=vocabulary is not None) as phase:
+            table = load_phrase_table(
+                spec.path, score_format=spec.score_format, num_features=spec.num_features or None,
+                vocabulary=vocabulary, progress=phase.progress,
+            )
+            phase.said(f"{len(table):,} phrase pairs kept")
+        table = table.limited(spec.table_limit, moses_ranker(model.lm, model.weights))
     reordering = model.reordering
     if reordering is not None:  # its table is filtered to the same source phrases
         with reading_phase("reordering table", reordering.table.path, filtered=vocabulary is not None) as phase:
@@ -554,13 +597,15 @@ def refiltered(model: Model, vocabulary: Callable[[tuple[str, ...]], bool] | Non
 
 
 def table_path(config: str | Path | None, phrase_table: str | Path | None, ini_paths: str = "ini") -> str | None:
-    """The phrase-table file a load would read: ``phrase_table``, else the ini's, else None."""
+    """The phrase-table file a load would read: ``phrase_table``, else the ini's (the largest of
+    several), else None."""
     if phrase_table is not None:
         return str(phrase_table)
     if config is None:
         return None
-    line = load_moses_ini(config, ini_paths).phrase_table()
-    return line.path if line is not None else None
+    lines = load_moses_ini(config, ini_paths).phrase_tables()
+    sizes = [(os.path.getsize(f.path) if os.path.isfile(f.path) else 0, f.path) for f in lines]
+    return max(sizes)[1] if sizes else None
 
 
 def _semantics(semantics: str | None, config: str | Path | None) -> str:

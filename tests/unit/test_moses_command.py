@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -191,7 +192,6 @@ def test_decode_writes_the_ini_nbest_file_where_moses_would(tmp_path, capsys, mo
         ("[drop-unknown]\n", "[drop-unknown] is not supported"),
         ("[placeholder-factor]\n1\n", "[placeholder-factor] is not supported: factored models"),
         ("[output-search-graph]\ngraph.txt\n", "[output-search-graph] is not supported"),
-        ("[mapping]\n0 T 0\n1 T 1\n", "[mapping] 0 T 0 / 1 T 1: one decoding path"),
         ("[server-port]\n8080\n", "[server-port] is not a Moses parameter"),  # a later fork's section
     ],
 )
@@ -200,6 +200,21 @@ def test_sections_fstdecode_cannot_honour_are_refused_by_name(tmp_path, section,
     with pytest.raises(MosesIniError) as info:
         load_moses_ini(ini)
     assert message in str(info.value) and str(info.value).startswith(f"{ini}:")
+
+
+@pytest.mark.parametrize(
+    "mapping, message",
+    [
+        ("0 T 0\n1 T 1\n", "[mapping] uses tables [0, 1] but the ini has 1 phrase table"),
+        ("0 G 0\n", "generation steps (factored models) are not supported"),
+        ("0 T x\n", "write 'PATH T TABLE'"),
+    ],
+)
+def test_a_mapping_that_is_not_one_path_per_table_is_refused(tmp_path, mapping, message):
+    from fstdecode.model.decoding_paths import DecodingPathError
+
+    with pytest.raises(DecodingPathError, match=re.escape(message)):
+        load_model(example_ini(tmp_path, "\n[mapping]\n" + mapping))
 
 
 def test_xml_input_section_is_honoured_in_decode(tmp_path, capsys, monkeypatch):
