@@ -80,7 +80,11 @@ class Model:
 
     Invariant: ``len(weights.tm) == table.num_scores`` and ``distortion_limit >= 0``
     (:data:`UNLIMITED` for no limit). ``lm`` is read up to the order the searches use:
-    moses.ini's KENLM ``order=``, or ``--lm-order``, or else the file's own order.
+    ``--lm-order``, or else the file's own order (a KENLM line's ``order=`` is not a truncation,
+    as in Moses); with several KENLM lines it is their
+    :class:`~fstdecode.model.combined_lm.CombinedLM` and ``weights.lm`` is 1 (``weights.lms``
+    holds each LM's weight). With several phrase tables, ``table`` is their alternative decoding
+    paths (:mod:`~fstdecode.model.decoding_paths`), one ``table_sources`` entry per table.
     ``nbest_size`` is moses.ini's ``[n-best-list]`` size (None without one), ``nbest_distinct``
     its ``distinct`` word. ``features`` names the features as Moses does, in Moses' order
     (:func:`~fstdecode.model.features.moses_layout`): n-best lists and ``--show-weights`` use it.
