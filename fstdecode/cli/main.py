@@ -428,6 +428,11 @@ def _side_outputs(args: argparse.Namespace, moses: MosesOutput | None) -> dict[s
     return sides
 
 
+def _alignment_line(result: DecodeResult) -> str:
+    """decode's ``--alignment-output-file`` line: the best derivation's points, space-separated."""
+    return (result.best.alignment_text() if result.best else "") + "\n"
+
+
 def _writers(args: argparse.Namespace, moses: MosesOutput | None, model: Model, out, sides) -> list:
     """(stream, function from a result to its text) for the output and each side file."""
     layout = tuple(model.features)
@@ -439,7 +444,7 @@ def _writers(args: argparse.Namespace, moses: MosesOutput | None, model: Model, 
     else:
         main_writer = [(out, lambda result: moses_output.one_best(result, moses))]
     side = {
-        "alignments": moses_output.alignment_line,
+        "alignments": moses_output.alignment_line if moses is not None and not moses.side_only else _alignment_line,
         "nbest": lambda result: moses_output.nbest(result, layout, moses),
         "unknowns": moses_output.unknowns_line,
     }

@@ -3,14 +3,14 @@
 The grammar of each output, with the Moses source it follows, is in docs/moses-outputs.md
 ("fstdecode moses"). In short (``w`` a target word, ``s-t`` an alignment point):
 
-* 1-best (stdout): ``[id ][score ]w w ... w `` (every word followed by one space; with
+* 1-best (stdout): ``[score ][id ]w w ... w `` (every word followed by one space; with
   ``-report-segmentation`` each phrase is followed by ``|i-j| ``; with ``-print-alignment-info``
   then ``||| s-t s-t ``), then a newline. A line with no derivation is empty, as Moses
   prints it (fstdecode says why on stderr).
 * n-best (the ``-n-best-list`` file, or stdout for ``-``):
   ``id ||| w ... w  ||| Name= v ... ||| total[ ||| i-j=k-l ...][ ||| s-t ... ]``;
-* ``-alignment-output-file``: ``s-t s-t ...`` per line; ``-output-unknowns``: the line's
-  unknown words, each followed by a space.
+* ``-alignment-output-file``: ``s-t s-t `` per line (each point followed by a space);
+  ``-output-unknowns``: the line's unknown words, each followed by a space.
 """
 
 from __future__ import annotations
@@ -80,14 +80,16 @@ def _points(d: Derivation) -> str:
     return "".join(f"{i}-{j} " for i, j in d.alignment())
 
 
-def one_best(result: DecodeResult, opts: MosesOutput, score: float | None = None) -> str:
-    """The 1-best line of ``result``, newline included (module docstring)."""
+def one_best(result: DecodeResult, opts: MosesOutput) -> str:
+    """The 1-best line of ``result``, newline included (module docstring): ``-output-hypo-score``'s
+    score (6 significant digits), then ``-print-id``'s id, then the words; a line with no
+    derivation is empty, with no id or score (Manager::OutputBest; docs/moses-reference/outputs.md)."""
     best = result.best
-    head = f"{result.id + opts.start_id} " if opts.print_id else ""
     if best is None:
-        return head + "\n"
-    if opts.hypo_score:
-        head += f"{best.score:.3f} "
+        return "\n"
+    head = f"{_g(best.score)} " if opts.hypo_score else ""
+    if opts.print_id:
+        head += f"{result.id + opts.start_id} "
     line = head + _words(best, opts, opts.report_segmentation)
     if opts.alignment:
         line += "||| " + _points(best)
@@ -145,9 +147,10 @@ def nbest(result: DecodeResult, layout: tuple[MosesFeature, ...], opts: MosesOut
 
 
 def alignment_line(result: DecodeResult) -> str:
-    """The ``-alignment-output-file`` line of ``result``."""
+    """The ``-alignment-output-file`` line of ``result``: each point followed by a space (an empty
+    line without a derivation or points; Manager::OutputAlignment)."""
     best = result.best
-    return (" ".join(f"{i}-{j}" for i, j in best.alignment()) if best is not None else "") + "\n"
+    return (_points(best) if best is not None else "") + "\n"
 
 
 def unknowns_line(result: DecodeResult) -> str:

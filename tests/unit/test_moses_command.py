@@ -129,6 +129,10 @@ def test_one_best_lines_are_moses_bytes(tmp_path, capsys, monkeypatch):
     status, out, _ = run(["moses", "-f", str(ini), "-t", "-print-alignment-info", "-mark-unknown", "-print-id"],
                          b"haus\n", capsys, monkeypatch)
     assert status == 0 and out == "0 UNKhaus |0-0| ||| 0-0 \n"
+    # -output-hypo-score's score (6 significant digits) comes before -print-id's id
+    status, out, _ = run(["moses", "-f", str(ini), "-print-id", "-output-hypo-score"], b"haus\n", capsys, monkeypatch)
+    score, ident, word = out.split(" ")[:3]
+    assert (ident, word) == ("0", "haus") and float(score) < 0 and score == f"{float(score):.6g}"
 
 
 def test_decode_refuses_sections_that_change_moses_one_best_line(tmp_path, capsys, monkeypatch):
@@ -147,7 +151,8 @@ def test_unknown_words_and_alignment_files(tmp_path, capsys, monkeypatch):
     status, out, err = run(args, b"haus xyz haus\n\nsein\n", capsys, monkeypatch)
     assert status == 0, err
     assert unknowns.read_text(encoding="utf-8") == "haus xyz haus \n\n\n"
-    assert len(align.read_text(encoding="utf-8").splitlines()) == 3
+    lines = align.read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 4 and lines[-1] == "" and all(line == "" or line.endswith(" ") for line in lines)
 
 
 def test_nbest_to_stdout_replaces_the_one_best(tmp_path, capsys, monkeypatch):
