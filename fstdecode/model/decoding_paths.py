@@ -5,9 +5,10 @@ an option comes from one table, and the other tables' features are 0 for it (eac
 log, so 0 adds nothing). docs/moses-reference/decoding-paths.md gives each rule with the Moses
 source it follows. Here:
 
-* :func:`check_mapping` accepts exactly one path per table (the tables in ``[feature]`` order);
-  several tables on one path (Moses' factored or intersected steps) and generation steps are
-  refused by name;
+* :func:`check_mapping` says which tables the ``[mapping]`` decodes with: one path per table
+  (the tables in ``[feature]`` order; absent, Moses' default ``0 T 0``, the first table only: the
+  others stay loaded in Moses and their features 0). Several tables on one path (Moses'
+  factored, intersected steps) and generation steps are refused by name;
 * :func:`alternatives` is the one table a model searches: every table's pairs (each limited
   on its own, by its own weights, before), each pair's scores placed in its table's columns
   and 0 in the others'. The same pair in two tables stays two options, as in Moses.
@@ -31,46 +32,51 @@ class DecodingPathError(FstdecodeError):
     """A ``[mapping]`` fstdecode cannot decode as Moses would."""
 
 
-def _steps(cfg: MosesConfig) -> list[tuple[int, str, int, int]]:
-    """The ``[mapping]`` lines as ``(lineno, kind, path, table)``; ``T 0`` is path 0."""
+def _steps(cfg: MosesConfig) -> list[tuple[str, int, int, str]]:
+    """The ``[mapping]`` lines as ``(kind, path, table, text)``; ``T 0`` is path 0; absent, Moses'
+    default ``0 T 0`` (StaticData::LoadDecodeGraphs)."""
+    lines = cfg.other.get("mapping") or ("0 T 0",)
     steps = []
-    for text in cfg.other.get("mapping", ()):
+    for text in lines:
         tokens = text.split()
         if len(tokens) == 2:
             tokens = ["0", *tokens]
         if len(tokens) != 3 or not tokens[0].isdigit() or not tokens[2].isdigit():
             raise DecodingPathError(f"{cfg.path}: [mapping] line {text!r}: write 'PATH T TABLE', e.g. 0 T 0")
-        steps.append((0, tokens[1], int(tokens[0]), int(tokens[2])))
+        steps.append((tokens[1], int(tokens[0]), int(tokens[2]), text))
     return steps
 
 
-def check_mapping(cfg: MosesConfig, tables: Sequence[FeatureLine]) -> None:
-    """Refuse a ``[mapping]`` that is not one decoding path per phrase table (module docstring)."""
+def check_mapping(cfg: MosesConfig, tables: Sequence[FeatureLine]) -> tuple[bool, ...]:
+    """Which phrase tables the ``[mapping]`` decodes with (module docstring), in ``[feature]``
+    order. A table it does not name is loaded by Moses but never looked up: its features stay 0
+    (so a second table with no ``[mapping]``, whose default is ``0 T 0``, adds nothing); the
+    caller warns about it. Refused, as Moses would misread them or fstdecode cannot follow:
+    generation steps, several tables on one path (factored decoding: the intersection of their
+    options), paths that do not count 0, 1, 2 ..., and a table index out of range."""
     steps = _steps(cfg)
-    if not steps:
-        if len(tables) > 1:
-            raise DecodingPathError(
-                f"{cfg.path}: {len(tables)} phrase tables and no [mapping]; give each table its own decoding path "
-                "(" + " / ".join(f"{k} T {k}" for k in range(len(tables))) + "), Moses' alternative paths"
-            )
-        return
-    for _, kind, _, _ in steps:
+    for kind, _, _, text in steps:
         if kind != "T":
-            raise DecodingPathError(f"{cfg.path}: [mapping] step {kind!r}: generation steps (factored models) are "
-                                    "not supported; use translation steps (T)")
-    paths = [path for _, _, path, _ in steps]
-    used = sorted(table for _, _, _, table in steps)
-    if used != list(range(len(tables))):
-        raise DecodingPathError(
-            f"{cfg.path}: [mapping] uses tables {used} but the ini has {len(tables)} phrase table(s) (0 .. "
-            f"{len(tables) - 1}); give each its own path: " + " / ".join(f"{k} T {k}" for k in range(len(tables)))
-        )
-    if len(set(paths)) != len(paths):
-        raise DecodingPathError(
-            f"{cfg.path}: [mapping] puts several tables on one decoding path (Moses then combines their options "
-            "step by step, for factored models); fstdecode supports one table per path: "
-            + " / ".join(f"{k} T {k}" for k in range(len(tables)))
-        )
+            raise DecodingPathError(f"{cfg.path}: [mapping] {text!r}: a generation step (factored models) is not "
+                                    "supported; use translation steps, 'PATH T TABLE'")
+    paths = [path for _, path, _, _ in steps]
+    if paths != list(range(len(paths))):
+        if len(set(paths)) < len(paths):
+            raise DecodingPathError(
+                f"{cfg.path}: [mapping] puts several tables on one decoding path (Moses then decodes with the "
+                "intersection of their options: factored decoding); fstdecode supports one table per path: "
+                + " / ".join(f"{k} T {k}" for k in range(len(steps))))
+        raise DecodingPathError(f"{cfg.path}: [mapping] paths {paths}: number them 0, 1, 2 ... (Moses: 'Malformed "
+                                "mapping')")
+    used = [False] * len(tables)
+    for _, _, table, text in steps:
+        if table >= len(tables):
+            raise DecodingPathError(f"{cfg.path}: [mapping] {text!r}: no phrase table with index {table} (the ini "
+                                    f"has {len(tables)}, numbered from 0 in [feature] order)")
+        if used[table]:
+            raise DecodingPathError(f"{cfg.path}: [mapping] names table {table} twice; give each table one path")
+        used[table] = True
+    return tuple(used)
 
 
 def offsets(widths: Sequence[int]) -> list[int]:

@@ -69,6 +69,8 @@ class TableSource:
     score_format: str
     num_features: int
     table_limit: int
+    #: False for a table no decoding path names (one of several): not read, its columns 0.
+    in_use: bool = True
 
 # The weight names that hold one weight per feature of their function.
 _LIST_WEIGHTS = ("tm", "lr")
@@ -390,8 +392,13 @@ def load_model(
         name = str(config or phrase_table)
     ini_pts = cfg.phrase_tables() if cfg else ()
     ini_pt = ini_pts[0] if len(ini_pts) == 1 else None
-    if cfg is not None and table is None and phrase_table is None:
-        check_mapping(cfg, ini_pts)
+    in_use = check_mapping(cfg, ini_pts) if cfg is not None and table is None and phrase_table is None else ()
+    for line, used in zip(ini_pts, in_use):
+        if not used:
+            _LOG.warning(
+                "%s:%d: phrase table %s is not in a decoding path of [mapping] (default: 0 T 0), so, as in Moses, no "
+                "option comes from it and its features are 0; give it a path (0 T 0 / 1 T 1 ...) to use it",
+                cfg.path, line.lineno, line.name)
     lm_paths, pt_path = _model_paths(cfg, lm, phrase_table, table is not None)
     d = _distortion_limit(distortion_limit, cfg)
     w = _weights_from_ini(cfg) if cfg is not None else Weights()
@@ -410,8 +417,8 @@ def load_model(
     read_table = table is None
     several = read_table and phrase_table is None and len(ini_pts) > 1
     if several:
-        specs = tuple(TableSource(f.path, tm_score_format or "prob", f.num_features, _table_limit(table_limit, f))
-                      for f in ini_pts)
+        specs = tuple(TableSource(f.path, tm_score_format or "prob", f.num_features, _table_limit(table_limit, f),
+                                  used) for f, used in zip(ini_pts, in_use))
         table = _read_alternatives(specs, source_vocabulary, language_model, w, name)
     elif table is None:
         with reading_phase("phrase table", pt_path, filtered=source_vocabulary is not None) as phase:
@@ -558,6 +565,9 @@ def _read_alternatives(
     alternative decoding paths (:func:`~fstdecode.model.decoding_paths.alternatives`)."""
     tables = []
     for spec, start in zip(specs, offsets([s.num_features for s in specs])):
+        if not spec.in_use:  # no decoding path: Moses never looks it up
+            tables.append(PhraseTable(spec.path, spec.num_features, {}))
+            continue
         with reading_phase("phrase table", spec.path, filtered=vocabulary is not None) as phase:
             table = load_phrase_table(spec.path, score_format=spec.score_format, num_features=spec.num_features,
                                       vocabulary=vocabulary, progress=phase.progress)

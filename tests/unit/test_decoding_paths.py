@@ -68,10 +68,20 @@ def test_two_tables_decode_as_the_oracle_and_show_their_names(tmp_path):
     assert weights.tm == (0.5, 0.5, 1.0, 1.0, 1.0)
 
 
-def test_several_tables_on_one_path_or_without_a_mapping_are_refused(tmp_path):
+def test_several_tables_on_one_path_are_refused_and_an_unnamed_table_adds_nothing(tmp_path, caplog):
     from fstdecode.model.decoding_paths import DecodingPathError
 
     with pytest.raises(DecodingPathError, match="several tables on one decoding path"):
         load_model(two_tables(tmp_path, mapping="0 T 0\n0 T 1\n"))
-    with pytest.raises(DecodingPathError, match="2 phrase tables and no \\[mapping\\]"):
-        load_model(two_tables(tmp_path, mapping=""))
+    with pytest.raises(DecodingPathError, match="number them 0, 1, 2"):
+        load_model(two_tables(tmp_path, mapping="0 T 0\n2 T 1\n"))
+    with pytest.raises(DecodingPathError, match="no phrase table with index 2"):
+        load_model(two_tables(tmp_path, mapping="0 T 0\n1 T 2\n"))
+    # no [mapping]: Moses' default 0 T 0 decodes with the first table only; the second's
+    # features stay (as 0) in the n-best and -show-weights, with a warning here (Moses says nothing)
+    model = load_model(two_tables(tmp_path, mapping=""))
+    assert "phrase table Second is not in a decoding path" in caplog.text
+    assert model.table.num_scores == 5 and not any(any(p.scores[2:]) for p in model.table.lookup(("das",)))
+    result = Decoder(model, "exact").decode("klein")  # only the second table knows it: unknown now
+    assert result.best.phrases[0].pair.unknown
+    assert model.show_weights()[-1] == "Second= 0.300000 0.200000 0.100000"

@@ -210,8 +210,8 @@ def test_sections_fstdecode_cannot_honour_are_refused_by_name(tmp_path, section,
 @pytest.mark.parametrize(
     "mapping, message",
     [
-        ("0 T 0\n1 T 1\n", "[mapping] uses tables [0, 1] but the ini has 1 phrase table"),
-        ("0 G 0\n", "generation steps (factored models) are not supported"),
+        ("0 T 0\n1 T 1\n", "no phrase table with index 1 (the ini has 1"),
+        ("0 G 0\n", "a generation step (factored models) is not supported"),
         ("0 T x\n", "write 'PATH T TABLE'"),
     ],
 )
