@@ -85,3 +85,19 @@ def test_several_tables_on_one_path_are_refused_and_an_unnamed_table_adds_nothin
     result = Decoder(model, "exact").decode("klein")  # only the second table knows it: unknown now
     assert result.best.phrases[0].pair.unknown
     assert model.show_weights()[-1] == "Second= 0.300000 0.200000 0.100000"
+
+
+def test_a_binarized_model_of_two_tables_and_two_lms_decodes_as_the_text_one(tmp_path):
+    from fstdecode.model.binarize import BinarizeOptions, binarize
+
+    ini = two_tables(tmp_path)
+    (tmp_path / "second.arpa").write_text((EXAMPLE_DATA / "lm.arpa").read_text(encoding="utf-8"), encoding="utf-8")
+    text = ini.read_text(encoding="utf-8").replace("[feature]\n", f"[feature]\nKENLM name=LM2 path={tmp_path / 'second.arpa'}\n")
+    ini.write_text(text.replace("[weight]\n", "[weight]\nLM2= 0.5\n"), encoding="utf-8")
+    done = binarize(BinarizeOptions(str(ini), str(tmp_path / "bin")))
+    names = {name for name, _ in done.files}
+    assert {"phrase-table.bin", "phrase-table1.bin", "lm.bin", "lm1.bin"} <= names
+    text_model, binary_model = load_model(ini), load_model(tmp_path / "bin" / "moses.ini")
+    for line in ("das muss unsere sorge gleichermaßen sein", "klein haus"):
+        a, b = Decoder(text_model, "exact").decode(line), Decoder(binary_model, "exact").decode(line)
+        assert (a.best.translation, a.best.score, a.best.features) == (b.best.translation, b.best.score, b.best.features)
