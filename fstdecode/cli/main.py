@@ -28,7 +28,7 @@ from fstdecode.errors import FstdecodeError
 from fstdecode.io.phrase_table import SCORE_FORMATS
 from fstdecode.io.binarized import is_binary_table
 from fstdecode.io.table_filter import DEFAULT_CHUNK_LINES, FILTER_THRESHOLD_BYTES, SourceFilter
-from fstdecode.io.moses_ini import load_moses_ini
+from fstdecode.io.moses_ini import load_moses_ini, moses_boolean
 from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, Model, load_model, refiltered, table_path
 from fstdecode.run import decode_filtered, decode_lines
 from fstdecode.model.distortion import SEMANTICS
@@ -324,15 +324,7 @@ def _ini_flag(other, name: str, default: bool = False) -> bool:
     """A moses.ini boolean section: absent ``default``; bare true; else its word."""
     if name not in other:
         return default
-    words = " ".join(other[name]).split()
-    if not words:
-        return True
-    if len(words) > 1 or words[0].lower() not in _BOOLEAN_WORDS:
-        raise FstdecodeError(f"[{name}] {' '.join(words)}: could not read it as a boolean (yes/no/true/false/1/0)")
-    return _BOOLEAN_WORDS[words[0].lower()]
-
-
-_BOOLEAN_WORDS = {"yes": True, "y": True, "true": True, "1": True, "no": False, "n": False, "false": False, "0": False}
+    return moses_boolean(" ".join(other[name]).split(), name)
 
 
 def _ini_value(other, name: str) -> str | None:

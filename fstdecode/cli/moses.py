@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from fstdecode.errors import FstdecodeError
-from fstdecode.io.moses_ini import MosesConfig, load_moses_ini, parse_weight_overwrite
+from fstdecode.io.moses_ini import MosesConfig, load_moses_ini, moses_boolean, parse_weight_overwrite
 from fstdecode.io.moses_params import MODEL, NO_EFFECT, PARAMETERS, REFUSED, SEARCH, long_name
 from fstdecode.cli.moses_output import MosesOutput
 from fstdecode.cli.running import worker_count
@@ -43,8 +43,6 @@ _SWITCHES = frozenset({"config", "input-file", "show-weights", "weight-overwrite
 
 #: Output parameters fstdecode writes one way only: the value it takes (Moses' default).
 _ONLY = {"output-factors": "0", "n-best-factor": "20", "sort-word-alignment": "0"}
-
-_BOOLEAN = {"yes": True, "y": True, "true": True, "1": True, "no": False, "n": False, "false": False, "0": False}
 
 
 USAGE = """\
@@ -131,14 +129,7 @@ class MosesSettings:
     def flag(self, name: str) -> bool:
         """A boolean parameter (Moses' Scan<bool>): absent false, bare true, else yes/no/true/false/1/0."""
         values = self.values.get(name)
-        if values is None:
-            return False
-        if not values:
-            return True
-        word = values[0].lower()
-        if len(values) > 1 or word not in _BOOLEAN:
-            raise MosesArgsError(f"-{name} {' '.join(values)}: could not read it as a boolean (yes/no/true/false/1/0)")
-        return _BOOLEAN[word]
+        return False if values is None else moses_boolean(values, name)
 
     def one(self, name: str, kind: type, low: float | None = None) -> object | None:
         """A single-valued parameter as ``kind`` (>= ``low``), or None when absent."""

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -68,6 +68,7 @@ __all__ = [
     "ConvertedIni",
     "PATH_RULES",
     "load_moses_ini",
+    "moses_boolean",
     "old_format_lines",
     "parse_weight_overwrite",
 ]
@@ -585,6 +586,17 @@ def _parse_distortion_limit(
             "(or -1 for no limit)"
         )
     return limit
+
+
+def moses_boolean(values: Sequence[str], name: str) -> bool:
+    """A Moses boolean parameter's values (Parameter's Scan<bool>): none is true (a bare switch or
+    section), else one of yes/y/true/1/no/n/false/0 in any case; MosesIniError otherwise."""
+    if not values:
+        return True
+    if len(values) > 1 or values[0].lower() not in _BOOLEANS:
+        raise MosesIniError(f"[{name}] / -{name} {' '.join(values)}: could not read it as a boolean "
+                            "(yes, no, true, false, 1, 0)")
+    return _BOOLEANS[values[0].lower()]
 
 
 def _parse_bool(entries: list[tuple[int, str]] | None, name: str, path: str) -> bool:
