@@ -354,17 +354,22 @@ def _side_outputs(args: argparse.Namespace, moses: MosesOutput | None) -> dict[s
 def _writers(args: argparse.Namespace, moses: MosesOutput | None, model: Model, out, sides) -> list:
     """(stream, function from a result to its text) for the output and each side file."""
     layout = tuple(model.features)
+    emulator = None
+    if moses is not None and moses.float_tm and moses.nbest_path is not None:  # Moses' float arithmetic for the n-best numbers
+        from fstdecode.cli.moses_float import MosesFloat
+
+        emulator = MosesFloat(model, layout)
     if moses is None:
         write = output.writer(args.format, model.features, args.print_alignment_info or model.print_alignment, model.weights)
         main_writer = [(out, write)]
     elif moses.nbest_on_stdout:
-        main_writer = [(out, lambda result: moses_output.nbest(result, layout, moses))]
+        main_writer = [(out, lambda result: moses_output.nbest(result, layout, moses, emulator))]
     else:
         main_writer = [(out, lambda result: moses_output.one_best(result, moses))]
     side = {
         "alignments": (lambda result: result.best.alignment_text() + "\n" if result.best else "\n")
         if moses is None else moses_output.alignment_line,
-        "nbest": lambda result: moses_output.nbest(result, layout, moses),
+        "nbest": lambda result: moses_output.nbest(result, layout, moses, emulator),
         "unknowns": moses_output.unknowns_line,
     }
     return main_writer + [(stream, side[key]) for key, stream in sides.items()]

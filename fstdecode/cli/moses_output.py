@@ -109,27 +109,41 @@ _LOWEST_SCORE = -100.0
 
 
 def features_field(
-    d: Derivation, layout: tuple[MosesFeature, ...], labeled: bool = True, float_tm: bool = False
+    d: Derivation, layout: tuple[MosesFeature, ...], labeled: bool = True, float_tm: bool = False,
+    emulated: dict | None = None,
 ) -> str:
     """The n-best feature field: `` Name= v v`` for each tuneable feature, in Moses' order; with
-    ``float_tm`` the phrase table's values in Moses' float arithmetic (:func:`moses_tm`)."""
+    ``emulated`` (:meth:`~fstdecode.cli.moses_float.MosesFloat.emulate`'s values) every value in
+    Moses' float arithmetic, else with ``float_tm`` the phrase table's (:func:`moses_tm`)."""
     out = []
     for f in layout:
         if f.tuneable:
             if labeled:
                 out.append(f" {f.name}=")
-            values = moses_tm(d) if float_tm and MOSES_KINDS[f.kind] == "tm" else f.values(d.features)
+            kind = MOSES_KINDS[f.kind]
+            if emulated is not None and kind in emulated:
+                values = emulated[kind]
+            elif float_tm and kind == "tm":
+                values = moses_tm(d)
+            else:
+                values = f.values(d.features)
             out.extend(f" {_g(v)}" for v in values)
     return "".join(out)
 
 
-def nbest(result: DecodeResult, layout: tuple[MosesFeature, ...], opts: MosesOutput) -> str:
-    """The n-best entries of ``result`` (Moses writes none for a line it cannot translate)."""
+def nbest(result: DecodeResult, layout: tuple[MosesFeature, ...], opts: MosesOutput, emulator=None) -> str:
+    """The n-best entries of ``result`` (Moses writes none for a line it cannot translate).
+
+    ``emulator`` (a :class:`~fstdecode.cli.moses_float.MosesFloat`), when given, supplies the
+    feature values and the total in Moses' float arithmetic."""
     ident = result.id + opts.start_id
     lines = []
     for d in result.derivations:
-        feats = features_field(d, layout, opts.labeled, opts.float_tm)
-        line = f"{ident} ||| {_words(d, opts, False)} |||{feats} ||| {_g(d.score)}"
+        emulated = emulator.emulate(d) if emulator is not None else None
+        feats = features_field(d, layout, opts.labeled, opts.float_tm,
+                               emulated.values if emulated is not None else None)
+        total = emulated.total if emulated is not None else d.score
+        line = f"{ident} ||| {_words(d, opts, False)} |||{feats} ||| {_g(total)}"
         if opts.include_segmentation:
             line += " |||" + "".join(" " + span for span in d.segmentation().split())
         if opts.nbest_alignment:
