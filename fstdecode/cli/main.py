@@ -428,16 +428,22 @@ def _alignment_line(result: DecodeResult) -> str:
 def _writers(args: argparse.Namespace, moses: MosesOutput | None, model: Model, out, sides) -> list:
     """(stream, function from a result to its text) for the output and each side file."""
     layout = tuple(model.features)
+    emulator = None
+    one_of_each = not model.weights.lms and not any(f.width for f in layout)  # (the emulation knows one LM, one table)
+    if moses is not None and moses.float_tm and moses.nbest_path is not None and one_of_each:  # Moses' float arithmetic
+        from fstdecode.cli.moses_float import MosesFloat
+
+        emulator = MosesFloat(model, layout)
     if moses is None or moses.side_only:
         write = output.writer(args.format, model.features, args.print_alignment_info or model.print_alignment, model.weights)
         main_writer = [(out, write)]
     elif moses.nbest_on_stdout:
-        main_writer = [(out, lambda result: moses_output.nbest(result, layout, moses))]
+        main_writer = [(out, lambda result: moses_output.nbest(result, layout, moses, emulator))]
     else:
         main_writer = [(out, lambda result: moses_output.one_best(result, moses))]
     side = {
         "alignments": moses_output.alignment_line if moses is not None and not moses.side_only else _alignment_line,
-        "nbest": lambda result: moses_output.nbest(result, layout, moses),
+        "nbest": lambda result: moses_output.nbest(result, layout, moses, emulator),
         "unknowns": moses_output.unknowns_line,
     }
     return main_writer + [(stream, side[key]) for key, stream in sides.items()]

@@ -15,11 +15,10 @@ The grammar of each output, with the Moses source it follows, is in docs/moses-o
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from fstdecode.decoder import DecodeResult, Derivation
-from fstdecode.model.features import MosesFeature
+from fstdecode.model.features import MOSES_KINDS, MosesFeature
 
 
 #: What the output holds for a line that failed (said on stderr beside the error).
@@ -98,46 +97,48 @@ def one_best(result: DecodeResult, opts: MosesOutput) -> str:
 
 def moses_tm(d: Derivation) -> tuple[float, ...]:
     """The phrase-table features as Moses computes them from probabilities: each score read as a
-    C ``float``, its ``logf`` (floored at -100, Moses' FloorScore) a float, summed phrase by phrase
-    in target order in ``float`` (Moses' ScoreComponentCollection holds floats). Printed with 6
-    digits, these are Moses' bytes where the exact (double) sums can round the other way."""
-    import numpy as np  # here: the command line starts without numpy
+    C ``float``, its log a float floored at -100 (:func:`~fstdecode.cli.moses_float.tm_value`),
+    summed phrase by phrase in target order in ``float`` (Moses' ScoreComponentCollection holds
+    floats). Printed with 6 digits, these are Moses' bytes where the exact (double) sums can round
+    the other way."""
+    from fstdecode.cli.moses_float import fsum, tm_value  # here: the command line starts without numpy
 
-    total = [np.float32(0.0)] * len(d.features.tm)
-    for p in d.phrases:
-        for k, score in enumerate(p.pair.scores):
-            prob = np.float32(math.exp(score))
-            value = np.float32(max(math.log(float(prob)), _LOWEST_SCORE)) if prob > 0 else np.float32(_LOWEST_SCORE)
-            total[k] = np.float32(total[k] + value)
-    return tuple(float(v) for v in total)
-
-
-#: Moses' floor of a log score (LOWEST_SCORE in moses/TypeDef.h).
-_LOWEST_SCORE = -100.0
+    columns = zip(*(p.pair.scores for p in d.phrases)) if d.phrases else [()] * len(d.features.tm)
+    return tuple(float(fsum(tm_value(v) for v in column)) for column in columns)
 
 
 def features_field(
-    d: Derivation, layout: tuple[MosesFeature, ...], labeled: bool = True, float_tm: bool = False
+    d: Derivation, layout: tuple[MosesFeature, ...], labeled: bool = True, float_tm: bool = False,
+    emulated: dict | None = None,
 ) -> str:
     """The n-best feature field: `` Name= v v`` for each tuneable feature, in Moses' order; with
-    ``float_tm`` the phrase table's values in Moses' float arithmetic (:func:`moses_tm`)."""
+    ``emulated`` (:meth:`~fstdecode.cli.moses_float.MosesFloat.emulate`'s values) every value in
+    Moses' float arithmetic, else with ``float_tm`` the phrase table's (:func:`moses_tm`)."""
     out = []
     values = replace(d.features, tm=moses_tm(d)) if float_tm else d.features
     for f in layout:
         if f.tuneable:
             if labeled:
                 out.append(f" {f.name}=")
-            out.extend(f" {_g(v)}" for v in f.values(values))
+            kind = MOSES_KINDS[f.kind]
+            own = emulated[kind] if emulated is not None and kind in emulated else f.values(values)
+            out.extend(f" {_g(v)}" for v in own)
     return "".join(out)
 
 
-def nbest(result: DecodeResult, layout: tuple[MosesFeature, ...], opts: MosesOutput) -> str:
-    """The n-best entries of ``result`` (Moses writes none for a line it cannot translate)."""
+def nbest(result: DecodeResult, layout: tuple[MosesFeature, ...], opts: MosesOutput, emulator=None) -> str:
+    """The n-best entries of ``result`` (Moses writes none for a line it cannot translate).
+
+    ``emulator`` (a :class:`~fstdecode.cli.moses_float.MosesFloat`), when given, supplies the
+    feature values and the total in Moses' float arithmetic."""
     ident = result.id + opts.start_id
     lines = []
     for d in result.derivations:
-        feats = features_field(d, layout, opts.labeled, opts.float_tm)
-        line = f"{ident} ||| {_words(d, opts, False)} |||{feats} ||| {_g(d.score)}"
+        emulated = emulator.emulate(d) if emulator is not None else None
+        feats = features_field(d, layout, opts.labeled, opts.float_tm,
+                               emulated.values if emulated is not None else None)
+        total = emulated.total if emulated is not None else d.score
+        line = f"{ident} ||| {_words(d, opts, False)} |||{feats} ||| {_g(total)}"
         if opts.include_segmentation:
             line += " |||" + "".join(" " + span for span in d.segmentation().split())
         if opts.nbest_alignment:
