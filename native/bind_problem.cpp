@@ -123,7 +123,11 @@ void bind_problem(py::module_& m) {
       .def_readonly("transitions", &Result::transitions)
       .def_readonly("status", &Result::status, "'' (finished), 'budget' or 'none'")
       .def_readonly("message", &Result::message)
-      .def_readonly("upper_bound", &Result::upper_bound, "a bound on every derivation's score (NaN: none)");
+      .def_readonly("upper_bound", &Result::upper_bound, "a bound on every derivation's score (NaN: none)")
+      .def_readonly("root_bound", &Result::root_bound, "the A*'s bound before it expands anything (NaN: none)")
+      .def_readonly("lower_seconds", &Result::lower_seconds, "exact_decode: seconds of the stack decoder's lower bound")
+      .def_readonly("bounds_seconds", &Result::bounds_seconds, "the A*: seconds building the heuristic's tables")
+      .def_readonly("search_seconds", &Result::search_seconds, "the A*: seconds of expansion");
 }
 
 }  // namespace fstdecode

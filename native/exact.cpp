@@ -254,21 +254,48 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
   // Lemma 1: after[q], the contexts a state whose last phrase is q can have; before[s], those
   // before a phrase starting at s. A phrase of k words or more fixes its context; a shorter one
   // extends the contexts before it, so the sets are grown to their fixpoint.
+  // The fixpoint is semi-naive: each context reaches each set once, in the order it arrived
+  // (`arrived`, beside the sorted sets), and each (context, short phrase) pair is joined once;
+  // best_join[q] keeps the best join score of a short phrase q over the contexts before it (a
+  // maximum, so the same whatever the order the contexts came in).
   std::vector<ContextSet> after(count), before(static_cast<std::size_t>(n) + 1);
+  std::vector<std::vector<int>> after_arrived(count), before_arrived(static_cast<std::size_t>(n) + 1);
+  std::vector<double> best_join(count, -kInf);
+  const auto add_to = [](ContextSet& set, std::vector<int>& arrived, int id) {
+    if (!add(set, id)) return false;
+    arrived.push_back(id);
+    return true;
+  };
   for (int a = 1; a <= n; ++a)
     for (const Option& q : by_start[static_cast<std::size_t>(a)])
-      if (static_cast<int>(q.words.size()) >= k) add(after[static_cast<std::size_t>(q.id)], joins.get(bos, q).last);
+      if (static_cast<int>(q.words.size()) >= k)
+        add_to(after[static_cast<std::size_t>(q.id)], after_arrived[static_cast<std::size_t>(q.id)], joins.get(bos, q).last);
+  // passed[s][j]: how many of after_arrived[preceders[s][j]] have reached before[s]; joined[s]:
+  // how many of before_arrived[s] the short phrases at s have been joined with.
+  std::vector<std::vector<std::size_t>> passed(static_cast<std::size_t>(n) + 1);
+  for (int s = 1; s <= n; ++s) passed[static_cast<std::size_t>(s)].assign(preceders[static_cast<std::size_t>(s)].size(), 0);
+  std::vector<std::size_t> joined(static_cast<std::size_t>(n) + 1, 0);
   for (bool changed = true; changed;) {
     changed = false;
     for (int s = 1; s <= n; ++s) {
-      ContextSet& set = before[static_cast<std::size_t>(s)];
-      if (s - 1 <= d) add(set, bos);
-      for (const Option* q : preceders[static_cast<std::size_t>(s)])
-        for (int m : after[static_cast<std::size_t>(q->id)]) add(set, m);
-      for (const Option& q : by_start[static_cast<std::size_t>(s)]) {
-        if (static_cast<int>(q.words.size()) >= k) continue;
-        for (std::size_t i = 0; i < set.size(); ++i)  // `set` is not changed in this loop
-          changed |= add(after[static_cast<std::size_t>(q.id)], joins.get(set[i], q).last);
+      const auto i = static_cast<std::size_t>(s);
+      ContextSet& set = before[i];
+      std::vector<int>& arrived = before_arrived[i];
+      if (s - 1 <= d) add_to(set, arrived, bos);
+      const auto& pre = preceders[i];
+      for (std::size_t j = 0; j < pre.size(); ++j) {
+        const std::vector<int>& from = after_arrived[static_cast<std::size_t>(pre[j]->id)];
+        for (std::size_t& x = passed[i][j]; x < from.size(); ++x) add_to(set, arrived, from[x]);
+      }
+      for (; joined[i] < arrived.size(); ++joined[i]) {
+        const int m = arrived[joined[i]];
+        for (const Option& q : by_start[i]) {
+          if (static_cast<int>(q.words.size()) >= k) continue;
+          const space::Joined j = joins.get(m, q);
+          double& best = best_join[static_cast<std::size_t>(q.id)];
+          best = std::max(best, j.score);
+          changed |= add_to(after[static_cast<std::size_t>(q.id)], after_arrived[static_cast<std::size_t>(q.id)], j.last);
+        }
       }
     }
   }
@@ -278,7 +305,7 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
   for (int s = 1; s <= n; ++s) {
     const ContextSet& set = before[static_cast<std::size_t>(s)];
     // Lemma 3, by the option's words: the best prefix score over `set` (k words or more: the
-    // end charge is added after), else the best join.
+    // end charge is added after), else the best join (best_join, from the fixpoint).
     std::vector<std::pair<std::vector<WordId>, double>> memo;
     for (const Option& o : by_start[static_cast<std::size_t>(s)]) {
       const bool long_phrase = static_cast<int>(o.words.size()) >= k;
@@ -288,7 +315,8 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
         double best = -kInf;
         for (int m : set) {
           work();
-          best = std::max(best, long_phrase ? prefix_score(p, contexts, m, o.words, k, seq) : joins.get(m, o).score);
+          best = std::max(best, long_phrase ? prefix_score(p, contexts, m, o.words, k, seq)
+                                            : best_join[static_cast<std::size_t>(o.id)]);
         }
         it = memo.insert(memo.end(), {key, best});
       }
@@ -471,7 +499,9 @@ class AStar {
       const WordId bos = p_.bos();
       const C zero;
       const int ctx = contexts_.intern(&bos, 1);
-      const int start = new_state(zero, 0, ctx, 0, -1, heuristic(zero, 0, ctx));
+      const double root = heuristic(zero, 0, ctx);
+      result.root_bound = root;
+      const int start = new_state(zero, 0, ctx, 0, -1, root);
       if (start >= 0) push(start, 0.0, -1, -1);
       expanding_ = -kInf;  // the start is on the heap: its f bounds every derivation
       search(result);
@@ -740,7 +770,15 @@ Result exact_search(const Problem& problem, const ExactOptions& options) {
   if (!problem.finished()) throw std::logic_error("exact_search: call Problem.finish() first");
   if (options.nbest < 1) throw std::invalid_argument("exact_search: options.nbest < 1");
   try {
-    return with_coverage(problem, [&](auto c) { return AStar<typename decltype(c)::type>(problem, options).run(); });
+    return with_coverage(problem, [&](auto c) {
+      const auto t0 = std::chrono::steady_clock::now();
+      AStar<typename decltype(c)::type> search(problem, options);
+      const auto t1 = std::chrono::steady_clock::now();
+      Result result = search.run();
+      result.bounds_seconds = std::chrono::duration<double>(t1 - t0).count();
+      result.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+      return result;
+    });
   } catch (const BoundsTooBig& e) {
     return too_big(e);
   }
@@ -754,13 +792,16 @@ Result exact_decode(const Problem& problem, const ExactOptions& options, const S
   // The lower bound: the stack decoder's k best, real derivations even when its budget ran out
   // (status "budget" with hypotheses); pruned to nothing ("none") or over budget with none, there
   // is no lower bound. (fstdecode.fst.cascade prunes R with the same bound, from Python.)
+  const auto t0 = std::chrono::steady_clock::now();
   Result lower = stack_search(problem, stack);
+  const double lower_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const bool known = (lower.status.empty() || lower.status == "budget") && !lower.hypotheses.empty();
   const auto nbest = static_cast<std::size_t>(options.nbest);
   ExactOptions o = options;
   // Every one of the k best derivations reaches the stack decoder's k-th, if it found k.
   if (known && lower.hypotheses.size() >= nbest) o.lower_bound = lower.hypotheses[nbest - 1].score;
   Result result = exact_search(problem, o);
+  result.lower_seconds = lower_seconds;
   if (known) {
     result.states += lower.states;
     result.transitions += lower.transitions;

@@ -211,6 +211,14 @@ struct Result {
   std::string message;
   // A bound on every derivation's score, when the search proves one (NaN: none).
   double upper_bound = std::numeric_limits<double>::quiet_NaN();
+  // The A*'s report (exact.h; NaN and 0 for the other searches): root_bound, the start state's f
+  // (the bound on every derivation before anything is expanded; NaN when the bounds were too big
+  // to build); and the seconds of its phases: the stack decoder's lower bound (exact_decode),
+  // building the heuristic's tables, and the A*'s expansion.
+  double root_bound = std::numeric_limits<double>::quiet_NaN();
+  double lower_seconds = 0.0;
+  double bounds_seconds = 0.0;
+  double search_seconds = 0.0;
 };
 
 }  // namespace fstdecode
