@@ -219,6 +219,24 @@ class Decoder:
         """The keyword-only settings of ``__init__`` (xml_input, ...) as this decoder has them."""
         return {name: getattr(self, name) for name in _KEYWORD_SETTINGS}
 
+    def variant(self, method: str, options: SearchOptions) -> Decoder:
+        """A decoder of this one's model and settings for ``method`` with ``options`` (an object of
+        the method's dataclass) that shares this decoder's table in the core instead of making its
+        own: the translation server (:mod:`fstdecode.server`) keeps one decoder per method and
+        n-best size of a model, with one copy of its table. Raises DecodeError as ``__init__`` does.
+        """
+        entry = METHODS.get(method) if isinstance(method, str) else None
+        if entry is None or type(options) is not entry.options or (
+            method == "fst" and self.xml_input in ("exclusive", "inclusive")
+        ):
+            return Decoder(self.model, method, options, **self.settings())  # refused there, with its message
+        other = object.__new__(Decoder)  # (not copy.copy: that pickles through __reduce__, a rebuild)
+        other.__dict__.update(self.__dict__)
+        other.method, other.options = method, options
+        other.searcher = entry.searcher(self.model, options)
+        other._fallback = None
+        return other
+
     @property
     def nbest(self) -> int:
         return self.options.nbest

@@ -20,6 +20,7 @@ from typing import Sequence
 
 from fstdecode import __version__
 from fstdecode.cli import moses_output, output, running, streams
+from fstdecode.cli import serve as serve_cli
 from fstdecode.cli.moses_output import MosesOutput
 from fstdecode.cli.options import add_search_flags, check_min, search_options
 from fstdecode.cli.progress import progress_bar
@@ -174,6 +175,15 @@ def _parser() -> argparse.ArgumentParser:
     insp.add_argument(
         "--id", type=int, metavar="N", help="the input line number in those lines (default: the file name's, e.g. 3.fst, else 0)"
     )
+    srv = sub.add_parser(
+        "serve",
+        help="serve translations: Moses' XML-RPC (/RPC2) and an HTTP/JSON API (/translate), the model loaded once",
+        description="Load the model once and serve it over HTTP: Moses' XML-RPC translate at /RPC2 (as "
+        "mosesserver), JSON at /translate, /health and /metrics. Binds 127.0.0.1 unless --host says otherwise; "
+        "SIGTERM drains the requests in flight, SIGHUP reloads the model (README.md, 'Translation server').",
+    )
+    _model_args(srv)
+    serve_cli.add_flags(srv)
     demo = sub.add_parser("demo", help="decode the example sentence and show the DP at work")
     _model_args(demo)
     demo.add_argument("sentence", nargs="?", default="das muss unsere sorge gleichermaßen sein")
@@ -464,6 +474,10 @@ def _report(result: DecodeResult, failed: str = output.FAILED_LINE) -> None:
         )
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    return serve_cli.run(args, lambda: _load(args))
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from fstdecode.research.demo import run_demo
 
@@ -523,7 +537,7 @@ def _cmd_tsp(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "decode": _cmd_decode, "demo": _cmd_demo, "compile": _cmd_compile, "binarize": _cmd_binarize,
-    "inspect": _cmd_inspect, "tsp": _cmd_tsp,
+    "inspect": _cmd_inspect, "tsp": _cmd_tsp, "serve": _cmd_serve,
 }
 
 

@@ -43,6 +43,7 @@ RANKS = {
     "run": 8,
     "research": 8,
     "cli": 9,
+    "server": 9,  # beside the CLI: the CLI starts it and hands it its output writers; it imports no CLI module
 }
 #: May import anything: the facade (fstdecode/__init__.py) and the entry point.
 EXEMPT = {"fstdecode", "fstdecode.__main__"}

@@ -1,0 +1,159 @@
+"""``fstdecode serve``: the command line of the translation server (:mod:`fstdecode.server`).
+
+    fstdecode serve -f moses.ini [--host 127.0.0.1] [--port 8080] [--threads N] [decode options]
+
+The flags become a :class:`~fstdecode.server.options.ServerOptions` and a
+:class:`~fstdecode.server.service.ModelSetup`; this module also hands the server the writers of
+``decode --format json`` and of ``fstdecode moses``' n-best feature values, so that the server
+answers with the very bytes the command line writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+from typing import Callable
+
+from fstdecode.cli import output
+from fstdecode.cli.moses_output import features_field
+from fstdecode.cli.options import add_search_flags, search_options
+from fstdecode.cli.running import worker_count
+from fstdecode.decoder import DEFAULT_METHOD, XML_INPUT_MODES, Derivation
+from fstdecode.errors import FstdecodeError
+from fstdecode.model.model import Model
+from fstdecode.search.base import METHODS, SearchOptions, flag_of
+from fstdecode.server.options import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CHARS, ServerOptions
+from fstdecode.server.service import Formats, ModelSetup
+
+#: The state budget of every method on the server when ``--max-states`` is not given: the default
+#: method's own (10,000,000 states: about 15 s and 2.5 GB for one sentence) is too much to let each
+#: of N threads spend on any request. No request can raise it.
+SERVE_MAX_STATES = 2_000_000
+
+
+def add_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of ``serve`` beside the model's (which fstdecode.cli.main adds)."""
+    g = p.add_argument_group("server (README.md, 'Translation server')")
+    g.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
+    g.add_argument("--port", type=int, default=8080, help="port to listen on (default: 8080; 0: a free one, printed)")
+    g.add_argument("--threads", "--workers", dest="threads", type=worker_count, default=1, metavar="N",
+                   help="sentences decoded at once, in N threads (default: 1; all: one per core)")
+    g.add_argument("--queue-size", type=int, default=64, metavar="N",
+                   help="sentences waiting for a thread at most; beyond, HTTP 503 with Retry-After (default: 64)")
+    g.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="N",
+                   help=f"request body size cap, checked before parsing (default: {DEFAULT_MAX_BODY_BYTES:,})")
+    g.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, metavar="N",
+                   help=f"characters per request (default: {DEFAULT_MAX_CHARS:,})")
+    g.add_argument("--max-lines", type=int, default=100, metavar="N", help="lines per JSON batch (default: 100)")
+    g.add_argument("--max-nbest", type=int, default=100, metavar="K", help="largest n-best a request may ask (default: 100)")
+    g.add_argument("--allow-methods", default=None, metavar="M,M",
+                   help=f"the search methods a request may name (default: stack and --method, {DEFAULT_METHOD} by default)")
+    g.add_argument("--client-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="time a client has to send a request's headers, and again its body (default: 30)")
+    g.add_argument("--drain-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="on SIGTERM, time the requests in flight get to finish (default: 30)")
+    g.add_argument("--retry-after", type=int, default=1, metavar="SECONDS",
+                   help="the Retry-After of a busy answer (default: 1)")
+    g.add_argument("--max-connections", type=int, default=100, metavar="N",
+                   help="open connections at most (default: 100)")
+    g.add_argument("--token", help="require 'Authorization: Bearer TOKEN' on every route but /health")
+    g.add_argument("--token-file", metavar="FILE", help="read --token from FILE (keeps it out of the process list)")
+    g.add_argument("--certfile", metavar="PEM", help="serve HTTPS with this certificate (with --keyfile)")
+    g.add_argument("--keyfile", metavar="PEM", help="the certificate's private key")
+    g.add_argument("--log-text", action="store_true", help="log each request's source text (default: not logged)")
+    p.add_argument(
+        "--method", choices=list(METHODS), default=DEFAULT_METHOD,
+        help=f"the search method of requests that name none, and of every XML-RPC request (default: {DEFAULT_METHOD})",
+    )
+    p.add_argument("--xml-input", choices=XML_INPUT_MODES, default="pass-through",
+                   help="Moses' XML markup in requests (as decode's flag; default: pass-through)")
+    add_search_flags(p)
+
+
+def run(args: argparse.Namespace, load: Callable[[], Model]) -> int:
+    """``fstdecode serve``: check the flags, load the model (``load``, again on SIGHUP), serve."""
+    from fstdecode.server.run import serve  # (uvicorn and starlette load with the command)
+
+    options = server_options(args)
+    setup = ModelSetup(load, method_options(args, options.allow_methods), options.method, writers(), args.xml_input)
+    logging.getLogger("fstdecode.server").setLevel(logging.ERROR if args.quiet else logging.INFO)
+    return serve(options, setup)
+
+
+def server_options(args: argparse.Namespace) -> ServerOptions:
+    """The server's settings from the flags (ServerOptions checks their ranges)."""
+    if args.lattice_dir is not None:
+        raise FstdecodeError("--lattice-dir: the server writes no lattices (decode --method fst writes them)")
+    return ServerOptions(
+        host=args.host, port=args.port, threads=args.threads, queue_size=args.queue_size,
+        max_body_bytes=args.max_body_bytes, max_chars=args.max_chars, max_lines=args.max_lines,
+        max_nbest=args.max_nbest, client_timeout=args.client_timeout, drain_timeout=args.drain_timeout,
+        retry_after=args.retry_after, max_connections=args.max_connections, method=args.method,
+        allow_methods=allowed_methods(args.allow_methods, args.method), token=_token(args),
+        certfile=args.certfile, keyfile=args.keyfile, log_text=args.log_text,
+    )
+
+
+def allowed_methods(text: str | None, method: str) -> tuple[str, ...]:
+    """``--allow-methods``' list (default: stack and ``method``), each a registered method."""
+    names = ["stack", method] if text is None else [m.strip() for m in text.split(",") if m.strip()]
+    for name in names:
+        if name not in METHODS:
+            raise FstdecodeError(f"--allow-methods: unknown method {name!r}; choose from {', '.join(METHODS)}")
+    return tuple(dict.fromkeys(names))
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    if args.token is not None and args.token_file is not None:
+        raise FstdecodeError("give --token or --token-file, not both")
+    if args.token_file is None:
+        return args.token
+    try:
+        with open(args.token_file, encoding="utf-8") as f:
+            return f.read().strip()
+    except (OSError, UnicodeDecodeError) as e:
+        raise FstdecodeError(f"--token-file {args.token_file}: cannot read it: {getattr(e, 'strerror', None) or e}") from None
+
+
+def method_options(args: argparse.Namespace, methods: tuple[str, ...]) -> dict[str, SearchOptions]:
+    """Each allowed method's options from the search flags it takes (n-best 1); its state budget is
+    ``--max-states``, else the smaller of its default and :data:`SERVE_MAX_STATES`. A flag that no
+    allowed method takes is refused, naming the methods that would."""
+    given = {f.name: flag_of(f) for m in METHODS.values() for f in dataclasses.fields(m.options)
+             if f.metadata.get("cli", True) and getattr(args, f.name, None) is not None}
+    used: set[str] = set()
+    out: dict[str, SearchOptions] = {}
+    for method in methods:
+        own = {f.name: f for f in dataclasses.fields(METHODS[method].options)}
+        mine = argparse.Namespace(**{name: getattr(args, name) for name in given if name in own})
+        used.update(vars(mine))
+        budget = {} if args.max_states is not None else {"max_states": min(own["max_states"].default, SERVE_MAX_STATES)}
+        out[method] = search_options(method, mine, **budget)
+    unused = [flag for name, flag in given.items() if name not in used]
+    if unused:
+        raise FstdecodeError(f"{', '.join(unused)}: no allowed method takes it (--allow-methods {','.join(methods)})")
+    return out
+
+
+def writers() -> Formats:
+    """The command line's writers the server answers with."""
+    return Formats(json_line=output.json_line, moses_scores=moses_scores)
+
+
+def moses_scores(model: Model) -> Callable[[Derivation], tuple[str, float]]:
+    """A derivation's n-best feature field and total as ``fstdecode moses -n-best-list`` writes
+    them: in Moses' float arithmetic (MosesFloat) for a model of one LM and one table, else the
+    scorer's values with the phrase table's in float (moses_output.features_field)."""
+    layout = tuple(model.features)
+    if model.weights.lms or any(f.width for f in layout):  # (the emulation knows one LM, one table)
+        return lambda d: (features_field(d, layout, True, True), d.score)
+    from fstdecode.cli.moses_float import MosesFloat  # (numpy: loaded with the model's first use)
+
+    emulator = MosesFloat(model, layout)
+
+    def scores(d: Derivation) -> tuple[str, float]:
+        emulated = emulator.emulate(d)
+        return features_field(d, layout, True, True, emulated.values), float(emulated.total)
+
+    return scores
