@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from fstdecode.cli import output
 from fstdecode.cli.moses_output import features_field
@@ -117,23 +117,36 @@ def _token(args: argparse.Namespace) -> str | None:
 
 
 def method_options(args: argparse.Namespace, methods: tuple[str, ...]) -> dict[str, SearchOptions]:
-    """Each allowed method's options from the search flags it takes (n-best 1); its state budget is
-    ``--max-states``, else the smaller of its default and :data:`SERVE_MAX_STATES`. A flag that no
-    allowed method takes is refused, naming the methods that would."""
-    given = {f.name: flag_of(f) for m in METHODS.values() for f in dataclasses.fields(m.options)
-             if f.metadata.get("cli", True) and getattr(args, f.name, None) is not None}
+    """Each allowed method's options from the search flags given (:func:`method_options_for`)."""
+    return method_options_for(methods, {name: getattr(args, name) for name in _search_fields()
+                                        if getattr(args, name, None) is not None})
+
+
+def method_options_for(methods: tuple[str, ...], values: Mapping[str, Any] | None = None) -> dict[str, SearchOptions]:
+    """Each of ``methods``' options (n-best 1) from ``values`` (search options by field name, as the
+    flags give them), each method taking the values it has a field for; its state budget is
+    ``max_states`` when given, else the smaller of its default and :data:`SERVE_MAX_STATES`. A
+    value that no method of ``methods`` takes is refused, naming its flag."""
+    values = dict(values or {})
+    flags = _search_fields()
     used: set[str] = set()
     out: dict[str, SearchOptions] = {}
     for method in methods:
         own = {f.name: f for f in dataclasses.fields(METHODS[method].options)}
-        mine = argparse.Namespace(**{name: getattr(args, name) for name in given if name in own})
-        used.update(vars(mine))
-        budget = {} if args.max_states is not None else {"max_states": min(own["max_states"].default, SERVE_MAX_STATES)}
-        out[method] = search_options(method, mine, **budget)
-    unused = [flag for name, flag in given.items() if name not in used]
+        mine = {name: value for name, value in values.items() if name in own}
+        used.update(mine)
+        if "max_states" not in mine:
+            mine["max_states"] = min(own["max_states"].default, SERVE_MAX_STATES)
+        out[method] = search_options(method, argparse.Namespace(**mine))
+    unused = [flags.get(name, name) for name in values if name not in used]
     if unused:
         raise FstdecodeError(f"{', '.join(unused)}: no allowed method takes it (--allow-methods {','.join(methods)})")
     return out
+
+
+def _search_fields() -> dict[str, str]:
+    """Every search option's field name -> its flag."""
+    return {f.name: flag_of(f) for m in METHODS.values() for f in dataclasses.fields(m.options) if f.metadata.get("cli", True)}
 
 
 def writers() -> Formats:
@@ -143,10 +156,12 @@ def writers() -> Formats:
 
 def moses_scores(model: Model) -> Callable[[Derivation], tuple[str, float]]:
     """A derivation's n-best feature field and total as ``fstdecode moses -n-best-list`` writes
-    them: in Moses' float arithmetic (MosesFloat) for a model of one LM and one table, else the
-    scorer's values with the phrase table's in float (moses_output.features_field)."""
+    them: in Moses' float arithmetic (MosesFloat) for a model of one LM and one table under Moses'
+    distortion semantics, else the scorer's values with the phrase table's in float
+    (moses_output.features_field) and the scorer's total."""
     layout = tuple(model.features)
-    if model.weights.lms or any(f.width for f in layout):  # (the emulation knows one LM, one table)
+    # The emulation knows one LM, one table and Moses' distortion (the paper's is not Moses' to print).
+    if model.weights.lms or any(f.width for f in layout) or model.distortion_semantics != "moses":
         return lambda d: (features_field(d, layout, True, True), d.score)
     from fstdecode.cli.moses_float import MosesFloat  # (numpy: loaded with the model's first use)
 

@@ -88,6 +88,33 @@ def serve(options: ServerOptions, setup: ModelSetup) -> int:
     Raises FstdecodeError (the CLI's one-line error, exit 2) when the model, the address or the TLS
     files are bad: all three are checked before the first request can arrive."""
     state = ServerState(options, setup)
+    server, sock = make_server(state)
+    scheme = "https" if options.tls else "http"
+    print(f"fstdecode: serving {describe(state.service)}; {options.threads} thread(s), queue {options.queue_size}, "
+          f"on {scheme}://{_url_host(options.host)}:{sock.getsockname()[1]} "
+          "(XML-RPC /RPC2, JSON /translate, /health, /metrics)", file=sys.stderr, flush=True)
+    if not options.loopback() and not options.tls:
+        log.warning("listening on %s without TLS: requests%s travel in clear text; give --certfile and --keyfile",
+                    options.host, " and the bearer token" if options.token else "")
+    stops: list[int] = []  # (uvicorn raises the SIGTERM it caught again once stopped: here, not the default's exit)
+    previous = {
+        signal.SIGTERM: signal.signal(signal.SIGTERM, lambda s, _f: stops.append(s)),
+        signal.SIGHUP: signal.signal(signal.SIGHUP, lambda _s, _f: state.reload_in_background()),
+    }
+    try:
+        server.run(sockets=[sock])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        sock.close()
+    return _finish(state)
+
+
+def make_server(state: ServerState) -> tuple[uvicorn.Server, socket.socket]:
+    """A uvicorn server of ``state``'s application and its bound socket (run it with
+    ``server.run(sockets=[sock])``; in a thread other than the main one it installs no signal
+    handler). Raises Error for TLS files that cannot be read or an address that cannot be bound."""
+    options = state.options
     config = uvicorn.Config(
         build_app(state), http=protocol(options.client_timeout), lifespan="off", log_config=None,
         access_log=False, proxy_headers=False, timeout_graceful_shutdown=options.drain_timeout,  # type: ignore[arg-type]
@@ -99,25 +126,7 @@ def serve(options: ServerOptions, setup: ModelSetup) -> int:
         raise Error(f"--certfile {options.certfile} / --keyfile {options.keyfile}: {e}") from None
     sock = _bind(options)
     _uvicorn_logging()
-    port = sock.getsockname()[1]
-    scheme = "https" if options.tls else "http"
-    print(f"fstdecode: serving {describe(state.service)}; {options.threads} thread(s), queue {options.queue_size}, "
-          f"on {scheme}://{_url_host(options.host)}:{port} (XML-RPC /RPC2, JSON /translate, /health, /metrics)",
-          file=sys.stderr, flush=True)
-    if not options.loopback() and not options.tls:
-        log.warning("listening on %s without TLS: requests%s travel in clear text; give --certfile and --keyfile",
-                    options.host, " and the bearer token" if options.token else "")
-    server = uvicorn.Server(config)
-    stops: list[int] = []
-    previous = {sig: signal.signal(sig, lambda s, _f: stops.append(s)) for sig in (signal.SIGTERM,)}
-    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, lambda _s, _f: state.reload_in_background())
-    try:
-        server.run(sockets=[sock])
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        sock.close()
-    return _finish(state)
+    return uvicorn.Server(config), sock
 
 
 def _finish(state: ServerState) -> int:
