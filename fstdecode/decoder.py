@@ -38,6 +38,7 @@ import fstdecode.search.native_stack  # noqa: F401  (stack)
 from fstdecode.search.native import NativeTable
 import fstdecode.search.native_coverage  # noqa: F401  (coverage)
 import fstdecode.search.native_exact  # noqa: F401  (exact)
+import fstdecode.search.prove  # noqa: F401  (prove)
 import fstdecode.fst.searcher  # noqa: F401  (fst)
 import fstdecode.reference.exhaustive  # noqa: F401  (exhaustive)
 from fstdecode.search.base import METHODS, SearchOptions, Searcher
@@ -45,7 +46,7 @@ from fstdecode.search.stack import StackOptions
 from fstdecode.search.kbest import distinct
 
 #: The method of ``fstdecode decode`` and ``Decoder`` when none is named.
-DEFAULT_METHOD = "exact"
+DEFAULT_METHOD = "prove"
 
 #: Tokens an input line may not hold: the LM's sentence markers (Moses' KenLM would score them as
 #: markers in mid-sentence) and Moses' field separator, which would break the n-best format.
@@ -100,11 +101,14 @@ class Derivation:
 
 @dataclass(frozen=True)
 class Stats:
-    """What one line's search cost: states created or kept (per method), transitions, wall time."""
+    """What one line's search cost: states created or kept (per method), transitions, wall time;
+    for the A* (``exact``, ``prove``), ``phases``: the seconds of the stack decoder's lower bound
+    (``lower``), of building the heuristic (``bounds``) and of the A*'s expansion (``search``)."""
 
     states: int
     transitions: int
     seconds: float
+    phases: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,8 @@ class DecodeResult:
     reason: str | None = None
     #: A bound on the model score of every derivation, when the search proved one.
     upper_bound: float | None = None
+    #: The A*'s bound before it expanded anything (``exact``, ``prove``): see :attr:`root_gap`.
+    root_bound: float | None = None
 
     @property
     def best(self) -> Derivation | None:
@@ -140,6 +146,15 @@ class DecodeResult:
         if self.upper_bound is None or self.best is None:
             return None
         return max(0.0, self.upper_bound - self.best.search_score)
+
+    @property
+    def root_gap(self) -> float | None:
+        """``root_bound`` minus the best derivation's score: the gap the proof started from (the
+        A*'s bound at its start against the stack decoder's result, or the A*'s own result if
+        better), when known; :attr:`gap` is where it ended."""
+        if self.root_bound is None or self.best is None:
+            return None
+        return max(0.0, self.root_bound - self.best.search_score)
 
 
 class Decoder:
@@ -307,10 +322,12 @@ class Decoder:
         if self.options.unique:  # the fallback's list too
             result = distinct(result, self.options.nbest)
         derivations = tuple(self._derivation(words, phrases, s) for s, phrases in result.hypotheses)
-        stats = Stats(result.states, result.transitions, time.perf_counter() - start)
+        stats = Stats(result.states, result.transitions, time.perf_counter() - start, result.phases)
         optimal = result.optimal and reason is None
         bound = result.certified().upper_bound if reason is None else result.upper_bound
-        return DecodeResult(id, words, derivations, optimal, stats, reason=reason, upper_bound=bound)
+        return DecodeResult(
+            id, words, derivations, optimal, stats, reason=reason, upper_bound=bound, root_bound=result.root_bound
+        )
 
     def _over_budget(self, problem: SearchProblem, e: SearchLimitError) -> tuple[SearchResult, str]:
         """The one rule for a search over budget: its best derivations, else the stack decoder's.

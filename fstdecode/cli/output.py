@@ -56,7 +56,9 @@ def _derivation_json(d: Derivation, alignment: bool = False) -> dict:
 
 def json_line(result: DecodeResult, alignment: bool = False) -> str:
     """One JSON object: id, source, translation, score, features, derivation, optimal, stats;
-    ``upper_bound`` and ``gap`` when the search proved a bound (the certificate); with
+    ``upper_bound`` and ``gap`` when the search proved a bound (the certificate); ``root_bound``
+    and ``root_gap`` (the A*'s bound and gap before its first expansion) and ``stats.phases``
+    (the seconds of ``lower``, ``bounds`` and ``search``) from the A* (``exact``, ``prove``); with
     ``alignment``, ``alignment`` as ``[source, target]`` position pairs (:meth:`Derivation.alignment`).
 
     With more than one derivation the others follow under ``nbest``; a
@@ -72,6 +74,9 @@ def json_line(result: DecodeResult, alignment: bool = False) -> str:
         if result.upper_bound is not None:
             obj["upper_bound"] = result.upper_bound
             obj["gap"] = result.gap
+        if result.root_bound is not None:
+            obj["root_bound"] = result.root_bound
+            obj["root_gap"] = result.root_gap
         if result.reason is not None:
             obj["reason"] = result.reason
         if len(result.derivations) > 1:
@@ -81,6 +86,8 @@ def json_line(result: DecodeResult, alignment: bool = False) -> str:
         "transitions": result.stats.transitions,
         "seconds": round(result.stats.seconds, 6),
     }
+    if result.stats.phases:
+        obj["stats"]["phases"] = {name: round(t, 6) for name, t in result.stats.phases}
     return json.dumps(_finite(obj), ensure_ascii=False, allow_nan=False)
 
 

@@ -410,6 +410,11 @@ class SearchResult:
     ``upper_bound``, when the method has one, bounds the score of every
     derivation (the certificate: at a proven optimum it equals the best score;
     an exhaustive method's is its best score).
+
+    The A* (``exact``, ``prove``) also reports ``root_bound``, its bound before it expanded
+    anything (so ``root_bound`` minus the best score is the gap at the start of the proof), and
+    ``phases``, the seconds of its phases (``lower``: the stack decoder's lower bound,
+    ``bounds``: building the heuristic, ``search``: the A*'s expansion).
     """
 
     hypotheses: tuple[tuple[float, tuple[Phrase, ...]], ...]
@@ -417,6 +422,8 @@ class SearchResult:
     states: int
     transitions: int
     upper_bound: float | None = None
+    root_bound: float | None = None
+    phases: tuple[tuple[str, float], ...] = ()
 
     def certified(self) -> SearchResult:
         """This result with its certificate: a proven optimum bounds every derivation by its score."""

@@ -331,11 +331,22 @@ def to_result(problem: SearchProblem, result: Any) -> SearchResult:
         phrase = native_form(problem).phrase
         hypotheses = tuple((h.score, tuple(phrase(i) for i in h.options)) for h in result.hypotheses)
     bound = None if math.isnan(result.upper_bound) else result.upper_bound
+    report = astar_report(result)
     if status == "budget":
-        best = SearchResult(hypotheses, False, result.states, result.transitions, bound) if hypotheses else None
+        best = SearchResult(hypotheses, False, result.states, result.transitions, bound, *report) if hypotheses else None
         raise SearchLimitError(result.message, best)
     if status == "none":  # an empty message: no derivation within the distortion limit
         raise SearchError(result.message or no_derivation_message(problem.d))
     if status:
         raise SearchError(f"the native search ended with an unknown status {status!r}: {result.message}")
-    return SearchResult(hypotheses, result.optimal, result.states, result.transitions, bound)
+    return SearchResult(hypotheses, result.optimal, result.states, result.transitions, bound, *report)
+
+
+def astar_report(result: Any) -> tuple[float | None, tuple[tuple[str, float], ...]]:
+    """The core Result's A* report as SearchResult's ``root_bound`` and ``phases``: (None, ())
+    for a search that is not the A* (its root bound NaN and no phase timed)."""
+    root = None if math.isnan(result.root_bound) else result.root_bound
+    seconds = (("lower", result.lower_seconds), ("bounds", result.bounds_seconds), ("search", result.search_seconds))
+    if root is None and not any(t for _, t in seconds):
+        return None, ()
+    return root, seconds

@@ -25,12 +25,12 @@ from fstdecode._native import core as _core
 from fstdecode.problem.problem import SearchError, SearchLimitError, SearchProblem, SearchResult
 from fstdecode.search.base import OptionsError, register
 from fstdecode.search.exact import ExactOptions
-from fstdecode.search.native import core_budget, native_form, options_form, to_result
+from fstdecode.search.native import astar_report, core_budget, native_form, options_form, to_result
 from fstdecode.search.native_stack import core_options as stack_core_options
 from fstdecode.search.native_stack import stack_search
 from fstdecode.search.stack import StackOptions
 
-__all__ = ["exact_search", "kth_score", "lower_bound", "support"]
+__all__ = ["exact_decode", "exact_search", "kth_score", "lower_bound", "support"]
 
 
 def _core_result(problem: SearchProblem, result) -> tuple[SearchResult, str]:
@@ -42,7 +42,7 @@ def _core_result(problem: SearchProblem, result) -> tuple[SearchResult, str]:
         status = f"budget: {result.message}"
     elif status not in ("", "none"):
         status = "none"
-    return SearchResult(hypotheses, result.optimal, result.states, result.transitions, bound), status
+    return SearchResult(hypotheses, result.optimal, result.states, result.transitions, bound, *astar_report(result)), status
 
 
 def _core_time_limit(seconds: float | None) -> float:
@@ -85,18 +85,24 @@ def kth_score(lower: SearchResult | None, nbest: int) -> float:
     return lower.hypotheses[nbest - 1][0]
 
 
-def exact_search(problem: SearchProblem, options: ExactOptions = ExactOptions()) -> SearchResult:
-    """The k best derivations, proven (``optimal``, ``upper_bound`` = the best score); over budget,
-    SearchLimitError with the best known derivations and a valid upper bound. One core call
-    (``_core.exact_decode``): the stack decoder's lower bound, the A* and the answer."""
+def exact_decode(problem: SearchProblem, nbest: int, max_states: int | None, time_limit: float | None) -> SearchResult:
+    """One core call (``_core.exact_decode``): the stack decoder's k best (its default options)
+    as the lower bound, then the A* within the budgets. The k best derivations, proven
+    (``optimal``, ``upper_bound`` = the best score); over budget, SearchLimitError with the best
+    known derivations and a valid upper bound (``--method exact`` and ``--method prove``)."""
     core_options = _core.ExactOptions(
-        nbest=options.nbest,
-        max_states=core_budget(options.max_states),
-        time_limit=_core_time_limit(options.time_limit),
+        nbest=nbest,
+        max_states=core_budget(max_states),
+        time_limit=_core_time_limit(time_limit),
         lower_bound=-math.inf,  # the core takes the stack decoder's k-th score
     )
-    stack = stack_core_options(StackOptions(nbest=options.nbest))
+    stack = stack_core_options(StackOptions(nbest=nbest))
     return to_result(problem, _core.exact_decode(native_form(problem).core, core_options, stack))
+
+
+def exact_search(problem: SearchProblem, options: ExactOptions = ExactOptions()) -> SearchResult:
+    """``--method exact``: :func:`exact_decode` under the method's budgets."""
+    return exact_decode(problem, options.nbest, options.max_states, options.time_limit)
 
 
 register("exact", ExactOptions, function=exact_search, exact=True, summary="A* over coverage states with a certificate (exact, any LM order)")

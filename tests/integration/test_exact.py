@@ -252,20 +252,20 @@ def test_time_limit_is_an_option_of_exact_only():
         StackOptions.build("stack", {"time_limit": 1.0})
 
 
-def test_cli_default_is_exact_with_a_certificate_per_line():
+def test_cli_exact_gives_a_certificate_per_line():
     import json
 
     from shared import EXAMPLE_DATA, run_cli
 
     text = (EXAMPLE_DATA / "input.txt").read_text(encoding="utf-8")
-    proc = run_cli(["decode", "--format", "json", "--time-limit", "30"], text)
+    proc = run_cli(["decode", "--method", "exact", "--format", "json", "--time-limit", "30"], text)
     assert proc.returncode == 0, proc.stderr
     records = [json.loads(line) for line in proc.stdout.splitlines()]
     assert len(records) == len(text.splitlines())
     for r in records:
         assert r["optimal"] is True and r["gap"] == pytest.approx(0.0, abs=1e-6)
         assert r["upper_bound"] == pytest.approx(r["score"], abs=1e-6)
-    squeezed = run_cli(["decode", "--format", "json", "--max-states", "2"], text)
+    squeezed = run_cli(["decode", "--method", "exact", "--format", "json", "--max-states", "2"], text)
     assert squeezed.returncode == 0, squeezed.stderr
     for r in map(json.loads, squeezed.stdout.splitlines()):
         if not r["optimal"]:

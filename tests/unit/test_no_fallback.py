@@ -40,6 +40,7 @@ OPTIONS = {
     "bounded": {"max_states": 2_000},
     "coverage": {"max_states": 2_000},
     "exact": {"max_states": 2_000},
+    "prove": {"max_states": 2_000},
     "fst": {"max_states": 2_000},
 }
 NATIVE_METHODS = [name for name in METHODS if name != "exhaustive"]
