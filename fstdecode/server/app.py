@@ -112,6 +112,8 @@ def _refused(refuse: Callable[[RequestError], Response], e: RequestError, state:
         response.headers["Retry-After"] = str(state.options.retry_after)
     if e.status == 401:
         response.headers["WWW-Authenticate"] = "Bearer"
+    if e.status in (408, 413, 415):  # the body was not read to its end: the connection cannot carry another request
+        response.headers["Connection"] = "close"
     return response
 
 
