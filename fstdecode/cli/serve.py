@@ -63,8 +63,9 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--keyfile", metavar="PEM", help="the certificate's private key")
     g.add_argument("--log-text", action="store_true", help="log each request's source text (default: not logged)")
     p.add_argument(
-        "--method", choices=list(METHODS), default=DEFAULT_METHOD,
-        help=f"the search method of requests that name none, and of every XML-RPC request (default: {DEFAULT_METHOD})",
+        "--method", choices=list(METHODS), default=None,
+        help=f"the search method of requests that name none, and of every XML-RPC request (default: {DEFAULT_METHOD}, "
+        "or the first of --allow-methods when it leaves that out)",
     )
     p.add_argument("--xml-input", choices=XML_INPUT_MODES, default="pass-through",
                    help="Moses' XML markup in requests (as decode's flag; default: pass-through)")
@@ -85,12 +86,14 @@ def server_options(args: argparse.Namespace) -> ServerOptions:
     """The server's settings from the flags (ServerOptions checks their ranges)."""
     if args.lattice_dir is not None:
         raise FstdecodeError("--lattice-dir: the server writes no lattices (decode --method fst writes them)")
+    allowed = allowed_methods(args.allow_methods, args.method or DEFAULT_METHOD)
+    method = args.method or (DEFAULT_METHOD if DEFAULT_METHOD in allowed else allowed[0])
     return ServerOptions(
         host=args.host, port=args.port, threads=args.threads, queue_size=args.queue_size,
         max_body_bytes=args.max_body_bytes, max_chars=args.max_chars, max_lines=args.max_lines,
         max_nbest=args.max_nbest, client_timeout=args.client_timeout, drain_timeout=args.drain_timeout,
-        retry_after=args.retry_after, max_connections=args.max_connections, method=args.method,
-        allow_methods=allowed_methods(args.allow_methods, args.method), token=_token(args),
+        retry_after=args.retry_after, max_connections=args.max_connections, method=method,
+        allow_methods=allowed, token=_token(args),
         certfile=args.certfile, keyfile=args.keyfile, log_text=args.log_text,
     )
 
