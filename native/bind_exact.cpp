@@ -16,21 +16,23 @@ namespace fstdecode {
 
 void bind_exact(py::module_& m) {
   py::class_<ExactOptions>(m, "ExactOptions",
-                           "fstdecode.search.exact.ExactOptions; max_states < 0: no budget; time_limit <= 0: none")
-      .def(py::init([](int nbest, long max_states, double time_limit, double lower_bound) {
+                           "fstdecode.search.exact.ExactOptions; max_states < 0: no budget; time_limit <= 0: none; bounds_work < 0: the rule of max_states")
+      .def(py::init([](int nbest, long max_states, double time_limit, double lower_bound, long bounds_work) {
              ExactOptions o{};
              o.nbest = nbest;
              o.max_states = max_states;
              o.time_limit = time_limit;
              o.lower_bound = lower_bound;
+             o.bounds_work = bounds_work;
              return o;
            }),
            py::kw_only(), py::arg("nbest"), py::arg("max_states"), py::arg("time_limit"),
-           py::arg("lower_bound"))
+           py::arg("lower_bound"), py::arg("bounds_work"))
       .def_readonly("nbest", &ExactOptions::nbest)
       .def_readonly("max_states", &ExactOptions::max_states)
       .def_readonly("time_limit", &ExactOptions::time_limit)
-      .def_readonly("lower_bound", &ExactOptions::lower_bound);
+      .def_readonly("lower_bound", &ExactOptions::lower_bound)
+      .def_readonly("bounds_work", &ExactOptions::bounds_work);
   py::class_<ExactBounds>(m, "ExactBounds", "the pieces of the exact search's heuristic (tests)")
       .def_readonly("beta", &ExactBounds::beta, "by option id (add_option order)")
       .def_readonly("eos", &ExactBounds::eos)

@@ -218,8 +218,9 @@ void add_reordering_bounds(const Problem& p, std::vector<double>& beta) {
 // The heuristic's pieces over a search's contexts and joins (exact.py, bounds); with `tapes`,
 // the tape bounds' too.
 // Work: the size of build_bounds' work, counted so that a search can cap it (exact.h,
-// bounds_cap): each (phrase, predecessor) pair it lists and each (context, phrase) score its
-// option bounds and </s> bound take; past `cap` (< 0: none) the build stops with BoundsTooBig.
+// bounds_cap): each (phrase, predecessor) pair it lists, each (context, short phrase) join of
+// the contexts' fixpoint and each (context, phrase) score its option bounds and </s> bound
+// take; past `cap` (< 0: none) the build stops with BoundsTooBig.
 // (The fixpoint of the contexts revisits the pairs, a few times over: bounded by them.)
 struct BoundsTooBig {
   long cap;
@@ -291,6 +292,7 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
         const int m = arrived[joined[i]];
         for (const Option& q : by_start[i]) {
           if (static_cast<int>(q.words.size()) >= k) continue;
+          work();
           const space::Joined j = joins.get(m, q);
           double& best = best_join[static_cast<std::size_t>(q.id)];
           best = std::max(best, j.score);
@@ -441,7 +443,8 @@ class AStar {
       : p_(problem), o_(options), n_(problem.n()), end_(problem.end()), k_(problem.order() - 1),
         d_(std::min(problem.d(), problem.n() + 2)), eta_(problem.eta()), nbest_(std::max(1, options.nbest)),
         contexts_(k_), joins_(problem, contexts_, true),
-        bounds_(build_bounds(problem, contexts_, joins_, false, bounds_cap(options.max_states))),
+        bounds_(build_bounds(problem, contexts_, joins_, false,
+                             options.bounds_work >= 0 ? options.bounds_work : bounds_cap(options.max_states))),
         start_(std::chrono::steady_clock::now()) {
     if (n_ > 0) full_.set_range(0, n_ - 1);
     // spans_[s]: the options starting at s grouped by end (ascending), best beta first.
@@ -735,11 +738,13 @@ class AStar {
 
 // The result of a search whose bounds were too big to build: over budget, with no derivation
 // and no upper bound (the line keeps the stack decoder's derivation, without a gap).
-Result too_big(const BoundsTooBig& e) {
+Result too_big(const BoundsTooBig& e, const ExactOptions& options) {
   Result result;
   result.status = "budget";
+  const std::string rule = options.bounds_work >= 0 ? "the share of --max-states the proof may spend on them"
+                                                    : "the larger of --max-states and " + std::to_string(MIN_BOUNDS_CAP);
   result.message = "the A*'s bounds need more than " + std::to_string(e.cap) +
-                   " phrase pairs and context scores (the larger of --max-states and " + std::to_string(MIN_BOUNDS_CAP) +
+                   " phrase pairs, joins and context scores (" + rule +
                    "); under a distortion limit they grow linearly with the sentence";
   return result;
 }
@@ -761,7 +766,7 @@ ExactSupport exact_support(const Problem& problem, const ExactOptions& options) 
       return found.result;
     });
   } catch (const BoundsTooBig& e) {
-    out.result = too_big(e);
+    out.result = too_big(e, o);
   }
   return out;
 }
@@ -769,6 +774,7 @@ ExactSupport exact_support(const Problem& problem, const ExactOptions& options) 
 Result exact_search(const Problem& problem, const ExactOptions& options) {
   if (!problem.finished()) throw std::logic_error("exact_search: call Problem.finish() first");
   if (options.nbest < 1) throw std::invalid_argument("exact_search: options.nbest < 1");
+  const auto start = std::chrono::steady_clock::now();
   try {
     return with_coverage(problem, [&](auto c) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -780,7 +786,9 @@ Result exact_search(const Problem& problem, const ExactOptions& options) {
       return result;
     });
   } catch (const BoundsTooBig& e) {
-    return too_big(e);
+    Result result = too_big(e, options);
+    result.bounds_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
   }
 }
 

@@ -27,6 +27,10 @@ struct ExactOptions {
   // The score of a known derivation (with nbest > 1, of the nbest-th of known ones): states
   // whose bound is below it cannot hold a better one and are not kept (-inf: none known).
   double lower_bound;
+  // The most work (exact.cpp, Work: phrase pairs, joins and context scores) building the
+  // heuristic's tables may take before the search gives up with status "budget" and no bound;
+  // < 0: bounds_cap(max_states). (--method prove passes a share of its small budget.)
+  long bounds_work;
   // Support mode (exact.py, support): do not stop at the k-th goal; expand every state whose
   // bound reaches lower_bound, record every transition that can, and return in
   // ExactSupport::options the options of every derivation scoring at least lower_bound.

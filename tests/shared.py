@@ -234,7 +234,7 @@ def assert_exact_heuristic_alone_finds(problem, k, want):
     from fstdecode._native import core
     from fstdecode.search.native import native_form
 
-    options = core.ExactOptions(nbest=k, max_states=-1, time_limit=-1.0, lower_bound=-math.inf)
+    options = core.ExactOptions(nbest=k, max_states=-1, time_limit=-1.0, lower_bound=-math.inf, bounds_work=-1)
     alone = core.exact_search(native_form(problem).core, options)
     assert alone.status == "" and alone.optimal
     assert [h.score for h in alone.hypotheses] == _approx(want, abs=1e-9)

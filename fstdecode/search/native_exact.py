@@ -85,16 +85,21 @@ def kth_score(lower: SearchResult | None, nbest: int) -> float:
     return lower.hypotheses[nbest - 1][0]
 
 
-def exact_decode(problem: SearchProblem, nbest: int, max_states: int | None, time_limit: float | None) -> SearchResult:
+def exact_decode(
+    problem: SearchProblem, nbest: int, max_states: int | None, time_limit: float | None, bounds_work: int | None = None
+) -> SearchResult:
     """One core call (``_core.exact_decode``): the stack decoder's k best (its default options)
     as the lower bound, then the A* within the budgets. The k best derivations, proven
     (``optimal``, ``upper_bound`` = the best score); over budget, SearchLimitError with the best
-    known derivations and a valid upper bound (``--method exact`` and ``--method prove``)."""
+    known derivations and a valid upper bound (``--method exact`` and ``--method prove``).
+    ``bounds_work`` caps the work of the heuristic's tables (None: the core's rule for
+    ``max_states``, native/exact.h bounds_cap); past it the A* does not run (no bound)."""
     core_options = _core.ExactOptions(
         nbest=nbest,
         max_states=core_budget(max_states),
         time_limit=_core_time_limit(time_limit),
         lower_bound=-math.inf,  # the core takes the stack decoder's k-th score
+        bounds_work=core_budget(bounds_work),
     )
     stack = stack_core_options(StackOptions(nbest=nbest))
     return to_result(problem, _core.exact_decode(native_form(problem).core, core_options, stack))
@@ -122,6 +127,7 @@ def support(
         max_states=core_budget(max_states),
         time_limit=_core_time_limit(time_limit),
         lower_bound=threshold,
+        bounds_work=-1,  # the core's rule for max_states
     )
     out = _core.exact_support(form.core, core_options)
     result, status = _core_result(problem, out.result)

@@ -11,7 +11,9 @@ heuristic) then tries to prove it within ``max_states`` states. The line gets:
 * not proven within the budget: the better of the two searches' derivations, ``optimal`` false,
   and the A*'s ``upper_bound`` (every derivation scores at most it, so ``gap`` bounds what the
   translation may lose), without a warning: an unproven line is this method's normal outcome,
-  not an error.
+  not an error;
+* the heuristic's tables too big to build within :func:`bounds_work`: the stack decoder's
+  derivations, ``optimal`` false, and no bound (the A* did not run).
 
 It never claims a proof it does not have: ``optimal`` is the A*'s own verdict. With ``--nbest
 K`` the A* proves the K best (the stack decoder's K-th score is its lower bound); unproven, the
@@ -34,6 +36,20 @@ from fstdecode.search.native_exact import exact_decode
 #: heuristic's tables, built once a sentence, take most of the time below this budget.
 DEFAULT_PROVE_MAX_STATES = 100_000
 
+#: The work the heuristic's tables may take (phrase pairs, joins and context scores; native/exact.cpp,
+#: Work) per state of the budget, and at least MIN_BOUNDS_WORK. Beyond it the A* is not run (the
+#: line gets no bound): on the real-size 5-gram model of
+#: scripts/make_big_model.py the tables of one sentence take 10-25 s, 200 times the stack
+#: decoder's search, so such a line keeps the stack decoder's translation, not proven and without
+#: a gap, after about 0.5 s. Every Hansards trigram line but one builds its tables within it.
+BOUNDS_WORK_PER_STATE = 5
+MIN_BOUNDS_WORK = 500_000
+
+
+def bounds_work(max_states: int) -> int:
+    """The work the heuristic's tables may take under a budget of ``max_states`` A* states."""
+    return max(MIN_BOUNDS_WORK, BOUNDS_WORK_PER_STATE * max_states)
+
 
 @dataclass(frozen=True)
 class ProveOptions(SearchOptions):
@@ -54,7 +70,7 @@ def prove_search(problem: SearchProblem, options: ProveOptions = ProveOptions())
     A*'s upper bound. Raises SearchLimitError only when neither search found a derivation, and
     SearchError when none exists."""
     try:
-        return exact_decode(problem, options.nbest, options.max_states, None)
+        return exact_decode(problem, options.nbest, options.max_states, None, bounds_work(options.max_states))
     except SearchLimitError as e:
         if e.best is None:
             raise

@@ -53,9 +53,9 @@ def test_prove_never_claims_a_proof_it_does_not_have(data):
         result = prove_search(problem, ProveOptions(max_states=budget))
         score = result.hypotheses[0][0]
         assert score <= best + TOL and score >= stack - TOL  # a real derivation, no worse than the stack's
+        assert dict(result.phases).keys() == {"lower", "bounds", "search"}
         assert result.upper_bound is not None and result.upper_bound >= best - TOL  # a real bound
         assert result.root_bound is not None and result.root_bound >= result.upper_bound - TOL
-        assert dict(result.phases).keys() == {"lower", "bounds", "search"}
         if result.optimal:
             assert abs(score - best) < TOL and abs(result.upper_bound - best) < TOL
         if budget == NO_BUDGET:
@@ -90,7 +90,8 @@ def _decode_json(*args: str, text: str) -> tuple[list[dict], str]:
 def test_default_json_reports_both_gaps_and_the_phases_without_warning_when_unproven():
     ini = str(data_path("moses-early-distortion-de-en", "moses.ini"))
     text = data_path("moses-early-distortion-de-en", "to-translate.txt").read_text(encoding="utf-8")
-    # A budget of one state proves nothing the stack decoder's bound does not already settle.
+    # A budget of one A* state (the heuristic's tables still built: prove.bounds_work) proves
+    # only what the start state's bound settles.
     lines, stderr = _decode_json("-f", ini, "--max-states", "1", text=text)
     proven, _ = _decode_json("-f", ini, "--method", "exact", text=text)
     assert len(lines) == len(proven) == len(text.splitlines())
@@ -113,3 +114,20 @@ def test_stack_json_has_no_proof_fields():
     ini = str(data_path("moses-early-distortion-de-en", "moses.ini"))
     lines, _ = _decode_json("-f", ini, "--method", "stack", text="das ist ein haus\n")
     assert "root_gap" not in lines[0] and "phases" not in lines[0]["stats"] and not lines[0]["optimal"]
+
+
+def test_prove_gives_up_without_a_bound_when_the_tables_outgrow_their_share(monkeypatch):
+    # The real-size case in small: tables bigger than their work cap. The A* is not run, the line
+    # keeps the stack decoder's translation, not proven, with no bound and no warning.
+    import fstdecode.search.prove as prove
+
+    monkeypatch.setattr(prove, "MIN_BOUNDS_WORK", 10)
+    monkeypatch.setattr(prove, "BOUNDS_WORK_PER_STATE", 0)
+    ini = data_path("moses-early-distortion-de-en", "moses.ini")
+    model = load_model(ini)
+    line = data_path("moses-early-distortion-de-en", "to-translate.txt").read_text(encoding="utf-8").splitlines()[0]
+    got = Decoder(model, "prove").decode(line)
+    stack = Decoder(model, "stack").decode(line)
+    assert not got.optimal and got.upper_bound is None and got.gap is None and got.reason is None
+    assert got.best.translation == stack.best.translation and got.best.score == stack.best.score
+    assert got.stats.phases and dict(got.stats.phases)["search"] == 0.0
