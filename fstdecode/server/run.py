@@ -46,6 +46,7 @@ class HeaderTimeoutProtocol(H11Protocol):
 
     def connection_made(self, transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        _no_delay(transport)
         self._arm()
 
     def data_received(self, data: bytes) -> None:
@@ -75,6 +76,18 @@ class HeaderTimeoutProtocol(H11Protocol):
             log.warning("closed a connection from %s: no complete request headers within %g s",
                         "%s:%d" % self.client if self.client else "-", self.header_timeout)
             self.transport.close()
+
+
+def _no_delay(transport) -> None:
+    """TCP_NODELAY on the connection: uvicorn writes a response's headers and body apart, and with
+    Nagle's algorithm the body waits for the client's delayed ACK (40 ms a request on keep-alive).
+    asyncio sets it only on sockets made with IPPROTO_TCP, which a socket bound here is not."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:  # (the connection may already be gone)
+            pass
 
 
 def protocol(header_timeout: float) -> type[HeaderTimeoutProtocol]:
