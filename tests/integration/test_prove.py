@@ -79,21 +79,22 @@ def test_prove_is_the_default_with_its_budget():
     assert decoder.method == "prove" and decoder.options.max_states == DEFAULT_PROVE_MAX_STATES
 
 
-def _decode_json(*args: str, text: str) -> tuple[list[dict], str]:
+def _decode_json(*args: str, text: str, cwd) -> tuple[list[dict], str]:
+    # In a folder of its own: the de-en ini's [n-best-list] makes decode write ./nbest, as Moses.
     run = subprocess.run(
         [sys.executable, "-m", "fstdecode", "decode", *args, "--format", "json"],
-        input=text, capture_output=True, text=True, check=True,
+        input=text, capture_output=True, text=True, check=True, cwd=cwd,
     )
     return [json.loads(line) for line in run.stdout.splitlines()], run.stderr
 
 
-def test_default_json_reports_both_gaps_and_the_phases_without_warning_when_unproven():
+def test_default_json_reports_both_gaps_and_the_phases_without_warning_when_unproven(tmp_path):
     ini = str(data_path("moses-early-distortion-de-en", "moses.ini"))
     text = data_path("moses-early-distortion-de-en", "to-translate.txt").read_text(encoding="utf-8")
     # A budget of one A* state (the heuristic's tables still built: prove.bounds_work) proves
     # only what the start state's bound settles.
-    lines, stderr = _decode_json("-f", ini, "--max-states", "1", text=text)
-    proven, _ = _decode_json("-f", ini, "--method", "exact", text=text)
+    lines, stderr = _decode_json("-f", ini, "--max-states", "1", text=text, cwd=tmp_path)
+    proven, _ = _decode_json("-f", ini, "--method", "exact", text=text, cwd=tmp_path)
     assert len(lines) == len(proven) == len(text.splitlines())
     assert "over budget" not in stderr and "not proven" not in stderr
     for got, exact in zip(lines, proven):
@@ -110,9 +111,9 @@ def test_default_json_reports_both_gaps_and_the_phases_without_warning_when_unpr
     assert any(not got["optimal"] for got in lines)  # the budget of 1 leaves some line unproven
 
 
-def test_stack_json_has_no_proof_fields():
+def test_stack_json_has_no_proof_fields(tmp_path):
     ini = str(data_path("moses-early-distortion-de-en", "moses.ini"))
-    lines, _ = _decode_json("-f", ini, "--method", "stack", text="das ist ein haus\n")
+    lines, _ = _decode_json("-f", ini, "--method", "stack", text="das ist ein haus\n", cwd=tmp_path)
     assert "root_gap" not in lines[0] and "phases" not in lines[0]["stats"] and not lines[0]["optimal"]
 
 
