@@ -9,8 +9,10 @@ semantics, on random models of LM orders 1-3 (random_case, weights of any sign):
   gaprule.py's states; the core walks its own);
 * the native R (fst) has the Python R's states and transitions, and its cascade's best score is
   the exhaustive oracle's;
-* dp, bounded and the native cascade equal the exhaustive oracle (``search_score`` and scorer's
-  score), and every derivation keeps Moses' rule (``check_distortion_limit(..., "moses")``).
+* dp, bounded and the native cascade equal the Python coverage DP's optimum (dp its 3 best; the
+  coverage DP is exact, and test_exact holds it to the exhaustive oracle), ``search_score`` and
+  the scorer's score alike, and every derivation keeps Moses' rule (``check_distortion_limit(...,
+  "moses")``).
 
 The real models (the de-en gold model, its moses.ini with and without early distortion cost):
 tests/integration/test_native_gaprule_models.py.
@@ -32,8 +34,8 @@ from fstdecode.fst.reorder import build_reordering, build_reordering_native
 from fstdecode.problem.problem import SearchError, SearchProblem
 from fstdecode.problem.scorer import check_distortion_limit
 from fstdecode.search import coverage_dp, native_signature, signature_dp
-from fstdecode.search.coverage_dp import CoverageOptions
 from fstdecode.search.bounded import BoundedOptions
+from fstdecode.search.coverage_dp import CoverageOptions
 from fstdecode.search.signature_dp import DpOptions
 
 from randmodels import NO_BUDGET, draw_beam_options, random_case
