@@ -239,7 +239,7 @@ def run(args, record) -> int:
         f"- machine: {record.machine}",
         f"- code: {record.code}",
         f"- date: {record.date()}; whole run {record.elapsed():.0f} s; load average at start {record.load_start}",
-        f"- model: the Hansards fr-en table and the UN trigram LM (`{' '.join(MODEL[4:])}`), "
+        f"- model: the Hansards fr-en table and the UN trigram LM (`{' '.join(MODEL[6:])}`), "
         f"`--method stack{' ' + ' '.join(SEARCH) if SEARCH else ''}`; "
         f"{args.clients} clients in a process of their own, keep-alive connections, one request in four over "
         "XML-RPC; each run after a warm-up of the 48 sentences",
