@@ -162,6 +162,8 @@ def test_distinct_keeps_each_translations_first_entry():
 
 def test_moses_ini_distinct_makes_the_nbest_distinct(tmp_path, capsys, monkeypatch):
     # moses.ini's "[n-best-list] / nbest / 6 distinct", as in the lexicalized-reordering gold's run.
+    # Moses writes that file relative to the working directory, and so does decode: run in tmp_path.
+    monkeypatch.chdir(tmp_path)
     ini = tmp_path / "moses.ini"
     ini.write_text(example_ini_text() + "\n[n-best-list]\nnbest\n6 distinct\n", encoding="utf-8")
     line = (EXAMPLE_DATA / "input.txt").read_text(encoding="utf-8").splitlines()[0]
@@ -175,6 +177,7 @@ def test_moses_ini_distinct_makes_the_nbest_distinct(tmp_path, capsys, monkeypat
     assert main(["decode", "-f", str(ini), "--method", "dp", "--format", "nbest"]) == 0
     texts = [row.split(" ||| ")[1] for row in capsys.readouterr().out.splitlines()]
     assert len(texts) == 6 and len(set(texts)) < 6
+    assert [row.split(" ||| ")[1] for row in (tmp_path / "nbest").read_text(encoding="utf-8").splitlines()] == texts
 
 
 def _stdin(text: str):
