@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import re
 import signal
 import statistics

@@ -23,10 +23,6 @@ from fstdecode.server.service import ModelSetup, Service
 log = logging.getLogger("fstdecode.server")
 
 
-class Error(FstdecodeError):
-    """A reload asked for while another runs (it is then done once more after it)."""
-
-
 @dataclass(frozen=True)
 class ReloadStatus:
     """The last reload: ``count`` reloads tried, whether the last ``failed`` and why, and when
