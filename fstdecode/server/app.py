@@ -69,6 +69,9 @@ def build_app(state: ServerState) -> Starlette:
     return app
 
 
+#: The characters of a request's text that ``--log-text`` logs (a whole 100,000-character text is no log line).
+LOGGED_CHARS = 500
+
 Handler = Callable[[Request, ServerState, Exchange], Awaitable[Response]]
 
 
@@ -121,7 +124,7 @@ def _log_line(emit: Callable[..., None], ex: Exchange, status: int, note: str, w
     """One line per request: endpoint, client, status, size, time, what went wrong (and the text
     only with ``--log-text``)."""
     ms = (time.perf_counter() - ex.started) * 1000
-    text = f" text={ex.text!r}" if with_text and ex.text is not None else ""
+    text = f" text={ex.text[:LOGGED_CHARS]!r}" if with_text and ex.text is not None else ""
     emit("%s %s %d lines=%d chars=%d %.1f ms%s%s", ex.endpoint, ex.client, status, ex.lines, ex.chars, ms,
          f": {note}" if note else "", text)
 

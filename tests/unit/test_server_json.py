@@ -192,3 +192,16 @@ def test_no_endpoint_reads_a_file_the_client_names(http):
         assert r.status_code == 400 and "unknown key" in r.json()["error"]
     assert http.get("/translate").status_code == 405
     assert http.get("/etc/passwd").status_code == 404
+
+
+def test_log_text_logs_the_source_on_the_same_line_cut_to_500_characters(caplog):
+    import logging
+
+    http = client(make_state(log_text=True))
+    with caplog.at_level(logging.INFO, logger="fstdecode.server"):
+        http.post("/translate", json={"lines": ["das muss", "unsere\nsorge"]})
+        http.post("/translate", json={"text": "sein " * 300})
+    lines = [r.getMessage() for r in caplog.records if r.name == "fstdecode.server"]
+    assert len(lines) == 2 and all("\n" not in line for line in lines)
+    assert "text='das muss ||| unsere\\nsorge'" in lines[0]
+    assert "text='" + ("sein " * 100) + "'" in lines[1]
