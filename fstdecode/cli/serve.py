@@ -34,7 +34,11 @@ SERVE_MAX_STATES = 2_000_000
 
 def add_flags(p: argparse.ArgumentParser) -> None:
     """The flags of ``serve`` beside the model's (which fstdecode.cli.main adds)."""
-    g = p.add_argument_group("server (README.md, 'Translation server')")
+    g = p.add_argument_group(
+        "server (README.md, 'Translation server')",
+        f"Every search's state budget is --max-states when given, else its method's default lowered to at most "
+        f"{SERVE_MAX_STATES:,} (the defaults the search flags below list are decode's).",
+    )
     g.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     g.add_argument("--port", type=int, default=8080, help="port to listen on (default: 8080; 0: a free one, printed)")
     g.add_argument("--threads", "--workers", dest="threads", type=worker_count, default=1, metavar="N",
