@@ -9,6 +9,7 @@ import ipaddress
 import math
 from dataclasses import dataclass, fields
 
+from fstdecode.decoder import DEFAULT_METHOD
 from fstdecode.errors import FstdecodeError
 
 #: A request's characters (over all its lines), by default: the issue's bound.
@@ -52,8 +53,8 @@ class ServerOptions:
     #: Open connections at most (uvicorn's ``limit_concurrency``; beyond, uvicorn answers 503).
     max_connections: int = 100
     #: The method of a request that names none (and of every XML-RPC request).
-    method: str = "exact"
-    allow_methods: tuple[str, ...] = ("stack", "exact")
+    method: str = DEFAULT_METHOD
+    allow_methods: tuple[str, ...] = ("stack", DEFAULT_METHOD)
     token: str | None = None
     certfile: str | None = None
     keyfile: str | None = None
