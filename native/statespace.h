@@ -514,11 +514,15 @@ class FactJoiner {
 class BosJoins {
  public:
   // With minimisation and Problem::lm_facts, joins are scored by a FactJoiner, else a Joiner.
-  BosJoins(const Problem& problem, Contexts& contexts, bool minimize)
+  // keep_facts: the FactJoiner's joins are cached too; without it each get() scores its join
+  // (the stack decoder's: most (context, option) pairs are joined once, and a facts join costs
+  // little more than a probe of a cache that outgrows the CPU's).
+  BosJoins(const Problem& problem, Contexts& contexts, bool minimize, bool keep_facts = true)
       : join_(problem, contexts, minimize), facts_(problem, contexts), use_facts_(minimize && problem.lm_facts()),
-        slots_(1024) {}
+        uncached_(use_facts_ && !keep_facts), slots_(1024) {}
 
   Joined get(int context, const Option& opt) {
+    if (uncached_) return facts_(context, opt);
     const std::uint64_t h = mix(pair64(context, opt.id));
     Slot* slot = find(h);
     if (slot->value.first >= 0) return slot->value;
@@ -536,6 +540,7 @@ class BosJoins {
   // Starts loading the slot get(context, opt) reads first: a hint for a get to come. Changes no
   // result.
   void prefetch_slot(int context, const Option& opt) const {
+    if (uncached_) return;
 #if defined(__GNUC__)
     __builtin_prefetch(&slots_[mix(pair64(context, opt.id)) & (slots_.size() - 1)]);
 #else
@@ -546,6 +551,7 @@ class BosJoins {
   // Starts loading what get(context, opt) will read, when its join is not cached yet
   // (Joiner::prefetch_bos). Changes no result.
   void prefetch(int context, const Option& opt) {
+    if (uncached_) return facts_.prefetch(context, opt);
     if (find(mix(pair64(context, opt.id)))->value.first >= 0) return;
     if (use_facts_) facts_.prefetch(context, opt);
     else join_.prefetch_bos(context, opt);
@@ -577,7 +583,7 @@ class BosJoins {
 
   Joiner join_;
   FactJoiner facts_;
-  const bool use_facts_;
+  const bool use_facts_, uncached_;
   std::vector<Slot> slots_;  // a power of two
   std::size_t size_ = 0;
 };
