@@ -5,8 +5,9 @@
 // Invariants every implementation keeps: order() >= 1; word ids are 0 .. vocab_size()-1 and
 // unk() is one of them; every score is a natural log; a context is given oldest word first and
 // only its last order()-1 words are used; queries are const and never allocate Python objects.
-// Problem caches logprob per (context, word), so the virtual call is off the searches' hot path;
-// right-state minimisation (statespace.h) calls trim once per new state.
+// Problem caches logprob per (context, word) (its ngram), and right-state minimisation
+// (statespace.h's Joiner) calls trim once per new state; the one-tape searches' joins
+// (statespace.h's FactJoiner) call logprob_facts instead, uncached, once per scored word.
 // prefetch lets the searches overlap logprob's cache misses with other work (stack.cpp).
 //
 // KenLM-style right states ("facts", logprob_facts): a search that keeps, with each context it
