@@ -14,7 +14,7 @@ namespace fstdecode {
 
 Problem::Problem(const LanguageModel& lm, std::vector<WordId> lm_id, int n, int d, double eta,
                  double lm_weight, WordId bos, WordId eos)
-    : lm_(lm), order_(search_order(lm)), lm_order_(lm.order()), lm_id_(std::move(lm_id)), n_(n), d_(d), eta_(eta), lm_weight_(lm_weight),
+    : lm_(lm), order_(search_order(lm)), lm_id_(std::move(lm_id)), n_(n), d_(d), eta_(eta), lm_weight_(lm_weight),
       bos_(bos), eos_(eos) {
   if (lm_.order() < 1) throw std::invalid_argument("the search needs an LM of order >= 1");
   if (n_ < 0) throw std::invalid_argument("n must be >= 0, got " + std::to_string(n_));

@@ -46,8 +46,6 @@ class Problem {
   // The search's order: the LM's, at least 2 (a unigram LM is searched as a bigram LM without
   // bigrams: its contexts are one word, which it ignores).
   int order() const { return order_; }
-  // The LM's own order (order() is at least 2).
-  int lm_order() const { return lm_order_; }
   double lm_weight() const { return lm_weight_; }
   WordId bos() const { return bos_; }
   WordId eos() const { return eos_; }
@@ -141,7 +139,7 @@ class Problem {
   // prefetch_facts): facts are the LM's own backoffs (not weighted), by suffix length;
   // ngram_facts(context, n, w, facts(context, n), next) == ngram(context, n, w) bit for bit
   // (lm_weight x the same logprob), uncached. Contexts of any length (the LM reads its last
-  // lm_order() - 1 words).
+  // lm().order() - 1 words).
   void facts(const WordId* context, int n, double* out) const;
   double ngram_facts(const WordId* context, int n, WordId w, const double* facts, const NextFacts* next) const;
   void prefetch_facts(const WordId* context, int n, WordId w) const;
@@ -162,7 +160,7 @@ class Problem {
 
  private:
   const LanguageModel& lm_;
-  int order_, lm_order_;  // search_order(lm_) and lm_.order(), read once (they are virtual calls)
+  int order_;  // search_order(lm_), read once (LanguageModel::order is a virtual call)
   bool lm_facts_ = true;
   std::vector<WordId> lm_id_;
   int n_, d_;
