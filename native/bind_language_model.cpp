@@ -9,6 +9,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -101,6 +102,33 @@ void bind_language_model(py::module_& m) {
             return lm.extends(ids.data(), length(ids));
           },
           "the right-state test of the n-gram of ids (language_model.h)", py::arg("ids"))
+      .def(
+          "facts",
+          [](const LanguageModel& lm, const std::vector<WordId>& ids) {
+            check_any_ids(lm, ids);
+            std::vector<double> out(ids.size());
+            lm.facts(ids.data(), length(ids), out.data());
+            return out;
+          },
+          "the backoffs of the suffixes of the n-gram of ids, by length (language_model.h)", py::arg("ids"))
+      .def(
+          "logprob_facts",
+          [](const LanguageModel& lm, const std::vector<WordId>& context, WordId w, const std::vector<double>& facts) {
+            check_any_ids(lm, context);
+            check_any_ids(lm, {w});
+            if (facts.size() != context.size())
+              throw py::value_error("logprob_facts: " + std::to_string(facts.size()) + " facts for a context of " +
+                                    std::to_string(context.size()) + " words");
+            std::vector<double> backoffs(context.size() + 1);
+            std::vector<std::uint8_t> extends(context.size() + 1);
+            const NextFacts next{backoffs.data(), extends.data()};
+            const double v = lm.logprob_facts(context.data(), length(context), w, facts.data(), &next);
+            std::vector<bool> ext(extends.begin(), extends.end());
+            return py::make_tuple(v, backoffs, ext);
+          },
+          "(ln p(w | context) from the context's facts, the backoffs and the right-state tests of the "
+          "suffixes of context + w by length) (language_model.h)",
+          py::arg("context"), py::arg("w"), py::arg("facts"))
       .def(
           "logprob_words",
           [](const LanguageModel& lm, py::handle context, py::handle word) {

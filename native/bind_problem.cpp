@@ -80,6 +80,9 @@ void bind_problem(py::module_& m) {
       .def_property_readonly("d", &Problem::d)
       .def_property_readonly("eta", &Problem::eta)
       .def_property_readonly("order", &Problem::order)
+      .def_property("lm_facts", &Problem::lm_facts, &Problem::set_lm_facts,
+                    "the <s>-tape joins score with KenLM-style right states (True, the default) or with "
+                    "ngram and trim (False); the results are the same")
       .def_property_readonly("option_count", &Problem::option_count)
       .def(
           "ngram",

@@ -5,11 +5,20 @@
 // Invariants every implementation keeps: order() >= 1; word ids are 0 .. vocab_size()-1 and
 // unk() is one of them; every score is a natural log; a context is given oldest word first and
 // only its last order()-1 words are used; queries are const and never allocate Python objects.
-// Problem caches logprob per (context, word), so the virtual call is off the searches' hot path;
-// right-state minimisation (statespace.h) calls trim once per new state.
+// Problem caches logprob per (context, word) (its ngram), and right-state minimisation
+// (statespace.h's Joiner) calls trim once per new state; the one-tape searches' joins
+// (statespace.h's FactJoiner) call logprob_facts instead, uncached, once per scored word.
 // prefetch lets the searches overlap logprob's cache misses with other work (stack.cpp).
+//
+// KenLM-style right states ("facts", logprob_facts): a search that keeps, with each context it
+// scores from, the backoffs of the context's suffixes scores a word with the lookups of the
+// word's own n-grams only, and gets the next context's facts from the same lookups (KenLM's
+// right state, lm/state.hh). Every implementation answers these from the queries above by
+// default; NgramLM and ImageLM read them from their tables. The values are bit for bit those of
+// logprob, backoff and extends (the same doubles, summed in the same order).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -18,6 +27,14 @@
 namespace fstdecode {
 
 using WordId = std::int32_t;
+
+// Where logprob_facts writes what the context ctx[0..n) + w knows of itself, by suffix length:
+// backoff[L-1] = backoff(last L words, L) and extends[L-1] = extends(last L words, L), for
+// L = 1 .. n + 1 (the next context's facts, and the right-state test minimisation reads).
+struct NextFacts {
+  double* backoff;
+  std::uint8_t* extends;
+};
 
 class LanguageModel {
  public:
@@ -57,6 +74,24 @@ class LanguageModel {
   virtual void prefetch_trim(const WordId* ctx, int n) const {
     (void)ctx, (void)n;
   }
+  // The facts of the context ctx[0..n): out[L-1] = backoff(ctx + n - L, L) for L = 1..n (0 for
+  // L >= order(), as backoff says). out has room for n values.
+  virtual void facts(const WordId* ctx, int n, double* out) const {
+    for (int L = 1; L <= n; ++L) out[L - 1] = backoff(ctx + n - L, L);
+  }
+  // logprob(ctx, n, w), bit for bit, given facts[0..n) = facts(ctx, n): an implementation need
+  // not look any backoff up (it sums the facts of the orders its longest match leaves out, in
+  // logprob's order: longest context first, zeros skipped, then the match's probability). When
+  // next is not null, also fills next's arrays (each with room for n + 1 values) as NextFacts
+  // says. The default asks logprob, backoff and extends (facts unread).
+  virtual double logprob_facts(const WordId* ctx, int n, WordId w, const double* facts, const NextFacts* next) const {
+    (void)facts;
+    if (next != nullptr) next_facts_by_query(ctx, n, w, *next);
+    return logprob(ctx, n, w);
+  }
+  // Starts loading the memory logprob_facts(ctx, n, w, ...) will read (as prefetch does for
+  // logprob). Changes no result; the default is prefetch's hint.
+  virtual void prefetch_facts(const WordId* ctx, int n, WordId w) const { prefetch(ctx, n, w); }
   // Starts loading the memory logprob(ctx, n, w) will read, and returns at once: a hint that
   // lets a caller overlap the cache misses of lookups it will make soon (the tables of a large
   // LM miss the cache on nearly every query). Changes no result; the default does nothing.
@@ -65,6 +100,31 @@ class LanguageModel {
   }
 
  protected:
+  // logprob_facts' default NextFacts: backoff and extends of each suffix of ctx[0..n) + w, the
+  // suffixes of order() words or more answered 0 and false without a query (the interface's
+  // contract for them).
+  void next_facts_by_query(const WordId* ctx, int n, WordId w, const NextFacts& next) const {
+    const int asked = std::min(n + 1, order() - 1);  // the longest suffix that may have either
+    constexpr int kSmall = 16;
+    WordId small[kSmall];
+    std::vector<WordId> big;
+    WordId* buf = small;
+    if (asked > kSmall) {
+      big.resize(static_cast<std::size_t>(asked));
+      buf = big.data();
+    }
+    for (int L = 1; L <= n + 1; ++L) {
+      next.backoff[L - 1] = 0.0;
+      next.extends[L - 1] = 0;
+      if (L > asked) continue;
+      // the last L words of ctx + w: ctx[n-L+1..n), then w
+      for (int i = 0; i < L - 1; ++i) buf[i] = ctx[n - L + 1 + i];
+      buf[L - 1] = w;
+      next.backoff[L - 1] = backoff(buf, L);
+      next.extends[L - 1] = extends(buf, L) ? 1 : 0;
+    }
+  }
+
   LanguageModel() = default;
   LanguageModel(const LanguageModel&) = default;
   LanguageModel& operator=(const LanguageModel&) = default;

@@ -558,6 +558,101 @@ void NgramLM::prefetch(const WordId* ctx, int n, WordId w) const {
   });
 }
 
+void NgramLM::facts(const WordId* ctx, int n, double* out) const {
+  const int top = std::min(n, order_ - 1);  // the longest suffix with a backoff
+  for (int L = top + 1; L <= n; ++L) out[L - 1] = 0.0;
+  if (top < 1) return;
+  constexpr int kStack = 32;
+  std::uint64_t stack_buf[kStack + 1];
+  std::vector<std::uint64_t> heap_buf;
+  std::uint64_t* key = stack_buf;
+  if (top > kStack) {
+    heap_buf.resize(static_cast<std::size_t>(top) + 1);
+    key = heap_buf.data();
+  }
+  std::uint64_t h = hash_step(kSeed, ctx[n - 1]);
+  for (int L = 2; L <= top; ++L) {
+    h = hash_step(h, ctx[n - L]);
+    key[L] = nonzero(h);  // hash_ngram(ctx + n - L, L)
+    tables_[static_cast<std::size_t>(L - 2)].prefetch(key[L]);
+  }
+  out[0] = unigrams_[static_cast<std::size_t>(ctx[n - 1])].backoff;
+  for (int L = 2; L <= top; ++L) {
+    const Entry* e = tables_[static_cast<std::size_t>(L - 2)].find(key[L]);
+    out[L - 1] = e != nullptr ? e->backoff : 0.0;
+  }
+}
+
+double NgramLM::logprob_facts(const WordId* ctx, int n, WordId w, const double* facts, const NextFacts* next) const {
+  const int asked = n;  // next's suffixes: 1 .. asked + 1
+  const int m = order_ - 1;
+  if (n > m) {  // facts are by suffix length: cutting the oldest words keeps them
+    ctx += n - m;
+    n = m;
+  }
+  // at[L]: the entry of ctx[n-L..n) + w (L = 0: w's unigram), or null when absent; the keys are
+  // query_keys' hw[L] (hash_ngram of the same words), every slot prefetched before any is read.
+  constexpr int kStack = 32;
+  const Entry* stack_at[kStack + 1];
+  std::uint64_t stack_key[kStack + 1];
+  std::vector<const Entry*> heap_at;
+  std::vector<std::uint64_t> heap_key;
+  const Entry** at = stack_at;
+  std::uint64_t* key = stack_key;
+  if (n > kStack) {
+    heap_at.resize(static_cast<std::size_t>(n) + 1);
+    heap_key.resize(static_cast<std::size_t>(n) + 1);
+    at = heap_at.data();
+    key = heap_key.data();
+  }
+  std::uint64_t h = hash_step(kSeed, w);
+  for (int L = 1; L <= n; ++L) {
+    h = hash_step(h, ctx[n - L]);
+    key[L] = nonzero(h);
+    tables_[static_cast<std::size_t>(L - 1)].prefetch(key[L]);
+  }
+  const Entry& uni = unigrams_[static_cast<std::size_t>(w)];
+  // ngram_hash::backoff_score's rule with the facts for its backoff lookups: the longest stored
+  // n-gram's probability plus the backoffs of the longer contexts, longest first, zeros skipped.
+  double result;
+  {
+    double total = 0.0;
+    int L = n;
+    for (; L >= 1; --L) {
+      const Entry* e = tables_[static_cast<std::size_t>(L - 1)].find(key[L]);
+      at[L] = e;
+      if (e != nullptr && e->stored) break;
+      const double b = facts[L - 1];
+      if (b != 0.0) total += b;
+    }
+    result = L >= 1 ? total + at[L]->prob : total + uni.prob;
+    if (next == nullptr) return result;
+    for (int l = L - 1; l >= 1; --l) at[l] = tables_[static_cast<std::size_t>(l - 1)].find(key[l]);
+  }
+  at[0] = &uni;
+  // The suffix of length l + 1 of ctx + w is at[l]'s n-gram; those of order_ words or more have
+  // no backoff and extend nothing (backoff, extends).
+  for (int l = 0; l <= asked; ++l) {
+    const Entry* e = l + 1 < order_ && l <= n ? at[l] : nullptr;
+    next->backoff[l] = e != nullptr ? e->backoff : 0.0;
+    next->extends[l] = e != nullptr && e->min_ext != 0 ? 1 : 0;
+  }
+  return result;
+}
+
+void NgramLM::prefetch_facts(const WordId* ctx, int n, WordId w) const {
+  const int m = order_ - 1;
+  if (n > m) {
+    ctx += n - m;
+    n = m;
+  }
+  std::uint64_t h = hash_step(kSeed, w);
+  for (int L = 1; L <= n; ++L) {
+    h = hash_step(h, ctx[n - L]);
+    tables_[static_cast<std::size_t>(L - 1)].prefetch(nonzero(h));
+  }
+}
+
 double NgramLM::backoff(const WordId* ctx, int n) const {
   if (n <= 0 || n >= order_) return 0.0;
   if (n == 1) return unigrams_[static_cast<std::size_t>(ctx[0])].backoff;

@@ -83,6 +83,14 @@ class NgramLM final : public LanguageModel {
   int trim(const WordId* ctx, int n, double* backoffs) const override;
   // Prefetches the slot trim(ctx, n, _) probes first for each suffix.
   void prefetch_trim(const WordId* ctx, int n) const override;
+  // The suffixes' backoffs, each suffix's slot prefetched first (their misses overlap).
+  void facts(const WordId* ctx, int n, double* out) const override;
+  // logprob from the slots of w's n-grams alone (each order's, prefetched together; no backoff
+  // is looked up: the facts are summed), and the next context's facts and right-state tests
+  // from the same slots.
+  double logprob_facts(const WordId* ctx, int n, WordId w, const double* facts, const NextFacts* next) const override;
+  // Prefetches the slots logprob_facts(ctx, n, w, ...) reads (w's n-grams only).
+  void prefetch_facts(const WordId* ctx, int n, WordId w) const override;
   // The number of n-grams of each order read from the file (ARPA's \data\ counts).
   const std::vector<long>& counts() const override { return counts_; }
 

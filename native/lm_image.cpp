@@ -442,11 +442,99 @@ bool ImageLM::extends(const WordId* ctx, int n) const {
     const std::int32_t e = unigrams_[static_cast<std::size_t>(ctx[0])].min_ext;
     return e != 0 && e <= order_;
   }
-  const unsigned char* s = tables_[static_cast<std::size_t>(n - 2)].find(hash_ngram(ctx, n));
+  return slot_extends(tables_[static_cast<std::size_t>(n - 2)].find(hash_ngram(ctx, n)), n);
+}
+
+bool ImageLM::slot_extends(const unsigned char* s, int n) const {
   if (s == nullptr) return false;
   if (order_ == file_order_) return (load32(s + 8) & kExtends) != 0;  // min_ext != 0
   const int e = min_ext(s, n);
   return e != 0 && e <= order_;
+}
+
+void ImageLM::facts(const WordId* ctx, int n, double* out) const {
+  const int top = std::min(n, order_ - 1);  // the longest suffix with a backoff
+  for (int L = top + 1; L <= n; ++L) out[L - 1] = 0.0;
+  if (top < 1) return;
+  std::uint64_t key[kMaxOrder + 1];  // key[L]: hash_ngram(ctx + n - L, L), L >= 2
+  std::uint64_t h = ngram_hash::hash_step(ngram_hash::kSeed, ctx[n - 1]);
+  for (int L = 2; L <= top; ++L) {
+    h = ngram_hash::hash_step(h, ctx[n - L]);
+    key[L] = ngram_hash::nonzero(h);
+    tables_[static_cast<std::size_t>(L - 2)].prefetch(key[L]);
+  }
+  out[0] = unigrams_[static_cast<std::size_t>(ctx[n - 1])].backoff;
+  for (int L = 2; L <= top; ++L) {
+    const unsigned char* s = tables_[static_cast<std::size_t>(L - 2)].find(key[L]);
+    out[L - 1] = s != nullptr ? slot_backoff(s) : 0.0;
+  }
+}
+
+double ImageLM::logprob_facts(const WordId* ctx, int n, WordId w, const double* facts, const NextFacts* next) const {
+  const int asked = n;  // next's suffixes: 1 .. asked + 1
+  const int m = order_ - 1;
+  if (n > m) {  // facts are by suffix length: cutting the oldest words keeps them
+    ctx += n - m;
+    n = m;
+  }
+  // at[L]: the slot of ctx[n-L..n) + w (L >= 1), or null; keys as logprob's hw[L].
+  std::uint64_t key[kMaxOrder + 1];
+  const unsigned char* at[kMaxOrder + 1];
+  std::uint64_t h = ngram_hash::hash_step(ngram_hash::kSeed, w);
+  for (int L = 1; L <= n; ++L) {
+    h = ngram_hash::hash_step(h, ctx[n - L]);
+    key[L] = ngram_hash::nonzero(h);
+    tables_[static_cast<std::size_t>(L - 1)].prefetch(key[L]);
+  }
+  const Unigram& uni = unigrams_[static_cast<std::size_t>(w)];
+  // ngram_hash::backoff_score with the facts for its backoff lookups (as NgramLM::logprob_facts).
+  double result;
+  int L = n;
+  {
+    double total = 0.0;
+    double p = 0.0;
+    for (; L >= 1; --L) {
+      const unsigned char* s = tables_[static_cast<std::size_t>(L - 1)].find(key[L]);
+      at[L] = s;
+      if (s != nullptr && prob(s, &p)) break;
+      const double b = facts[L - 1];
+      if (b != 0.0) total += b;
+    }
+    result = L >= 1 ? total + p : total + uni.prob;
+  }
+  if (next == nullptr) return result;
+  for (int l = L - 1; l >= 1; --l) at[l] = tables_[static_cast<std::size_t>(l - 1)].find(key[l]);
+  // The suffix of length l + 1 of ctx + w is at[l]'s n-gram (l = 0: w); those of order_ words or
+  // more have no backoff and extend nothing (backoff, extends).
+  for (int l = 0; l <= asked; ++l) {
+    double b = 0.0;
+    bool e = false;
+    if (l + 1 < order_ && l <= n) {
+      if (l == 0) {
+        b = uni.backoff;
+        e = uni.min_ext != 0 && uni.min_ext <= order_;
+      } else if (at[l] != nullptr) {
+        b = slot_backoff(at[l]);
+        e = slot_extends(at[l], l + 1);
+      }
+    }
+    next->backoff[l] = b;
+    next->extends[l] = e ? 1 : 0;
+  }
+  return result;
+}
+
+void ImageLM::prefetch_facts(const WordId* ctx, int n, WordId w) const {
+  const int m = order_ - 1;
+  if (n > m) {
+    ctx += n - m;
+    n = m;
+  }
+  std::uint64_t h = ngram_hash::hash_step(ngram_hash::kSeed, w);
+  for (int L = 1; L <= n; ++L) {
+    h = ngram_hash::hash_step(h, ctx[n - L]);
+    tables_[static_cast<std::size_t>(L - 1)].prefetch(ngram_hash::nonzero(h));
+  }
 }
 
 }  // namespace fstdecode

@@ -79,6 +79,11 @@ class ImageLM final : public LanguageModel {
   double unigram(WordId w) const override { return unigrams_[static_cast<std::size_t>(w)].prob; }
   double backoff(const WordId* ctx, int n) const override;
   bool extends(const WordId* ctx, int n) const override;
+  // The right-state queries read from the slots, as NgramLM's (lm.h): the suffixes' slots for
+  // facts, w's n-grams' slots alone for logprob_facts (and the next context's facts from them).
+  void facts(const WordId* ctx, int n, double* out) const override;
+  double logprob_facts(const WordId* ctx, int n, WordId w, const double* facts, const NextFacts* next) const override;
+  void prefetch_facts(const WordId* ctx, int n, WordId w) const override;
   const std::vector<long>& counts() const override { return counts_; }
   // The model up to `order` (1 <= order <= order()), as NgramLM::restrict: the same mapping
   // read with a lower order. Throws std::invalid_argument otherwise.
@@ -109,6 +114,8 @@ class ImageLM final : public LanguageModel {
   double slot_backoff(const unsigned char* slot) const;
   // The length of the shortest stored n-gram that extends the n-gram (of length n) at `slot`.
   int min_ext(const unsigned char* slot, int n) const;
+  // extends() of the n-gram (of length n, 2 <= n < order()) at `slot` (null: absent).
+  bool slot_extends(const unsigned char* slot, int n) const;
 
   std::shared_ptr<const MappedFile> file_;
   std::shared_ptr<const Vocab> vocab_;

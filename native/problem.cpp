@@ -14,7 +14,7 @@ namespace fstdecode {
 
 Problem::Problem(const LanguageModel& lm, std::vector<WordId> lm_id, int n, int d, double eta,
                  double lm_weight, WordId bos, WordId eos)
-    : lm_(lm), lm_id_(std::move(lm_id)), n_(n), d_(d), eta_(eta), lm_weight_(lm_weight),
+    : lm_(lm), order_(search_order(lm)), lm_id_(std::move(lm_id)), n_(n), d_(d), eta_(eta), lm_weight_(lm_weight),
       bos_(bos), eos_(eos) {
   if (lm_.order() < 1) throw std::invalid_argument("the search needs an LM of order >= 1");
   if (n_ < 0) throw std::invalid_argument("n must be >= 0, got " + std::to_string(n_));
@@ -223,6 +223,22 @@ int Problem::trim(const WordId* context, int n, double* backoffs) const {
   const int d = lm_.trim(lm_buffer_.data(), n, backoffs);
   for (int i = 0; i < d; ++i) backoffs[i] = lm_weight_ * backoffs[i];  // as backoff() weights
   return d;
+}
+
+void Problem::facts(const WordId* context, int n, double* out) const {
+  WordId small[kSmallContext];
+  lm_.facts(to_lm(context, n, small), n, out);
+}
+
+double Problem::ngram_facts(const WordId* context, int n, WordId w, const double* facts, const NextFacts* next) const {
+  WordId small[kSmallContext];
+  return lm_weight_ * lm_.logprob_facts(to_lm(context, n, small), n, lm_id_[static_cast<std::size_t>(w)], facts, next);
+}
+
+void Problem::prefetch_facts(const WordId* context, int n, WordId w) const {
+  if (n > kSmallContext) return;  // not worth a buffer: no hint
+  WordId small[kSmallContext];
+  lm_.prefetch_facts(to_lm(context, n, small), n, lm_id_[static_cast<std::size_t>(w)]);
 }
 
 void Problem::prefetch_trim(const WordId* context, int n) const {

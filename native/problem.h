@@ -45,7 +45,7 @@ class Problem {
   double eta() const { return eta_; }
   // The search's order: the LM's, at least 2 (a unigram LM is searched as a bigram LM without
   // bigrams: its contexts are one word, which it ignores).
-  int order() const { return search_order(lm_); }
+  int order() const { return order_; }
   double lm_weight() const { return lm_weight_; }
   WordId bos() const { return bos_; }
   WordId eos() const { return eos_; }
@@ -135,6 +135,19 @@ class Problem {
   int trim(const WordId* context, int n, double* backoffs) const;
   // Starts loading what trim(context, n, _) will read (LanguageModel::prefetch_trim).
   void prefetch_trim(const WordId* context, int n) const;
+  // KenLM-style right states over problem ids (LanguageModel::facts, logprob_facts,
+  // prefetch_facts): facts are the LM's own backoffs (not weighted), by suffix length;
+  // ngram_facts(context, n, w, facts(context, n), next) == ngram(context, n, w) bit for bit
+  // (lm_weight x the same logprob), uncached. Contexts of any length (the LM reads its last
+  // lm().order() - 1 words).
+  void facts(const WordId* context, int n, double* out) const;
+  double ngram_facts(const WordId* context, int n, WordId w, const double* facts, const NextFacts* next) const;
+  void prefetch_facts(const WordId* context, int n, WordId w) const;
+  // Whether the searches that join on the <s> tape (space::BosJoins: stack, coverage DP,
+  // exact's bounds) score with facts (the default) or with ngram and trim. Both give the same
+  // results; the switch is for tests and measurements.
+  bool lm_facts() const { return lm_facts_; }
+  void set_lm_facts(bool on) { lm_facts_ = on; }
   double ngram(const std::vector<WordId>& context, WordId w) const {
     return ngram(context.data(), static_cast<int>(context.size()), w);
   }
@@ -147,6 +160,8 @@ class Problem {
 
  private:
   const LanguageModel& lm_;
+  int order_;  // search_order(lm_), read once (LanguageModel::order is a virtual call)
+  bool lm_facts_ = true;
   std::vector<WordId> lm_id_;
   int n_, d_;
   double eta_, lm_weight_;
@@ -191,6 +206,18 @@ class Problem {
   static std::uint64_t cache_hash(const WordId* context, int n, WordId w);
   const double* cached(const WordId* context, int n, WordId w, std::uint64_t h) const;
   mutable std::vector<WordId> lm_buffer_;
+  // context[0..n) in LM ids: into `small` (room for kSmallContext) when it fits, else into
+  // lm_buffer_; returns the ids.
+  static constexpr int kSmallContext = 16;
+  const WordId* to_lm(const WordId* context, int n, WordId* small) const {
+    WordId* out = small;
+    if (n > kSmallContext) {
+      lm_buffer_.resize(static_cast<std::size_t>(n));
+      out = lm_buffer_.data();
+    }
+    for (int i = 0; i < n; ++i) out[i] = lm_id_[static_cast<std::size_t>(context[i])];
+    return out;
+  }
 };
 
 // A search result: up to k hypotheses, best first; each is its score and the Python indices of

@@ -7,7 +7,8 @@
 // insertion order = the order keys are first created, k-best lists with earlier insertions first).
 //
 // Layout: a coverage is a C (coverage_set.h). LM contexts are interned per search
-// (space::Contexts) and the <s>-tape joins cached per (context, option) (space::BosJoins); a
+// (space::Contexts) and the <s>-tape joins scored with KenLM-style right states, uncached
+// (space::BosJoins over a FactJoiner; with Problem::lm_facts off, cached per (context, option)); a
 // recombination key is (coverage, last_t, context id, last phrase's start, next-row id), the last
 // two set only with lexicalized reordering (Problem::set_reordering; stack.py's Key). Hypotheses live in one arena per search
 // (score, back-pointer, option); a stack holds its keys in creation order with an
@@ -219,7 +220,7 @@ class Search {
       // keeps the arithmetic in range for "no limit" (UNLIMITED = 2**31 - 1).
       : p_(problem), o_(options), n_(problem.n()), d_(std::min(problem.d(), problem.n() + 2)),
         eta_(problem.eta()),
-        contexts_(problem.order() - 1), joins_(problem, contexts_, true), tabs_(make_tables(problem, !C::windowed)) {
+        contexts_(problem.order() - 1), joins_(problem, contexts_, true, /*keep_facts=*/false), tabs_(make_tables(problem, !C::windowed)) {
     full_.set_range(0, n_ - 1);
     nbest_ = std::max(1, o_.nbest);
     threshold_ = o_.early_threshold >= 0 ? o_.early_threshold
@@ -473,7 +474,9 @@ class Search {
         // The LM lookups of a join miss the cache (a large LM), and so does the join cache of a
         // long sentence: in two stages, the cache slots of the joins 2 kAhead candidates ahead
         // are prefetched, then (their slots loaded by now) the LM entries of the uncached joins
-        // kAhead ahead, while this one is extended, so that the misses overlap.
+        // kAhead ahead, while this one is extended, so that the misses overlap. (Scoring with
+        // facts, BosJoins keeps no cache: the first stage does nothing, the second prefetches
+        // every join's n-gram slots.)
         const std::size_t count = cands_.size();
         for (std::size_t j = 0; j < std::min(2 * kAhead, count); ++j) joins_.prefetch_slot(entry.context, *cands_[j].option);
         for (std::size_t j = 0; j < std::min(kAhead, count); ++j) joins_.prefetch(entry.context, *cands_[j].option);

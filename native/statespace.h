@@ -379,21 +379,155 @@ class Joiner {
   std::vector<double> dropped_;  // trim's charges
 };
 
+// Joiner's join of the <s> tape ending in the words `context` (a Contexts id) with opt (a = that
+// tape, c = φ, minimising), scored with KenLM-style right states (language_model.h, "facts"):
+// each context keeps the backoffs of its suffixes (its facts, by suffix length), so a word costs
+// the lookups of its own n-grams (Problem::ngram_facts, uncached), and those lookups give the
+// next context's facts and the right-state test of each of its suffixes. The new tape's
+// minimisation reads them when p's last word was scored here (p no longer than K = order - 1);
+// a longer p's tail is its own last K words, trimmed once per option (Problem::trim).
+// Invariant: every result equals Joiner's, bit for bit: the same doubles (facts are the
+// backoffs Joiner's lookups read), added in the same order (each word's weighted logprob, then
+// each dropped word's weighted backoff), and the same minimised contexts.
+class FactJoiner {
+ public:
+  FactJoiner(const Problem& problem, Contexts& contexts)
+      : p_(problem), contexts_(contexts), k_(problem.order() - 1) {
+    for (auto& b : back_) b.resize(static_cast<std::size_t>(k_) + 1);
+    ext_.resize(static_cast<std::size_t>(k_) + 1);
+  }
+
+  Joined operator()(int context, const Option& opt) {
+    const WordId* words = contexts_.words(context);
+    const int m0 = contexts_.len(context);  // <= K: contexts are minimised tails
+    const double* facts = facts_of(context);
+    double total = 0.0;
+    if (opt.s == p_.end()) {  // </s> closes the tape: score it, nothing follows
+      const WordId eos = p_.eos();
+      total += p_.ngram_facts(words, m0, eos, facts, nullptr);
+      return {0, contexts_.intern(&eos, 1), total};
+    }
+    seq_.assign(words, words + m0);
+    const int len = static_cast<int>(opt.words.size());
+    const int scored = std::min(k_, len);  // words at K or more are in ŵ(p)
+    for (int i = 0; i < scored; ++i) {
+      const WordId w = opt.words[static_cast<std::size_t>(i)];
+      const int m = std::min<int>(k_, static_cast<int>(seq_.size()));
+      std::vector<double>& next = back_[i & 1];
+      const NextFacts out{next.data(), ext_.data()};
+      total += p_.ngram_facts(seq_.data() + seq_.size() - m, m, w, facts, &out);
+      facts = next.data();
+      seq_.push_back(w);
+    }
+    int last;
+    if (len <= k_) {
+      // The tail (the last K words) ends with p's last word, scored above: facts and ext_ hold
+      // each of its suffixes' backoff and right-state test, by length.
+      const int tl = std::min<int>(k_, static_cast<int>(seq_.size()));
+      const WordId* tail = seq_.data() + seq_.size() - tl;
+      int d = 0;
+      for (; d < tl && !ext_[static_cast<std::size_t>(tl - d - 1)]; ++d) total += p_.lm_weight() * facts[tl - d - 1];
+      last = contexts_.intern(tail + d, tl - d);
+      keep_facts(last, facts);
+    } else {
+      const Tail& t = tail_of(opt);
+      for (int i = 0; i < t.d; ++i) total += drops_[static_cast<std::size_t>(t.drops + i)];
+      last = t.last;
+    }
+    return {0, last, total};
+  }
+
+  // Starts loading the n-gram slots operator()(context, opt) will read. Changes no result.
+  void prefetch(int context, const Option& opt) {
+    if (opt.s == p_.end()) return;  // one lookup per final key, not worth a hint
+    seq_.assign(contexts_.words(context), contexts_.words(context) + contexts_.len(context));
+    const int scored = std::min<int>(k_, static_cast<int>(opt.words.size()));
+    for (int i = 0; i < scored; ++i) {
+      const WordId w = opt.words[static_cast<std::size_t>(i)];
+      const int m = std::min<int>(k_, static_cast<int>(seq_.size()));
+      p_.prefetch_facts(seq_.data() + seq_.size() - m, m, w);
+      seq_.push_back(w);
+    }
+  }
+
+ private:
+  // A phrase longer than K: its tail minimised once (the same after every context).
+  struct Tail {
+    int last = -1;       // the minimised tail's Contexts id (-1: not computed yet)
+    int d = 0;           // the words dropped
+    std::size_t drops = 0;  // their weighted backoffs: drops_[drops .. drops + d)
+  };
+  const Tail& tail_of(const Option& opt) {
+    const auto id = static_cast<std::size_t>(opt.id);
+    if (tails_.size() <= id) tails_.resize(id + 1);
+    Tail& t = tails_[id];
+    if (t.last >= 0) return t;
+    const WordId* tail = opt.words.data() + opt.words.size() - static_cast<std::size_t>(k_);
+    t.drops = drops_.size();
+    drops_.resize(t.drops + static_cast<std::size_t>(k_));
+    t.d = p_.trim(tail, k_, drops_.data() + t.drops);  // weighted, as Joiner charges them
+    drops_.resize(t.drops + static_cast<std::size_t>(t.d));
+    t.last = contexts_.intern(tail + t.d, k_ - t.d);
+    return t;
+  }
+  // The facts of context `id` (its length's worth of them), computed on first use.
+  const double* facts_of(int id) {
+    const auto at = static_cast<std::size_t>(id);
+    if (known_.size() <= at) grow(at);
+    double* f = facts_.data() + at * static_cast<std::size_t>(k_);
+    if (!known_[at]) {
+      p_.facts(contexts_.words(id), contexts_.len(id), f);
+      known_[at] = 1;
+    }
+    return f;
+  }
+  // Records facts (by suffix length, at least the context's length of them) as context id's.
+  void keep_facts(int id, const double* facts) {
+    const auto at = static_cast<std::size_t>(id);
+    if (known_.size() <= at) grow(at);
+    if (known_[at]) return;
+    std::copy(facts, facts + contexts_.len(id), facts_.begin() + static_cast<std::ptrdiff_t>(at * static_cast<std::size_t>(k_)));
+    known_[at] = 1;
+  }
+  void grow(std::size_t at) {
+    const std::size_t size = std::max<std::size_t>(2 * known_.size(), std::max<std::size_t>(at + 1, 1024));
+    known_.resize(size, 0);
+    facts_.resize(size * static_cast<std::size_t>(k_), 0.0);
+  }
+
+  const Problem& p_;
+  Contexts& contexts_;
+  const int k_;
+  std::vector<WordId> seq_;
+  std::vector<double> back_[2];    // the next facts of the word scored last and of the one before
+  std::vector<std::uint8_t> ext_;  // the right-state tests of the word scored last
+  std::vector<double> facts_;      // K per context id
+  std::vector<char> known_;        // by context id: facts_ holds its facts
+  std::vector<Tail> tails_;        // by option id
+  std::vector<double> drops_;
+};
+
 // joined(problem, (0, (), last_t, context), opt, None, minimize) of fstdecode.statespace.ngram,
 // as fstdecode/search/stack.py and coverage_dp.py call it: the <s> tape ending in the words
 // `context` (a Contexts id) with opt appended (opt may be </s>), cached per (context, option).
 // Joined::last is the new tape's LM context, Joined::score the join's LM score.
 class BosJoins {
  public:
-  BosJoins(const Problem& problem, Contexts& contexts, bool minimize)
-      : join_(problem, contexts, minimize), slots_(1024) {}
+  // With minimisation and Problem::lm_facts, joins are scored by a FactJoiner, else a Joiner.
+  // keep_facts: the FactJoiner's joins are cached too; without it each get() scores its join
+  // (the stack decoder's: most (context, option) pairs are joined once, and a facts join costs
+  // little more than a probe of a cache that outgrows the CPU's).
+  BosJoins(const Problem& problem, Contexts& contexts, bool minimize, bool keep_facts = true)
+      : join_(problem, contexts, minimize), facts_(problem, contexts), use_facts_(minimize && problem.lm_facts()),
+        uncached_(use_facts_ && !keep_facts), slots_(1024) {}
 
   Joined get(int context, const Option& opt) {
+    if (uncached_) return facts_(context, opt);
     const std::uint64_t h = mix(pair64(context, opt.id));
     Slot* slot = find(h);
     if (slot->value.first >= 0) return slot->value;
     const Sig tape = make_sig(0, 0, 0, context);  // F = () (id 0); join reads no t
-    const Joined value = join_(&tape, opt, nullptr);
+    const Joined value = use_facts_ ? facts_(context, opt) : join_(&tape, opt, nullptr);
     if (2 * (size_ + 1) > slots_.size()) {
       grow();
       slot = find(h);
@@ -406,6 +540,7 @@ class BosJoins {
   // Starts loading the slot get(context, opt) reads first: a hint for a get to come. Changes no
   // result.
   void prefetch_slot(int context, const Option& opt) const {
+    if (uncached_) return;
 #if defined(__GNUC__)
     __builtin_prefetch(&slots_[mix(pair64(context, opt.id)) & (slots_.size() - 1)]);
 #else
@@ -416,8 +551,10 @@ class BosJoins {
   // Starts loading what get(context, opt) will read, when its join is not cached yet
   // (Joiner::prefetch_bos). Changes no result.
   void prefetch(int context, const Option& opt) {
+    if (uncached_) return facts_.prefetch(context, opt);
     if (find(mix(pair64(context, opt.id)))->value.first >= 0) return;
-    join_.prefetch_bos(context, opt);
+    if (use_facts_) facts_.prefetch(context, opt);
+    else join_.prefetch_bos(context, opt);
   }
 
  private:
@@ -445,6 +582,8 @@ class BosJoins {
   }
 
   Joiner join_;
+  FactJoiner facts_;
+  const bool use_facts_, uncached_;
   std::vector<Slot> slots_;  // a power of two
   std::size_t size_ = 0;
 };
