@@ -72,7 +72,12 @@ def arpa_text(*sections: list[str]) -> str:
 def run_cli(
     args: list[str], stdin: str | bytes = "", *, cwd: Path = ROOT, timeout: float = 120, **env: str
 ) -> subprocess.CompletedProcess:
-    """``python -m fstdecode ARGS`` with PYTHONUTF8=1 (``env`` adds or overrides variables); str output."""
+    """``python -m fstdecode ARGS`` with PYTHONUTF8=1 (``env`` adds or overrides variables); str output.
+
+    Run in the checkout (the default ``cwd``), the command must leave no file there: a moses.ini's
+    output sections ([n-best-list] and the like) write relative to the working directory, as in
+    Moses, so a test of such an ini passes its own ``cwd``."""
+    before = set(os.listdir(ROOT)) if cwd == ROOT else None
     proc = subprocess.run(
         [sys.executable, "-m", "fstdecode", *args],
         input=stdin if isinstance(stdin, bytes) else stdin.encode("utf-8"),
@@ -83,6 +88,9 @@ def run_cli(
     )
     proc.stdout = proc.stdout.decode("utf-8")
     proc.stderr = proc.stderr.decode("utf-8")
+    if before is not None:
+        left = sorted(set(os.listdir(ROOT)) - before - {".pytest_cache", "build"})
+        assert not left, f"fstdecode {' '.join(args[:3])} ... wrote {left} into the checkout: pass cwd=tmp_path"
     return proc
 
 

@@ -1,7 +1,7 @@
 """Identical output whatever runs the searches: this process, the local pool, a Dask LocalCluster.
 
 For each search method, the text, JSON and n-best outputs (3-best) of the three runners must be
-the same bytes, except JSON's ``stats.seconds`` (wall time). On the built-in example (with an
+the same bytes, except JSON's ``stats.seconds`` and ``stats.phases`` (wall times). On the built-in example (with an
 empty line, an unknown word and a failing line) and on Hansards lines when ../shared/data is there.
 """
 
@@ -30,12 +30,13 @@ HANSARDS_METHODS = {"stack": {}, "beam": {"beam_size": 20}, "exact": {"max_state
 
 
 def outputs(decoder: Decoder, lines: list[str], runner) -> list[tuple[str, str, str]]:
-    """(text, JSON without stats.seconds, n-best lines) per input line."""
+    """(text, JSON without stats.seconds and stats.phases (wall times), n-best lines) per input line."""
     weights = decoder.model.weights
     rows = []
     for result in decode_lines(decoder, lines, runner):
         obj = json.loads(json_line(result))
         obj.get("stats", {}).pop("seconds", None)
+        obj.get("stats", {}).pop("phases", None)
         rows.append((text(result), json.dumps(obj), "\n".join(nbest_lines(result, weights))))
     return rows
 

@@ -122,13 +122,14 @@ def test_refiltered_model_looks_up_as_the_whole_table() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("chunk", ["1", "3"])
-def test_cli_filtered_equals_unfiltered_on_de_en(chunk: str) -> None:
+def test_cli_filtered_equals_unfiltered_on_de_en(chunk: str, tmp_path) -> None:
     ini = data_path("moses-early-distortion-de-en", "moses.ini")
     text = data_path("moses-early-distortion-de-en", "to-translate.txt").read_text(encoding="utf-8")
     text = "\n" + text + "\xe9t\xe9\n"  # an empty first line and a last line to copy through
     base = ["decode", "-f", str(ini), "--method", "stack", "--format", "nbest"]
-    plain = run_cli(base + ["--no-filter"], text)
-    filtered = run_cli(base + ["--filter", "--filter-chunk", chunk], text)
+    # In tmp_path: the ini's [n-best-list] writes ./nbest, as in Moses.
+    plain = run_cli(base + ["--no-filter"], text, cwd=tmp_path)
+    filtered = run_cli(base + ["--filter", "--filter-chunk", chunk], text, cwd=tmp_path)
     assert plain.returncode == filtered.returncode == 0, filtered.stderr
     assert filtered.stdout == plain.stdout
     assert {line.split(" ||| ")[0] for line in plain.stdout.splitlines()} == {str(i) for i in range(7)}
