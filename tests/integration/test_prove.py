@@ -20,6 +20,7 @@ import math
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,9 +43,22 @@ def oracle_scores(problem, k: int = 1) -> list[float]:
     return [s for s, _ in found.hypotheses]
 
 
-@settings(max_examples=30, **SETTINGS)
+@settings(max_examples=12, **SETTINGS)
 @given(data=st.data())
 def test_prove_never_claims_a_proof_it_does_not_have(data):
+    check_never_claims(data)
+
+
+@pytest.mark.slow  # the same on many more random models
+@settings(max_examples=150, **SETTINGS)
+@given(data=st.data())
+def test_prove_never_claims_a_proof_it_does_not_have_many(data):
+    check_never_claims(data)
+
+
+def check_never_claims(data):
+    """At every budget: a real derivation no worse than the stack decoder's, a real bound, and
+    ``optimal`` only at the oracle's optimum."""
     order = data.draw(st.sampled_from([1, 2, 3]))
     problem = problem_of(data.draw(random_case(max_n=5, order=order, any_sign=True)))
     best = oracle_scores(problem)[0]

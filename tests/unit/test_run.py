@@ -370,7 +370,7 @@ def test_cli_shard_needs_a_file():
 
 
 # text and json: one line per result; nbest: a group of lines per result.
-@pytest.mark.parametrize("fmt", ["text", "json", "nbest"])
+@pytest.mark.parametrize("fmt", ["text", pytest.param("json", marks=pytest.mark.slow), "nbest"])  # json: as text, one line a result
 def test_cli_resume_after_a_cut_write_equals_the_whole_run(input_file, full_outputs, tmp_path, fmt):
     whole = full_outputs[fmt].encode()
     for cut in (0, len(whole) // 3, len(whole) // 2 + 5, len(whole)):  # nothing, mid-line cuts, everything
