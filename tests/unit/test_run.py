@@ -495,9 +495,10 @@ def test_cli_bad_run_flags(args, message):
 @pytest.mark.parametrize("target, message", [
     ("README.md", "--scheduler README.md: not a Dask scheduler file"),  # a file, but not the JSON of one
     ("/no/such/dir/sched.json", "no such scheduler file (no folder /no/such/dir)"),  # was: "missing port number"
-    ("tcp://", "--scheduler tcp://: not a scheduler address"),
-    ("127.0.0.1:99999", "port in 1..65535"),  # was tried for 30 s
-    ("http://127.0.0.1:8786", "unknown scheme 'http'"),
+    # The address forms: in the slow set (each a process that imports Dask, ~0.4 s).
+    pytest.param("tcp://", "--scheduler tcp://: not a scheduler address", marks=pytest.mark.slow),
+    pytest.param("127.0.0.1:99999", "port in 1..65535", marks=pytest.mark.slow),  # was tried for 30 s
+    pytest.param("http://127.0.0.1:8786", "unknown scheme 'http'", marks=pytest.mark.slow),
     ("", "--scheduler takes a scheduler's address"),
 ])
 def test_cli_bad_scheduler(target, message):
