@@ -30,7 +30,7 @@ from fstdecode.io.phrase_table import SCORE_FORMATS
 from fstdecode.io.binarized import is_binary_table
 from fstdecode.io.table_filter import DEFAULT_CHUNK_LINES, FILTER_THRESHOLD_BYTES, SourceFilter
 from fstdecode.io.moses_ini import load_moses_ini, moses_boolean
-from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, Model, load_model, refiltered, table_path
+from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, Model, binarized_tables, load_model, refiltered, table_path
 from fstdecode.run import decode_filtered, decode_lines
 from fstdecode.model.distortion import SEMANTICS
 from fstdecode.search.base import METHODS
@@ -475,6 +475,10 @@ def _report(result: DecodeResult, failed: str = output.FAILED_LINE) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    """``serve``: a model whose tables are all binarized is loaded with none of their pairs and
+    filtered to each sentence (start-up is instant whatever their size); any other is loaded whole."""
+    if binarized_tables(args.config, args.phrase_table, getattr(args, "ini_paths", "ini")):
+        return serve_cli.run(args, lambda: _load(args, source_vocabulary=SourceFilter(())), per_sentence=True)
     return serve_cli.run(args, lambda: _load(args))
 
 

@@ -62,6 +62,7 @@ from typing import Sequence
 import numpy as np
 
 from fstdecode.io.arpa import BOS, EOS, LN10, ArpaError, ArpaLM
+from fstdecode.io.binarized import is_lm_image
 from fstdecode.io.kenlm_binary import is_kenlm_binary
 from fstdecode.model.features import MOSES_KINDS, UNKNOWN_WORD_VALUE, MosesFeature
 
@@ -160,7 +161,7 @@ class MosesFloat:
         lm = model.lm
         arpa = lm if isinstance(lm, ArpaLM) else None
         path = getattr(lm, "_source", None) or getattr(lm, "path", None)
-        if arpa is None and path and os.path.isfile(path) and not is_kenlm_binary(path) \
+        if arpa is None and path and os.path.isfile(path) and not is_kenlm_binary(path) and not is_lm_image(path) \
                 and os.path.getsize(path) <= KENLM_REREAD_BYTES:
             try:
                 arpa = ArpaLM.from_file(path, lm.order)

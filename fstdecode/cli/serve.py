@@ -76,12 +76,15 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     add_search_flags(p)
 
 
-def run(args: argparse.Namespace, load: Callable[[], Model]) -> int:
-    """``fstdecode serve``: check the flags, load the model (``load``, again on SIGHUP), serve."""
+def run(args: argparse.Namespace, load: Callable[[], Model], per_sentence: bool = False) -> int:
+    """``fstdecode serve``: check the flags, load the model (``load``, again on SIGHUP), serve.
+    ``per_sentence``: ``load`` reads the binarized tables filtered to nothing, and each sentence
+    decodes with them filtered to its words (:class:`~fstdecode.server.service.ModelSetup`)."""
     from fstdecode.server.run import serve  # (uvicorn and starlette load with the command)
 
     options = server_options(args)
-    setup = ModelSetup(load, method_options(args, options.allow_methods), options.method, writers(), args.xml_input)
+    setup = ModelSetup(load, method_options(args, options.allow_methods), options.method, writers(), args.xml_input,
+                       per_sentence)
     logging.getLogger("fstdecode.server").setLevel(logging.ERROR if args.quiet else logging.INFO)
     return serve(options, setup)
 

@@ -30,6 +30,7 @@ from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.binarized import is_binary_table, moses_binary_table, open_binary_table
 from fstdecode.io.files import decode_line
+from fstdecode.io.table_filter import SourceFilter
 from fstdecode.io.tokens import split_tokens
 from fstdecode.io.values import parse_number
 
@@ -482,6 +483,8 @@ def load_phrase_table(
     ranker: Callable[[PhrasePair], float] | None = None,
     vocabulary: Callable[[tuple[str, ...]], bool] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    mapped: Mapping[str, "_core.BinaryTable"] | None = None,
+    warn_empty: bool = True,
 ) -> PhraseTable:
     """Read a Moses text phrase table (plain or gzip, UTF-8), in the native core.
 
@@ -519,7 +522,9 @@ def load_phrase_table(
     moses_binary = moses_binary_table(path_str)
     if moses_binary is not None:
         raise PhraseTableError(moses_binary)
-    if is_binary_table(path_str):
+    if mapped is not None and path_str in mapped:
+        store = _binary_phrases(mapped[path_str], native_filter, keep)
+    elif is_binary_table(path_str):
         store = _binary_store(path_str, native_filter, keep)
     else:
         store = _text_store(path_str, score_format, num_features, native_filter, keep, progress)
@@ -527,7 +532,8 @@ def load_phrase_table(
     table = PhraseTable.from_store(store)
     if table_limit > 0:
         table = table.limited(table_limit, ranker if ranker is not None else _sum_of_scores)
-    _warn_if_empty(table, store.runs)
+    if warn_empty and not (isinstance(vocabulary, SourceFilter) and len(vocabulary) == 0):
+        _warn_if_empty(table, store.runs)
     return table
 
 
@@ -548,7 +554,11 @@ def _text_store(
 
 def _binary_store(path: str, native_filter: object, keep: object) -> "_core.PhraseStore":
     """The pairs a binarized phrase table holds for the filter (all without one)."""
-    binary = open_binary_table(path, "phrases", PhraseTableError, "not a phrase table")
+    return _binary_phrases(open_binary_table(path, "phrases", PhraseTableError, "not a phrase table"), native_filter, keep)
+
+
+def _binary_phrases(binary: "_core.BinaryTable", native_filter: object, keep: object) -> "_core.PhraseStore":
+    """The pairs the mapped phrase table ``binary`` holds for the filter (the GIL released meanwhile)."""
     try:
         return binary.phrases(native_filter, keep)
     except _core.BinaryFormatError as err:

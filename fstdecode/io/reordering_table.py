@@ -123,7 +123,12 @@ def _check_line(text: str, where: str, with_target: bool, expected: int | None, 
 def _binary_rows(path: str, with_target: bool, native_filter: object, keep: object) -> "_core.ReorderingStore":
     """The rows a binarized reordering table holds for the filter (all without one)."""
     want = "reordering-fe" if with_target else "reordering-f"
-    binary = open_binary_table(path, want, ReorderingTableError, f"but the feature needs a {want} table")
+    return _binary_reordering(open_binary_table(path, want, ReorderingTableError, f"but the feature needs a {want} table"),
+                              native_filter, keep)
+
+
+def _binary_reordering(binary: "_core.BinaryTable", native_filter: object, keep: object) -> "_core.ReorderingStore":
+    """The rows the mapped reordering table ``binary`` holds for the filter (the GIL released meanwhile)."""
     try:
         return binary.reordering(native_filter, keep)
     except _core.BinaryFormatError as err:
@@ -137,6 +142,7 @@ def load_reordering_table(
     conditioned_on_target: bool = True,
     vocabulary: Callable[[tuple[str, ...]], bool] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    mapped: Mapping[str, "_core.BinaryTable"] | None = None,
 ) -> ReorderingTable:
     """Read a Moses reordering table (see the module docstring), in the native core.
 
@@ -146,13 +152,18 @@ def load_reordering_table(
     given, only source phrases for which it returns True are kept (every line
     is still validated; a :class:`~fstdecode.io.table_filter.SourceFilter` is asked in the core).
     ``progress(bytes, lines)`` is called as the file is read. Blank lines are skipped; a repeated
-    key keeps the last line, as Moses' in-memory table does.
+    key keeps the last line, as Moses' in-memory table does. ``mapped``: binarized tables opened
+    already, by path (checked then, and of the kind this table needs); a ``path`` found there is
+    looked up in that map, not opened again.
     """
     path_str = os.fspath(path)
     native_filter, keep = native_vocabulary(vocabulary)
     moses_binary = moses_binary_table(path_str)
     if moses_binary is not None:
         raise ReorderingTableError(moses_binary)
+    if mapped is not None and path_str in mapped:
+        store = _binary_reordering(mapped[path_str], native_filter, keep)
+        return ReorderingTable(path_str, store.num_scores, conditioned_on_target, store=store)
     if is_binary_table(path_str):
         store = _binary_rows(path_str, conditioned_on_target, native_filter, keep)
         return ReorderingTable(path_str, store.num_scores, conditioned_on_target, store=store)

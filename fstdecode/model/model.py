@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Collection, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.arpa import ArpaLM
@@ -24,8 +24,9 @@ from fstdecode.io.native_lm import NativeLM
 from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, FeatureLine, MosesConfig, load_moses_ini
 from fstdecode.model.combined_lm import CombinedLM
 from fstdecode.model.decoding_paths import alternatives, check_mapping, offsets
-from fstdecode.io.phrase_table import PhrasePair, PhraseTable, load_phrase_table
-from fstdecode.io.reordering_table import load_reordering_table
+from fstdecode.io.binarized import is_binary_table, open_binary_table
+from fstdecode.io.phrase_table import PhrasePair, PhraseTable, PhraseTableError, load_phrase_table
+from fstdecode.io.reordering_table import ReorderingTableError, load_reordering_table
 from fstdecode.model.distortion import SEMANTICS
 from fstdecode.model.features import (
     MOSES_KINDS, MosesFeature, Weights, assignment_name, moses_layout, moses_names, show_weights,
@@ -505,12 +506,12 @@ class _Phase:
 
 
 @contextlib.contextmanager
-def reading_phase(what: str, path: object, filtered: bool = False):
+def reading_phase(what: str, path: object, filtered: bool = False, quiet: bool = False):
     """Log (INFO, ``-v``) the loading of one model file: its size as it starts, then what was
     kept and the seconds it took, so that a long load is never silent; on a terminal a bar shows
     the bytes read meanwhile. Yields a :class:`_Phase`; nothing is logged when ``path`` is None
-    (no such file)."""
-    if path is None:
+    (no such file) or ``quiet``."""
+    if path is None or quiet:
         yield _Phase(what, None)
         return
     try:
@@ -558,7 +559,7 @@ def _declared(cfg: MosesConfig | None) -> list[MosesFeature]:
 
 def _read_alternatives(
     specs: Sequence[TableSource], vocabulary: Callable[[tuple[str, ...]], bool] | None,
-    lm: object, weights: Weights, name: str,
+    lm: object, weights: Weights, name: str, quiet: bool = False, mapped: Mapping[str, object] | None = None,
 ) -> PhraseTable:
     """Several tables read, each limited on its own as Moses limits each PhraseDictionary (ranked by
     its own columns' weights, the word penalty and the LM estimate), then made one table of
@@ -568,42 +569,51 @@ def _read_alternatives(
         if not spec.in_use:  # no decoding path: Moses never looks it up
             tables.append(PhraseTable(spec.path, spec.num_features, {}))
             continue
-        with reading_phase("phrase table", spec.path, filtered=vocabulary is not None) as phase:
+        with reading_phase("phrase table", spec.path, filtered=vocabulary is not None, quiet=quiet) as phase:
             table = load_phrase_table(spec.path, score_format=spec.score_format, num_features=spec.num_features,
-                                      vocabulary=vocabulary, progress=phase.progress)
+                                      vocabulary=vocabulary, progress=phase.progress, mapped=mapped,
+                                      warn_empty=not quiet)
             phase.said(f"{len(table):,} phrase pairs kept")
         own = replace(weights, tm=weights.tm[start:start + spec.num_features])
         tables.append(table.limited(spec.table_limit, moses_ranker(lm, own)))
     return alternatives(tables, name)
 
 
-def refiltered(model: Model, vocabulary: Callable[[tuple[str, ...]], bool] | None) -> Model:
+def refiltered(
+    model: Model, vocabulary: Callable[[tuple[str, ...]], bool] | None, *, quiet: bool = False,
+    mapped: Mapping[str, object] | None = None,
+) -> Model:
     """``model`` with its phrase table read again from its file, keeping the source phrases
     ``vocabulary`` accepts (None: all), and limited as before (same ranking: same LM, weights).
 
     The LM and weights are shared, not re-read: this is how a filtered decode moves from one
-    batch of input lines to the next. Raises ModelError for a model whose table came from
-    memory (no file to read again).
+    batch of input lines to the next, and how the translation server makes each sentence's
+    tables from binarized ones. ``quiet``: log nothing (no reading phases, no empty-table
+    warning). ``mapped``: binarized tables opened already, by path (:func:`mapped_tables`), looked
+    up instead of opening their paths again. ``model`` is not changed, so threads may refilter
+    one model at once. Raises ModelError for a model whose table came from memory (no file to
+    read again).
     """
     if not model.table_sources:
         raise ModelError(f"{model.name}: its phrase table was given in memory; there is no file to filter")
     if len(model.table_sources) > 1:
-        table = _read_alternatives(model.table_sources, vocabulary, model.lm, model.weights, model.name)
+        table = _read_alternatives(model.table_sources, vocabulary, model.lm, model.weights, model.name, quiet, mapped)
     else:
         spec = model.table_sources[0]
-        with reading_phase("phrase table", spec.path, filtered=vocabulary is not None) as phase:
+        with reading_phase("phrase table", spec.path, filtered=vocabulary is not None, quiet=quiet) as phase:
             table = load_phrase_table(
                 spec.path, score_format=spec.score_format, num_features=spec.num_features or None,
-                vocabulary=vocabulary, progress=phase.progress,
+                vocabulary=vocabulary, progress=phase.progress, mapped=mapped, warn_empty=not quiet,
             )
             phase.said(f"{len(table):,} phrase pairs kept")
         table = table.limited(spec.table_limit, moses_ranker(model.lm, model.weights))
     reordering = model.reordering
     if reordering is not None:  # its table is filtered to the same source phrases
-        with reading_phase("reordering table", reordering.table.path, filtered=vocabulary is not None) as phase:
+        with reading_phase("reordering table", reordering.table.path, filtered=vocabulary is not None,
+                           quiet=quiet) as phase:
             rows = load_reordering_table(
                 reordering.table.path, conditioned_on_target=reordering.table.conditioned_on_target,
-                vocabulary=vocabulary, progress=phase.progress,
+                vocabulary=vocabulary, progress=phase.progress, mapped=mapped,
             )
             phase.said(f"{len(rows):,} entries kept")
         reordering = replace(reordering, table=rows)
@@ -620,6 +630,40 @@ def table_path(config: str | Path | None, phrase_table: str | Path | None, ini_p
     lines = load_moses_ini(config, ini_paths).phrase_tables()
     sizes = [(os.path.getsize(f.path) if os.path.isfile(f.path) else 0, f.path) for f in lines]
     return max(sizes)[1] if sizes else None
+
+
+def binarized_tables(config: str | Path | None, phrase_table: str | Path | None, ini_paths: str = "ini") -> bool:
+    """Whether every table a load would read is binarized (``fstdecode binarize``): the phrase
+    tables (``phrase_table``, else the ini's) and the ini's reordering table, if any. False when
+    there is no table file, or one cannot be opened (the load then says what is wrong)."""
+    if config is None and phrase_table is None:
+        return False
+    cfg = load_moses_ini(config, ini_paths) if config is not None else None
+    paths = [str(phrase_table)] if phrase_table is not None else [f.path for f in cfg.phrase_tables()]
+    reordering = _reordering_path(cfg)
+    if reordering is not None:
+        paths.append(reordering)
+    try:
+        return bool(paths) and all(is_binary_table(path) for path in paths)
+    except OSError:
+        return False
+
+
+def mapped_tables(model: Model) -> dict[str, object]:
+    """The binarized tables of ``model`` (phrase tables and reordering table), each opened (mapped)
+    and checked once, by the path its reader is given: :func:`refiltered`'s ``mapped``, so that
+    the tables a model filters stay those it was loaded with, whatever happens to the paths. A
+    text table is not in it. Raises the reader's error for a file that is bad or stale."""
+    mapped: dict[str, object] = {}
+    for spec in model.table_sources:
+        if spec.in_use and is_binary_table(spec.path):
+            mapped[spec.path] = open_binary_table(spec.path, "phrases", PhraseTableError, "not a phrase table")
+    reordering = model.reordering
+    if reordering is not None and is_binary_table(reordering.table.path):
+        want = "reordering-fe" if reordering.table.conditioned_on_target else "reordering-f"
+        mapped[reordering.table.path] = open_binary_table(
+            reordering.table.path, want, ReorderingTableError, f"but the feature needs a {want} table")
+    return mapped
 
 
 def _semantics(semantics: str | None, config: str | Path | None) -> str:

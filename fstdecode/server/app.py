@@ -222,7 +222,8 @@ async def _rpc2(request: Request, state: ServerState, ex: Exchange) -> Response:
     check_size([call.text], state.limits)
     line_request = LineRequest(opts.method, max(1, call.nbest), call.distinct)
     service, (result,) = await decode_lines(request, state, [call.text], line_request)
-    reply = xmlrpc.translate_reply(result, call, service.moses_scores)
+    scores = service.moses_scores_for(call.text) if call.nbest > 0 else service.moses_scores  # (only n-best uses it)
+    reply = xmlrpc.translate_reply(result, call, scores)
     ex.note = _outcome_note([result])
     return Response(xmlrpc.reply_body(reply), media_type=xmlrpc.CONTENT_TYPE)
 

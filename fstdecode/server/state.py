@@ -122,5 +122,6 @@ class ServerState:
 def describe(service: Service) -> str:
     """One line on the model: its name, table, LM, distortion limit and methods."""
     s = service.summary()
-    return (f"model {s['name']}: {s['phrase_pairs']:,} phrase pairs, LM order {s['lm_order']}, "
+    tables = " (binarized, filtered to each sentence)" if service.setup.per_sentence else ""
+    return (f"model {s['name']}: {s['phrase_pairs']:,} phrase pairs{tables}, LM order {s['lm_order']}, "
             f"distortion limit {s['distortion_limit']}, methods {','.join(s['methods'])} (default {s['method']})")
