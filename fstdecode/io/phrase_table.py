@@ -519,11 +519,10 @@ def load_phrase_table(
     path_str = os.fspath(path)
     _check_arguments(path_str, score_format, num_features, table_limit)
     native_filter, keep = native_vocabulary(vocabulary)
-    moses_binary = moses_binary_table(path_str)
-    if moses_binary is not None:
-        raise PhraseTableError(moses_binary)
-    if mapped is not None and path_str in mapped:
+    if mapped is not None and path_str in mapped:  # (checked when mapped)
         store = _binary_phrases(mapped[path_str], native_filter, keep)
+    elif (moses_binary := moses_binary_table(path_str)) is not None:
+        raise PhraseTableError(moses_binary)
     elif is_binary_table(path_str):
         store = _binary_store(path_str, native_filter, keep)
     else:

@@ -158,12 +158,12 @@ def load_reordering_table(
     """
     path_str = os.fspath(path)
     native_filter, keep = native_vocabulary(vocabulary)
+    if mapped is not None and path_str in mapped:  # (checked when mapped)
+        store = _binary_reordering(mapped[path_str], native_filter, keep)
+        return ReorderingTable(path_str, store.num_scores, conditioned_on_target, store=store)
     moses_binary = moses_binary_table(path_str)
     if moses_binary is not None:
         raise ReorderingTableError(moses_binary)
-    if mapped is not None and path_str in mapped:
-        store = _binary_reordering(mapped[path_str], native_filter, keep)
-        return ReorderingTable(path_str, store.num_scores, conditioned_on_target, store=store)
     if is_binary_table(path_str):
         store = _binary_rows(path_str, conditioned_on_target, native_filter, keep)
         return ReorderingTable(path_str, store.num_scores, conditioned_on_target, store=store)

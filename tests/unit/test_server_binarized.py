@@ -8,6 +8,7 @@ The model is the built-in example, binarized in a temporary folder by the comman
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import xmlrpc.client
@@ -44,12 +45,16 @@ def cli_setup(ini: str, *flags: str) -> ModelSetup:
                                serve_cli.writers(), args.xml_input, per_sentence))
         return 0
 
+    log = logging.getLogger("fstdecode")  # (the command line sets its logger up: put it back after)
+    saved = log.handlers[:], log.level, log.propagate
     original = serve_cli.run
     serve_cli.run = capture  # (module scope: no monkeypatch fixture)
     try:
         assert cli_main.main(["serve", "-f", ini, *flags]) == 0
     finally:
         serve_cli.run = original
+        log.handlers[:], log.propagate = saved[0], saved[2]
+        log.setLevel(saved[1])
     return made[0]
 
 
