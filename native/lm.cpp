@@ -605,12 +605,10 @@ double NgramLM::logprob_facts(const WordId* ctx, int n, WordId w, const double* 
     at = heap_at.data();
     key = heap_key.data();
   }
-  std::uint64_t h = hash_step(kSeed, w);
-  for (int L = 1; L <= n; ++L) {
-    h = hash_step(h, ctx[n - L]);
-    key[L] = nonzero(h);
-    tables_[static_cast<std::size_t>(L - 1)].prefetch(key[L]);
-  }
+  ngram_hash::word_keys(ctx, n, w, [&](int L, std::uint64_t k) {
+    key[L] = k;
+    tables_[static_cast<std::size_t>(L - 1)].prefetch(k);
+  });
   const Entry& uni = unigrams_[static_cast<std::size_t>(w)];
   // ngram_hash::backoff_score's rule with the facts for its backoff lookups: the longest stored
   // n-gram's probability plus the backoffs of the longer contexts, longest first, zeros skipped.
@@ -646,11 +644,7 @@ void NgramLM::prefetch_facts(const WordId* ctx, int n, WordId w) const {
     ctx += n - m;
     n = m;
   }
-  std::uint64_t h = hash_step(kSeed, w);
-  for (int L = 1; L <= n; ++L) {
-    h = hash_step(h, ctx[n - L]);
-    tables_[static_cast<std::size_t>(L - 1)].prefetch(nonzero(h));
-  }
+  ngram_hash::word_keys(ctx, n, w, [&](int L, std::uint64_t k) { tables_[static_cast<std::size_t>(L - 1)].prefetch(k); });
 }
 
 double NgramLM::backoff(const WordId* ctx, int n) const {

@@ -480,12 +480,10 @@ double ImageLM::logprob_facts(const WordId* ctx, int n, WordId w, const double* 
   // at[L]: the slot of ctx[n-L..n) + w (L >= 1), or null; keys as logprob's hw[L].
   std::uint64_t key[kMaxOrder + 1];
   const unsigned char* at[kMaxOrder + 1];
-  std::uint64_t h = ngram_hash::hash_step(ngram_hash::kSeed, w);
-  for (int L = 1; L <= n; ++L) {
-    h = ngram_hash::hash_step(h, ctx[n - L]);
-    key[L] = ngram_hash::nonzero(h);
-    tables_[static_cast<std::size_t>(L - 1)].prefetch(key[L]);
-  }
+  ngram_hash::word_keys(ctx, n, w, [&](int L, std::uint64_t k) {
+    key[L] = k;
+    tables_[static_cast<std::size_t>(L - 1)].prefetch(k);
+  });
   const Unigram& uni = unigrams_[static_cast<std::size_t>(w)];
   // ngram_hash::backoff_score with the facts for its backoff lookups (as NgramLM::logprob_facts).
   double result;
@@ -530,11 +528,7 @@ void ImageLM::prefetch_facts(const WordId* ctx, int n, WordId w) const {
     ctx += n - m;
     n = m;
   }
-  std::uint64_t h = ngram_hash::hash_step(ngram_hash::kSeed, w);
-  for (int L = 1; L <= n; ++L) {
-    h = ngram_hash::hash_step(h, ctx[n - L]);
-    tables_[static_cast<std::size_t>(L - 1)].prefetch(ngram_hash::nonzero(h));
-  }
+  ngram_hash::word_keys(ctx, n, w, [&](int L, std::uint64_t k) { tables_[static_cast<std::size_t>(L - 1)].prefetch(k); });
 }
 
 }  // namespace fstdecode

@@ -44,6 +44,18 @@ inline void query_keys(const std::int32_t* ctx, int n, std::int32_t w, Touch&& t
   }
 }
 
+// The keys of w's own n-grams, ctx[n-L..n) + w for L = 1..n, folded in one pass: key(L, k),
+// shortest first. (The facts path, language_model.h, looks up nothing else: the context's
+// backoffs travel with the context.)
+template <class Key>
+inline void word_keys(const std::int32_t* ctx, int n, std::int32_t w, Key&& key) {
+  std::uint64_t h = hash_step(kSeed, w);
+  for (int L = 1; L <= n; ++L) {
+    h = hash_step(h, ctx[n - L]);
+    key(L, nonzero(h));
+  }
+}
+
 // ARPA's back-off rule (ArpaLM._score) over the keys query_keys made: ln p(w | ctx) is the
 // probability of the longest stored ctx[n-L..n) + w, L = n down to 1, plus the backoffs of the
 // contexts longer than it; with none stored, `unigram` (ln p(w)) plus every context's backoff.
