@@ -472,7 +472,7 @@ def test_json_score_is_optimal_on_short_sentence():
         assert obj["score"] == pytest.approx(best, abs=1e-9)
 
 
-@pytest.mark.parametrize("method", ["coverage", "exhaustive"])
+@pytest.mark.parametrize("method", ["coverage", pytest.param("exhaustive", marks=pytest.mark.slow)])  # the oracle: slow set
 def test_methods_agree_with_dp(method):
     lines = (DATA / "input.txt").read_text(encoding="utf-8").splitlines() + ["das muss XYZ sein", ""]
     dp = decode_json(lines, "--method", "dp")

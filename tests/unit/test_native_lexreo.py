@@ -221,6 +221,7 @@ def test_native_r_labels_spell_the_charges(tmp_path):
     assert list(nat.lr) == list(py.lr) == [0.0, 0.0, math.log(0.1), 0.0]
 
 
+@pytest.mark.slow  # four CLI processes; the searches themselves are checked natively above
 def test_cli_decodes_reordering_models_with_every_signature_method(tmp_path):
     # Every method's native search takes the model (no warning, no other engine); the exact ones
     # agree on the output, and --engine is refused in one line.
