@@ -228,8 +228,9 @@ struct BoundsTooBig {
 
 struct Work {
   long cap = -1, done = 0;
-  void operator()() {
-    if (++done > cap && cap >= 0) throw BoundsTooBig{cap};
+  void operator()(long units = 1) {
+    done += units;
+    if (done > cap && cap >= 0) throw BoundsTooBig{cap};
   }
 };
 
@@ -315,10 +316,15 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
       auto it = std::find_if(memo.begin(), memo.end(), [&](const auto& x) { return x.first == key; });
       if (it == memo.end()) {
         double best = -kInf;
-        for (int m : set) {
-          work();
-          best = std::max(best, long_phrase ? prefix_score(p, contexts, m, o.words, k, seq)
-                                            : best_join[static_cast<std::size_t>(o.id)]);
+        if (long_phrase) {
+          for (int m : set) {
+            work();
+            best = std::max(best, prefix_score(p, contexts, m, o.words, k, seq));
+          }
+        } else {  // the fixpoint joined it with every context of `set` (-inf for none); the
+                  // work is counted as when each (context, phrase) score was taken here
+          work(static_cast<long>(set.size()));
+          best = best_join[static_cast<std::size_t>(o.id)];
         }
         it = memo.insert(memo.end(), {key, best});
       }
