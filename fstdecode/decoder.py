@@ -143,18 +143,20 @@ class DecodeResult:
     @property
     def gap(self) -> float | None:
         """``upper_bound`` minus the best derivation's score (0 at a proven optimum), when known."""
-        if self.upper_bound is None or self.best is None:
-            return None
-        return max(0.0, self.upper_bound - self.best.search_score)
+        return self._below(self.upper_bound)
 
     @property
     def root_gap(self) -> float | None:
         """``root_bound`` minus the best derivation's score: the gap the proof started from (the
         A*'s bound at its start against the stack decoder's result, or the A*'s own result if
         better), when known; :attr:`gap` is where it ended."""
-        if self.root_bound is None or self.best is None:
+        return self._below(self.root_bound)
+
+    def _below(self, bound: float | None) -> float | None:
+        """How far the best derivation's score lies below ``bound`` (at least 0), when both exist."""
+        if bound is None or self.best is None:
             return None
-        return max(0.0, self.root_bound - self.best.search_score)
+        return max(0.0, bound - self.best.search_score)
 
 
 class Decoder:
