@@ -29,27 +29,12 @@ import sys
 import time
 from pathlib import Path
 
-from scripts.benchlib import DATA, DOCS, HANSARDS, UN_LM, log, marked, script, write_section
+from scripts.benchlib import DOCS, log, marked, script, shared_models, write_section
 
 from fstdecode.decoder import Decoder
-from fstdecode.model.model import load_model
 from fstdecode.search.prove import DEFAULT_PROVE_MAX_STATES
 
 BUDGETS = (1_000, 3_000, 10_000, 20_000, 50_000, 100_000, 1_000_000)
-
-
-def models(limit: int | None):
-    """(name, model, lines) of each shared model."""
-    hansards = load_model(
-        phrase_table=HANSARDS / "tm", tm_score_format="log10", lm=UN_LM, lm_order=3, distortion_limit=4, table_limit=20
-    )
-    yield "Hansards trigram, d=4, tl=20", hansards, (HANSARDS / "input").read_text(encoding="utf-8").splitlines()[:limit]
-    for folder, name in (
-        ("moses-lexreo-europarl-fr-en", "Europarl 5-gram, lexicalized reordering"),
-        ("moses-early-distortion-de-en", "de-en trigram, d=6"),
-    ):
-        lines = (DATA / folder / "to-translate.txt").read_text(encoding="utf-8").splitlines()[:limit]
-        yield name, load_model(DATA / folder / "moses.ini"), lines
 
 
 def measure(model, lines: list[str], budgets: tuple[int, ...], name: str) -> dict:
@@ -142,7 +127,7 @@ def run(args, record) -> int:
         "| model | budget | proven | seconds | ms/word | × stack | lower s | bounds s | search s | root gap | final gap |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, model, text in models(args.limit):
+    for name, model, text in shared_models(args.limit, hansards_orders=(3,)):
         words = sum(len(line.split()) for line in text)
         lines += summary(name, measure(model, text, budgets, name), words)
     if args.big is not None:

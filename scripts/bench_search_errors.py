@@ -19,29 +19,11 @@ from __future__ import annotations
 
 import time
 
-from scripts.benchlib import DATA, DOCS, HANSARDS, UN_LM, log, marked, script, write_section
+from scripts.benchlib import DOCS, log, marked, script, shared_models, write_section
 
 from fstdecode.decoder import Decoder
-from fstdecode.model.model import load_model
 
 TOL = 1e-6
-
-
-def shared_models(limit: int | None):
-    """(name, model, lines) of each shared model that takes plain-text input."""
-    hansards = (HANSARDS / "input").read_text(encoding="utf-8").splitlines()[:limit]
-    for order in (2, 3):
-        model = load_model(
-            phrase_table=HANSARDS / "tm", tm_score_format="log10", lm=UN_LM, lm_order=order,
-            distortion_limit=4, table_limit=20,
-        )
-        yield f"Hansards, UN LM order {order}, d=4, tl=20", model, hansards
-    for folder, name in (
-        ("moses-lexreo-europarl-fr-en", "Europarl 5-gram, lexicalized reordering (its moses.ini)"),
-        ("moses-early-distortion-de-en", "de-en trigram, d=6 (its moses.ini)"),
-    ):
-        lines = (DATA / folder / "to-translate.txt").read_text(encoding="utf-8").splitlines()[:limit]
-        yield name, load_model(DATA / folder / "moses.ini"), lines
 
 
 def decode_all(decoder: Decoder, lines: list[str]) -> tuple[list, float]:

@@ -7,7 +7,7 @@
   load average) and the exit code;
 * the paths: the repository (:data:`ROOT`, :data:`DOCS`) and the real
   models under ``../shared/data`` (:data:`DATA`, :data:`HANSARDS`,
-  :func:`hansards_args`);
+  :func:`hansards_args`, :func:`shared_models`);
 * timing: :func:`timed` (one run under a wall-clock budget) and
   :func:`best_time` (best of a few runs, garbage collector off);
 * output: :func:`write_section` (one marked section of a Markdown doc),
@@ -52,6 +52,24 @@ def hansards_args(distortion_limit: int, table_limit: int, lm_order: int = 2) ->
         distortion_limit=distortion_limit,
         table_limit=table_limit,
     )
+
+
+def shared_models(limit: int | None = None, hansards_orders: Sequence[int] = (2, 3)):
+    """(name, model, input lines) of each shared model that takes plain text: Hansards (d = 4,
+    table-limit 20) with the UN LM at each of ``hansards_orders``, then the Europarl
+    lexicalized-reordering and the de-en models with their own moses.ini (toy-numbers, a
+    word-lattice model, is left out); ``limit``: the first N lines of each."""
+    from fstdecode.model.model import load_model
+
+    hansards = (HANSARDS / "input").read_text(encoding="utf-8").splitlines()[:limit]
+    for order in hansards_orders:
+        yield f"Hansards, UN LM order {order}, d=4, tl=20", load_model(**hansards_args(4, 20, order)), hansards
+    for folder, name in (
+        ("moses-lexreo-europarl-fr-en", "Europarl 5-gram, lexicalized reordering (its moses.ini)"),
+        ("moses-early-distortion-de-en", "de-en trigram, d=6 (its moses.ini)"),
+    ):
+        lines = (DATA / folder / "to-translate.txt").read_text(encoding="utf-8").splitlines()[:limit]
+        yield name, load_model(DATA / folder / "moses.ini"), lines
 
 
 # --------------------------------------------------------------------------- the record of a run
