@@ -27,6 +27,13 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile("default")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The fast subset (``-m "not slow"``) draws fewer hypothesis examples (:func:`shared.examples`)."""
+    import shared
+
+    shared.FAST_SUBSET = "not slow" in (config.getoption("markexpr") or "")
+
+
 @pytest.fixture(scope="session")
 def example_model():
     """The built-in example model (frozen; tests must not change it)."""

@@ -28,6 +28,17 @@ SEARCH_SETTINGS = dict(
 )
 
 
+#: Set by conftest's pytest_configure when the run is the fast subset (``-m "not slow"``).
+FAST_SUBSET = False
+
+
+def examples(n: int) -> int:
+    """A property test's hypothesis example count: ``n`` in the full suite, a quarter (at least 5) in
+    the fast subset, which is for quick feedback within its 60 s (CI runs the full suite, every
+    example). Read when a test module is imported, after pytest_configure."""
+    return max(5, n // 4) if FAST_SUBSET and n > 5 else n
+
+
 def data_path(*parts: str) -> Path:
     """A path under ../shared/data; skips the calling test when it is missing (a fresh machine)."""
     path = SHARED_DATA.joinpath(*parts)
@@ -74,24 +85,136 @@ def run_cli(
 ) -> subprocess.CompletedProcess:
     """``python -m fstdecode ARGS`` with PYTHONUTF8=1 (``env`` adds or overrides variables); str output.
 
+    The command runs in a forked copy of this test process (:func:`_forked_cli`), which has the
+    package imported already: the same process boundary (its own status, standard streams and
+    working directory, nothing shared back), without a quarter of a second of interpreter start
+    per call. With ``env``, with a locale that is not UTF-8, or with FSTDECODE_TEST_SUBPROCESS=1
+    in the environment, it runs a fresh ``python -m fstdecode`` instead.
+
     Run in the checkout (the default ``cwd``), the command must leave no file there: a moses.ini's
     output sections ([n-best-list] and the like) write relative to the working directory, as in
     Moses, so a test of such an ini passes its own ``cwd``."""
     before = set(os.listdir(ROOT)) if cwd == ROOT else None
-    proc = subprocess.run(
-        [sys.executable, "-m", "fstdecode", *args],
-        input=stdin if isinstance(stdin, bytes) else stdin.encode("utf-8"),
-        capture_output=True,
-        env={**os.environ, "PYTHONUTF8": "1", **env},
-        cwd=cwd,
-        timeout=timeout,
-    )
-    proc.stdout = proc.stdout.decode("utf-8")
-    proc.stderr = proc.stderr.decode("utf-8")
+    data = stdin if isinstance(stdin, bytes) else stdin.encode("utf-8")
+    if env or os.environ.get("FSTDECODE_TEST_SUBPROCESS") == "1" or not _utf8_locale():
+        proc = subprocess.run(
+            [sys.executable, "-m", "fstdecode", *args],
+            input=data,
+            capture_output=True,
+            env={**os.environ, "PYTHONUTF8": "1", **env},
+            cwd=cwd,
+            timeout=timeout,
+        )
+        proc.stdout = proc.stdout.decode("utf-8")
+        proc.stderr = proc.stderr.decode("utf-8")
+    else:
+        proc = _forked_cli(args, data, cwd=cwd, timeout=timeout)
     if before is not None:
         left = sorted(set(os.listdir(ROOT)) - before - {".pytest_cache", "build"})
         assert not left, f"fstdecode {' '.join(args[:3])} ... wrote {left} into the checkout: pass cwd=tmp_path"
     return proc
+
+
+def _utf8_locale() -> bool:
+    """Whether this process's locale encoding is UTF-8, as PYTHONUTF8=1 would make a fresh one's."""
+    import locale
+
+    return locale.getpreferredencoding(False).lower().replace("-", "") == "utf8"
+
+
+def _forked_cli(args: list[str], data: bytes, *, cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+    """``fstdecode ARGS`` in a forked child, its stdin, stdout and stderr pipes as ``subprocess.run``'s.
+
+    The child sets up the standard streams as a UTF-8-mode interpreter does (surrogateescape on
+    stdin and stdout, backslashreplace on stderr), the warning filters of a fresh interpreter,
+    ``sys.argv`` and the working directory, runs :func:`fstdecode.cli.run` and leaves with its
+    status through ``os._exit`` (no test-process cleanup runs in the child). Past ``timeout`` it is
+    killed and TimeoutExpired raised, as ``subprocess.run`` does."""
+    import threading
+
+    pipes = [os.pipe() for _ in range(3)]  # (read, write) each: stdin, stdout, stderr
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        _child_cli(args, cwd, pipes[0][0], pipes[1][1], pipes[2][1], [fd for pair in pipes for fd in pair])
+    for fd in (pipes[0][0], pipes[1][1], pipes[2][1]):
+        os.close(fd)
+    chunks: dict[int, list[bytes]] = {1: [], 2: []}
+
+    def feed() -> None:
+        try:
+            with open(pipes[0][1], "wb") as sink:
+                sink.write(data)
+        except BrokenPipeError:
+            pass
+
+    def drain(k: int) -> None:
+        with open(pipes[k][0], "rb") as source:
+            chunks[k].append(source.read())
+
+    threads = [threading.Thread(target=feed, daemon=True)]
+    threads += [threading.Thread(target=drain, args=(k,), daemon=True) for k in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads[1:]:
+        thread.join(timeout)
+    if any(thread.is_alive() for thread in threads[1:]):
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        raise subprocess.TimeoutExpired(["fstdecode", *args], timeout)
+    _, status = os.waitpid(pid, 0)
+    threads[0].join()
+    out, err = (b"".join(chunks[k]).decode("utf-8", "surrogateescape") for k in (1, 2))
+    return subprocess.CompletedProcess(["fstdecode", *args], os.waitstatus_to_exitcode(status), out, err)
+
+
+def _child_cli(args: list[str], cwd: Path, fin: int, fout: int, ferr: int, pipes: list[int]) -> None:
+    """The forked child of :func:`_forked_cli`: fstdecode's console script, then ``os._exit``."""
+    import io
+    import traceback
+    import warnings
+
+    code = 1
+    try:
+        for fd, target in ((fin, 0), (fout, 1), (ferr, 2)):
+            os.dup2(fd, target)
+        for fd in pipes:
+            os.close(fd)
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), "utf-8", "surrogateescape")
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), "utf-8", "surrogateescape")
+        sys.stderr = io.TextIOWrapper(
+            io.BufferedWriter(io.FileIO(2, "w", closefd=False)), "utf-8", "backslashreplace", line_buffering=True
+        )
+        warnings.resetwarnings()
+        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+            warnings.simplefilter("ignore", category)
+        os.chdir(cwd)
+        sys.argv = [str(ROOT / "fstdecode" / "__main__.py"), *args]
+        from fstdecode.cli import run
+
+        try:
+            run()
+            code = 0
+        except SystemExit as e:
+            if e.code is None:
+                code = 0
+            elif isinstance(e.code, int):
+                code = e.code
+            else:
+                print(e.code, file=sys.stderr)
+                code = 1
+        except KeyboardInterrupt:
+            traceback.print_exc()
+            code = 130
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+    finally:
+        os._exit(code)
 
 
 def expect_reader_error(

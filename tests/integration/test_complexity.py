@@ -56,7 +56,7 @@ from fstdecode.model.features import Weights
 from fstdecode.search import signature_dp
 
 from randmodels import NO_BUDGET
-from shared import run_cli
+from shared import examples, run_cli
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -158,7 +158,7 @@ def test_tsp_problem_layout():
     assert problem.bigram(ids["v2"], ids["v3"]) == -math.inf  # no edge 2 -> 3
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(bandwidth_graphs())
 def test_tsp_agrees_with_held_karp(case):
     graph, k = case
@@ -169,7 +169,7 @@ def test_tsp_agrees_with_held_karp(case):
         assert math.isclose(graph.path_cost(dp.tour), dp.cost)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(bandwidth_graphs(max_n=7, max_k=3))
 def test_finite_derivations_are_exactly_the_tours(case):
     # The mapping is a bijection: the distinct derivations with a finite score are the 1-n paths.
@@ -247,7 +247,7 @@ def test_cli_tsp(tmp_path):
 # ----------------------------------------------------------------------------- Knight
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(digraphs())
 def test_knight_agrees_with_held_karp(graph):
     dp, hk = solve_circuit(graph), held_karp_circuit(graph)
@@ -325,7 +325,7 @@ def test_section52_count_matches_enumeration(n):
     assert brute.live <= brute.reachable
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(
     st.integers(1, 6).flatmap(
         lambda N: st.tuples(

@@ -27,7 +27,7 @@ from fstdecode.search import coverage_dp, exact
 from fstdecode.search.native_exact import exact_search as native_exact_search
 
 from randmodels import NO_BUDGET, moses_case, problem_of, random_case
-from shared import SEARCH_SETTINGS as SETTINGS
+from shared import SEARCH_SETTINGS as SETTINGS, examples
 from shared import assert_exact_heuristic_alone_finds, assert_sound, assert_support_holds, oracle_outcome, outcome
 
 TOL = 1e-9
@@ -46,7 +46,7 @@ def assert_proven(result, best: float) -> None:
 
 @pytest.mark.slow  # 60 oracle runs a order: ~40 s; the fast set keeps the k-best and gap checks
 @pytest.mark.parametrize("order", [1, 2, 3])
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=examples(60), **SETTINGS)
 @given(data=st.data())
 def test_exact_equals_the_oracle_for_any_order_and_sign(order, data):
     problem = problem_of(data.draw(random_case(max_n=5, order=order, any_sign=True)))
@@ -55,7 +55,7 @@ def test_exact_equals_the_oracle_for_any_order_and_sign(order, data):
 
 
 @pytest.mark.parametrize("order", [1, 2, pytest.param(3, marks=pytest.mark.slow)])  # trigram: ~4 s
-@settings(max_examples=25, **SETTINGS)
+@settings(max_examples=examples(25), **SETTINGS)
 @given(data=st.data())
 def test_support_holds_every_derivation_above_the_threshold(order, data):
     """The options that --method fst restricts R to: every derivation scoring at least the
@@ -70,7 +70,7 @@ def test_support_holds_every_derivation_above_the_threshold(order, data):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("order", [2, 3])
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(data=st.data())
 def test_exact_equals_the_coverage_dp_on_longer_inputs(order, data):
     problem = problem_of(data.draw(random_case(min_n=5, max_n=9, order=order, any_sign=True)))
@@ -81,7 +81,7 @@ def test_exact_equals_the_coverage_dp_on_longer_inputs(order, data):
 
 @pytest.mark.slow  # over half a second; the fast set keeps its siblings
 @pytest.mark.parametrize("order", [2, 3])
-@settings(max_examples=30, **SETTINGS)
+@settings(max_examples=examples(30), **SETTINGS)
 @given(data=st.data())
 def test_exact_k_best_equals_the_coverage_dp(order, data):
     problem = problem_of(data.draw(random_case(max_n=5, order=order, any_sign=True)))
@@ -95,7 +95,7 @@ def test_exact_k_best_equals_the_coverage_dp(order, data):
 
 
 @pytest.mark.parametrize("order", [2, 3])
-@settings(max_examples=12, **SETTINGS)
+@settings(max_examples=examples(12), **SETTINGS)
 @given(data=st.data())
 def test_the_heuristic_alone_is_admissible_and_consistent(order, data):
     # docs/exact.md's lemmas end to end (formerly: the native β, eos and covers against the
@@ -107,7 +107,7 @@ def test_the_heuristic_alone_is_admissible_and_consistent(order, data):
 
 
 @pytest.mark.slow  # the exhaustive oracle on trigram cases: ~15 s
-@settings(max_examples=30, **SETTINGS)
+@settings(max_examples=examples(30), **SETTINGS)
 @given(random_case(min_n=4, max_n=5, order=3, any_sign=True))
 def test_over_budget_gives_a_valid_gap(case):
     problem = problem_of(case)
@@ -144,14 +144,14 @@ def check_every_budget_stop(data):
             break
 
 
-@settings(max_examples=25, **SETTINGS)
+@settings(max_examples=examples(25), **SETTINGS)
 @given(data=st.data())
 def test_every_budget_stop_keeps_a_valid_upper_bound(data):
     check_every_budget_stop(data)
 
 
 @pytest.mark.slow  # the same on many more random models
-@settings(max_examples=250, **SETTINGS)
+@settings(max_examples=examples(250), **SETTINGS)
 @given(data=st.data())
 def test_every_budget_stop_keeps_a_valid_upper_bound_many(data):
     check_every_budget_stop(data)
@@ -181,7 +181,7 @@ def one_core_call_counted():
         yield calls
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(data=st.data())
 def test_one_native_call_per_sentence_with_the_oracles_results(data):
     # Issue 23 item 5: the stack decoder's lower bound, the A* and the answer (k best, proof,

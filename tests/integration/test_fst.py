@@ -20,7 +20,7 @@ from fstdecode.problem.scorer import score as score_derivation
 from fstdecode.search import signature_dp
 
 from randmodels import NO_BUDGET, random_case
-from shared import SEARCH_SETTINGS as SETTINGS, machine
+from shared import SEARCH_SETTINGS as SETTINGS, examples, machine
 
 EXAMPLES = ["das muss unsere sorge gleichermaßen sein", "wir müssen auch diese kritik ernst nehmen", "das muss XYZ sein"]
 
@@ -62,7 +62,7 @@ def test_scorer_total_equals_path_weight(example_model, cascade, sentence):
 
 
 @pytest.mark.slow
-@settings(max_examples=30, **SETTINGS)
+@settings(max_examples=examples(30), **SETTINGS)
 @given(random_case(max_n=6))
 def test_fst_equals_dp_on_random_models(case):
     model, sentence = case
@@ -165,7 +165,7 @@ def test_native_reordering_equals_python(example_model, sentence):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("order", [2, 3])
-@settings(max_examples=25, **SETTINGS)
+@settings(max_examples=examples(25), **SETTINGS)
 @given(case=random_case(max_n=6, order=3))
 def test_native_reordering_equals_python_random(order, case):
     model, sentence = case
@@ -266,7 +266,7 @@ def test_binary_vector_fst_equals_add_arc():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("order", [2, 3])
-@settings(max_examples=12, **SETTINGS)
+@settings(max_examples=examples(12), **SETTINGS)
 @given(case=random_case(max_n=5, order=3, any_sign=True))
 def test_native_pruned_reordering_equals_python(order, case):
     """The pruned R (threshold: the best derivation's score) is the same machine from both R builders (the Python oracle and the core)."""

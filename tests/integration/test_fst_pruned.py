@@ -16,7 +16,7 @@ from fstdecode.fst.cascade import Cascade
 from fstdecode.reference import exhaustive
 
 from randmodels import NO_BUDGET, problem_of, random_case
-from shared import SEARCH_SETTINGS as SETTINGS
+from shared import SEARCH_SETTINGS as SETTINGS, examples
 
 
 #: More derivations than a random case's sentence has (checked by assume).
@@ -28,7 +28,7 @@ def derivation(phrases) -> tuple:
 
 
 @pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # trigram: seconds
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(data=st.data())
 def test_pruned_cascade_equals_the_oracle_with_a_certificate(order, data):
     case = data.draw(random_case(max_n=5, order=order, any_sign=True))
@@ -41,7 +41,7 @@ def test_pruned_cascade_equals_the_oracle_with_a_certificate(order, data):
 
 
 @pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # trigram: seconds
-@settings(max_examples=30, **SETTINGS)
+@settings(max_examples=examples(30), **SETTINGS)
 @given(data=st.data())
 def test_pruned_lattice_keeps_every_derivation_within_the_margin(order, data):
     model, sentence = data.draw(random_case(max_n=5, order=order, any_sign=True))
@@ -75,7 +75,7 @@ def test_pruned_reordering_is_much_smaller_on_hansards():
 
 
 @pytest.mark.slow  # the exhaustive oracle on 6 trigram words: up to minutes on an unlucky draw
-@settings(max_examples=8, **SETTINGS)
+@settings(max_examples=examples(8), **SETTINGS)
 @given(case=random_case(min_n=4, max_n=6, order=3, any_sign=True))
 def test_pruned_cascade_over_budget_gives_a_valid_gap(case):
     """A budget that runs out (in the A* that finds R's options, or in the walk) gives the stack

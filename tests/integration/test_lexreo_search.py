@@ -36,7 +36,7 @@ from fstdecode.search.native_coverage import coverage_search as native_coverage_
 from fstdecode.search.native_exact import exact_search as native_exact_search
 
 from randmodels import NO_BUDGET, moses_case
-from shared import SEARCH_SETTINGS, assert_exact_heuristic_alone_finds, assert_native_sound, assert_support_holds, data_path, oracle_outcome
+from shared import SEARCH_SETTINGS, assert_exact_heuristic_alone_finds, assert_native_sound, assert_support_holds, data_path, examples, oracle_outcome
 
 #: A beam that keeps every hypothesis of these small cases.
 HUGE = 10**6
@@ -44,7 +44,7 @@ HUGE = 10**6
 
 @pytest.mark.slow
 @pytest.mark.parametrize("semantics", ["moses", "paper"])
-@settings(max_examples=40, **SEARCH_SETTINGS)
+@settings(max_examples=examples(40), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_exhaustive_best_is_the_best_scored_derivation(semantics, data):
     model, sentence = data.draw(moses_case(max_n=5, semantics=semantics))
@@ -62,7 +62,7 @@ def test_exhaustive_best_is_the_best_scored_derivation(semantics, data):
 @pytest.mark.slow
 @pytest.mark.parametrize("semantics", ["moses", "paper"])
 @pytest.mark.parametrize("estimate", [False, True])  # plain jumps, and M&Q's Δd with its final correction
-@settings(max_examples=40, **SEARCH_SETTINGS)
+@settings(max_examples=examples(40), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_stack_with_a_huge_beam_equals_exhaustive(semantics, estimate, data):
     model, sentence = data.draw(moses_case(max_n=5, order=data.draw(st.sampled_from([2, 3])), semantics=semantics))
@@ -77,7 +77,7 @@ def test_stack_with_a_huge_beam_equals_exhaustive(semantics, estimate, data):
 
 
 @pytest.mark.slow
-@settings(max_examples=30, **SEARCH_SETTINGS)
+@settings(max_examples=examples(30), **SEARCH_SETTINGS)
 @given(moses_case(max_n=6), st.integers(1, 5), st.booleans())
 def test_stack_small_beams_report_model_scores(case, beam_size, estimate):
     # Whatever pruning drops, every reported derivation is legal and scored as the scorer scores it.
@@ -139,7 +139,7 @@ def test_moses_gap_rule_changes_the_best_derivation(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("semantics", ["moses", "paper"])
-@settings(max_examples=40, **SEARCH_SETTINGS)
+@settings(max_examples=examples(40), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_native_stack_is_sound(semantics, data):
     # For every beam, both distortion accountings and early pruning: never above the oracle's
@@ -161,7 +161,7 @@ def test_native_stack_is_sound(semantics, data):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("semantics", ["moses", "paper"])
-@settings(max_examples=25, **SEARCH_SETTINGS)
+@settings(max_examples=examples(25), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_native_stack_from_the_core_table_is_sound(semantics, data):
     # The decoders' own path: the options (and their reordering rows, unknown words' included)
@@ -183,7 +183,7 @@ def _scores(result):
 @pytest.mark.slow
 @pytest.mark.parametrize("semantics", ["moses", "paper"])
 @pytest.mark.parametrize("order", [1, 2, 3])
-@settings(max_examples=25, **SEARCH_SETTINGS)
+@settings(max_examples=examples(25), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_exact_and_coverage_dp_equal_the_oracle(semantics, order, data):
     model, sentence = data.draw(moses_case(max_n=5, max_d=5, order=order, semantics=semantics))
@@ -202,7 +202,7 @@ def test_exact_and_coverage_dp_equal_the_oracle(semantics, order, data):
 
 
 @pytest.mark.parametrize("semantics", ["moses", "paper"])
-@settings(max_examples=12, **SEARCH_SETTINGS)  # the exhaustive oracle dominates
+@settings(max_examples=examples(12), **SEARCH_SETTINGS)  # the exhaustive oracle dominates
 @given(data=st.data())
 def test_exact_heuristic_alone_is_admissible_and_consistent_with_reordering(semantics, data):
     # Lemmas 5-8 (docs/exact.md) end to end, weights of any sign (the distortion bound's both
@@ -221,7 +221,7 @@ def test_exact_heuristic_alone_is_admissible_and_consistent_with_reordering(sema
 
 @pytest.mark.slow
 @pytest.mark.parametrize("semantics", ["moses", "paper"])
-@settings(max_examples=25, **SEARCH_SETTINGS)
+@settings(max_examples=examples(25), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_exact_support_holds_every_derivation_above_the_threshold(semantics, data):
     # --method fst restricts its options to this support; with reordering it must still hold

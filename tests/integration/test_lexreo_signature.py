@@ -32,7 +32,7 @@ from fstdecode.problem.scorer import check_distortion_limit
 from fstdecode.statespace.signature import phrases_of
 
 from randmodels import NO_BUDGET, REORDERING_TYPES, moses_case
-from shared import SEARCH_SETTINGS
+from shared import SEARCH_SETTINGS, examples
 
 ORDERS = st.sampled_from([1, 2, 3])
 
@@ -47,7 +47,7 @@ SEMANTICS = pytest.mark.parametrize("semantics", ["paper", "moses"])
 @pytest.mark.slow
 @SEMANTICS
 @pytest.mark.parametrize("type_string", REORDERING_TYPES)  # each type reads spans and rows differently
-@settings(max_examples=15, **SEARCH_SETTINGS)
+@settings(max_examples=examples(15), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_signature_searches_equal_exhaustive(semantics, type_string, data):
     model, sentence = data.draw(moses_case(max_n=5, order=data.draw(ORDERS), semantics=semantics, types=(type_string,)))
@@ -76,7 +76,7 @@ def test_signature_searches_equal_exhaustive(semantics, type_string, data):
 
 @pytest.mark.slow
 @SEMANTICS
-@settings(max_examples=40, **SEARCH_SETTINGS)
+@settings(max_examples=examples(40), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_full_python_r_equals_exhaustive_and_scores_paths_exactly(semantics, data):
     model, sentence = data.draw(moses_case(max_n=5, order=data.draw(ORDERS), semantics=semantics))
@@ -91,7 +91,7 @@ def test_full_python_r_equals_exhaustive_and_scores_paths_exactly(semantics, dat
 
 @pytest.mark.slow
 @SEMANTICS
-@settings(max_examples=40, **SEARCH_SETTINGS)
+@settings(max_examples=examples(40), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_r_walked_with_the_best_score_as_threshold_keeps_it(semantics, data):
     # The pruned R drops a transition when its best prefix plus Completion's bound falls below the
@@ -110,7 +110,7 @@ def test_r_walked_with_the_best_score_as_threshold_keeps_it(semantics, data):
 
 @pytest.mark.slow
 @SEMANTICS
-@settings(max_examples=20, **SEARCH_SETTINGS)
+@settings(max_examples=examples(20), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_fst_method_decodes_reordering_models(semantics, data):
     model, sentence = data.draw(moses_case(max_n=4, semantics=semantics))

@@ -32,7 +32,7 @@ from fstdecode.search.prove import DEFAULT_PROVE_MAX_STATES, ProveOptions, prove
 from fstdecode.search.stack import StackOptions
 
 from randmodels import NO_BUDGET, problem_of, random_case
-from shared import SEARCH_SETTINGS as SETTINGS
+from shared import SEARCH_SETTINGS as SETTINGS, examples
 from shared import data_path
 
 TOL = 1e-6
@@ -43,14 +43,14 @@ def oracle_scores(problem, k: int = 1) -> list[float]:
     return [s for s, _ in found.hypotheses]
 
 
-@settings(max_examples=12, **SETTINGS)
+@settings(max_examples=examples(12), **SETTINGS)
 @given(data=st.data())
 def test_prove_never_claims_a_proof_it_does_not_have(data):
     check_never_claims(data)
 
 
 @pytest.mark.slow  # the same on many more random models
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=examples(150), **SETTINGS)
 @given(data=st.data())
 def test_prove_never_claims_a_proof_it_does_not_have_many(data):
     check_never_claims(data)
@@ -76,7 +76,7 @@ def check_never_claims(data):
             assert result.optimal
 
 
-@settings(max_examples=20, **SETTINGS)
+@settings(max_examples=examples(20), **SETTINGS)
 @given(data=st.data())
 def test_prove_with_room_proves_the_oracles_k_best(data):
     problem = problem_of(data.draw(random_case(max_n=5, order=data.draw(st.sampled_from([2, 3])))))

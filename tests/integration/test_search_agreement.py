@@ -14,11 +14,11 @@ from fstdecode.search import coverage_dp, signature_dp
 from fstdecode.reference import exhaustive, figure2
 
 from randmodels import NO_BUDGET, problem_of, random_case
-from shared import SEARCH_SETTINGS as SETTINGS
+from shared import SEARCH_SETTINGS as SETTINGS, examples
 
 
 @pytest.mark.slow
-@settings(max_examples=30, **SETTINGS)
+@settings(max_examples=examples(30), **SETTINGS)
 @given(random_case(max_n=5))
 def test_dp_coverage_figure2_and_oracle_agree(case):
     problem = problem_of(case)
@@ -33,14 +33,14 @@ def test_dp_coverage_figure2_and_oracle_agree(case):
 
 
 @pytest.mark.slow
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(random_case(min_n=4, max_n=8))
 def test_dp_and_coverage_agree_on_longer_inputs(case):
     problem = problem_of(case)
     assert abs(signature_dp.search(problem, signature_dp.DpOptions(max_states=NO_BUDGET)).hypotheses[0][0] - coverage_dp.search(problem, coverage_dp.CoverageOptions(max_states=NO_BUDGET)).hypotheses[0][0]) < 1e-9
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(random_case(max_n=4))
 def test_nbest_scores_agree_with_oracle(case):
     # The k-best DP must return the same top-k scores as enumeration, and k distinct derivations.
@@ -56,7 +56,7 @@ def test_nbest_scores_agree_with_oracle(case):
 
 
 @pytest.mark.slow
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(random_case(max_n=6))
 def test_scorer_total_equals_search_score(case):
     # The decoder rescoring each derivation from its strings must equal the DP's running sum.

@@ -17,7 +17,7 @@ from fstdecode.search import bounded, coverage_dp, native_signature, signature_b
 from fstdecode.problem.problem import SearchError
 
 from randmodels import NO_BUDGET, problem_of, random_case
-from shared import SEARCH_SETTINGS as SETTINGS
+from shared import SEARCH_SETTINGS as SETTINGS, examples
 
 EXAMPLES = ("das muss unsere sorge gleichermaßen sein", "wir müssen auch diese kritik ernst nehmen")
 
@@ -29,7 +29,7 @@ def optimum(problem, nbest: int = 1) -> list[float]:
 
 
 @pytest.mark.slow
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(random_case(max_n=6), st.sampled_from(signature_beam.HEURISTICS))
 def test_huge_beam_is_exact_bigram(case, heuristic):
     problem = problem_of(case)
@@ -38,7 +38,7 @@ def test_huge_beam_is_exact_bigram(case, heuristic):
 
 
 @pytest.mark.slow  # over half a second; the fast set keeps its siblings
-@settings(max_examples=20, **SETTINGS)
+@settings(max_examples=examples(20), **SETTINGS)
 @given(random_case(max_n=5, order=3))
 def test_huge_beam_is_exact_trigram(case):
     problem = problem_of(case)
@@ -47,7 +47,7 @@ def test_huge_beam_is_exact_trigram(case):
 
 
 @pytest.mark.slow
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(random_case(min_n=3, max_n=7), st.lists(st.integers(1, 20), min_size=1, max_size=3, unique=True))
 def test_small_beams_return_true_scores_never_above_the_optimum(case, sizes):
     # The optimum once per model; then every heuristic with each beam size drawn.
@@ -94,7 +94,7 @@ def test_bounded_search_is_exact_on_the_examples(example_decoder):
 
 
 @pytest.mark.slow
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(random_case(max_n=7))
 def test_bounded_search_is_exact(case):
     assert_bounded_search_is_exact(problem_of(case))

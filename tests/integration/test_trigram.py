@@ -14,11 +14,11 @@ from fstdecode.reference import exhaustive
 from fstdecode.statespace.ngram import expand_ngram, start_state, goal_state
 
 from randmodels import NO_BUDGET, problem_of, random_case
-from shared import SEARCH_SETTINGS as SETTINGS
+from shared import SEARCH_SETTINGS as SETTINGS, examples
 
 
 @pytest.mark.slow
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(random_case(max_n=5, order=3))
 def test_trigram_solvers_agree(case):
     model, sentence = case
@@ -36,7 +36,7 @@ def test_trigram_solvers_agree(case):
 
 
 @pytest.mark.slow  # over half a second; the fast set keeps its siblings
-@settings(max_examples=20, **SETTINGS)
+@settings(max_examples=examples(20), **SETTINGS)
 @given(random_case(max_n=4, order=3))
 def test_trigram_nbest_agrees_with_oracle(case):
     problem = problem_of(case)
@@ -46,7 +46,7 @@ def test_trigram_nbest_agrees_with_oracle(case):
 
 
 @pytest.mark.slow
-@settings(max_examples=20, **SETTINGS)
+@settings(max_examples=examples(20), **SETTINGS)
 @given(random_case(max_n=5, order=3))
 def test_trigram_fst_equals_dp(case):
     model, sentence = case
@@ -56,7 +56,7 @@ def test_trigram_fst_equals_dp(case):
 
 
 @pytest.mark.slow
-@settings(max_examples=20, **SETTINGS)
+@settings(max_examples=examples(20), **SETTINGS)
 @given(random_case(min_n=3, max_n=5, order=3))
 def test_minimisation_never_adds_states(case):
     # Minimised states are merges of unminimised ones: never more states, same score.
@@ -85,7 +85,7 @@ def test_generic_ngram_signatures_reduce_to_figure4_on_the_examples(example_deco
 
 
 @pytest.mark.slow
-@settings(max_examples=20, **SETTINGS)
+@settings(max_examples=examples(20), **SETTINGS)
 @given(random_case(max_n=6, order=2))
 def test_generic_ngram_signatures_reduce_to_figure4_for_bigrams(case):
     assert_ngram_signatures_reduce_to_figure4(problem_of(case))

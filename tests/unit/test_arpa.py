@@ -27,7 +27,7 @@ from fstdecode.io.arpa import (
     ArpaLM,
 )
 
-from shared import arpa_text, data_path
+from shared import arpa_text, data_path, examples
 
 # A hand-made trigram model. It mixes tabs and spaces, has a padded IRSTLM-style header,
 # <s> at -99, a positive backoff (b, c a), n-grams without a backoff field, -inf and
@@ -503,7 +503,7 @@ def to_arpa(uni: dict[str, tuple[str, str | None]], bi: dict[tuple[str, str], st
     return "\n".join(lines)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     model=bigram_models(),
     sep=st.sampled_from(["\t", " ", "  \t "]),

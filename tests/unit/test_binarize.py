@@ -47,7 +47,7 @@ from fstdecode.io.table_filter import SourceFilter
 from fstdecode.model.binarize import BinarizeError, BinarizeOptions, binarize
 from scripts import make_big_model
 
-from shared import arpa_text, data_path, run_cli
+from shared import arpa_text, data_path, examples, run_cli
 
 FILES = ("phrase-table.bin", "reordering-table.bin", "lm.bin")
 #: The error each loader raises for its binarized file.
@@ -353,7 +353,7 @@ def same_phrase_stores(got, want) -> None:
             (t, score_bits(s), a) for t, s, a in want.pairs_of(h)]
 
 
-lossless = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+lossless = settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
 @lossless

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fstdecode._native import core as _core
+from shared import examples
 
 
 def bits(x: float) -> bytes:
@@ -107,13 +108,13 @@ def test_seventeen_digit_doubles_take_the_escape():
     assert code[:1] == b"\x01" and len(code) == 9 and code[1:] == bits(0.1 + 0.2)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True), st.integers(0, 22), st.booleans())
 def test_any_double_round_trips(x, exponent, negative):
     assert_round_trip([x, x, -x], exponent, negative)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.integers(0, 2**53 - 1), st.integers(0, 22), st.integers(0, 22))
 def test_any_decimal_under_clingers_bound_is_no_escape(m, k, exponent):
     value = float(f"{m}e-{k}")  # Python's correctly rounded parse, the oracle

@@ -17,7 +17,7 @@ from fstdecode.search.base import METHODS
 from fstdecode.search.kbest import DistinctSearcher, distinct
 
 from randmodels import NO_BUDGET, random_case
-from shared import EXAMPLE_DATA, SEARCH_SETTINGS, arpa_text, example_ini_text
+from shared import EXAMPLE_DATA, SEARCH_SETTINGS, arpa_text, example_ini_text, examples
 
 K = 4
 
@@ -73,7 +73,7 @@ def _check_against_the_oracle(method, model, sentence) -> list[str]:
 
 
 @pytest.mark.parametrize("method", list(METHODS))
-@settings(max_examples=12, **SEARCH_SETTINGS)
+@settings(max_examples=examples(12), **SEARCH_SETTINGS)
 @given(case=random_case(max_n=4, max_d=3))
 def test_distinct_nbest_matches_the_oracle(method, case):
     model, sentence = case

@@ -15,7 +15,7 @@ from fstdecode.reference.exhaustive import derivations
 from fstdecode.problem.sentence import Phrase
 
 from randmodels import moses_case
-from shared import SEARCH_SETTINGS
+from shared import SEARCH_SETTINGS, examples
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
@@ -41,7 +41,7 @@ def moses_allows(d: int, covered: list[bool], prev: tuple[int, int] | None, s: i
     return s == first_gap or distance((s, t), first_gap) <= d
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.integers(1, 7), st.integers(0, 5), st.data())
 def test_step_rule_is_moses_rule(n, d, data):
     covered = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
@@ -74,7 +74,7 @@ def all_orders(problem):
 
 
 @pytest.mark.parametrize("semantics", ["moses", "paper"])
-@settings(max_examples=25, **SEARCH_SETTINGS)
+@settings(max_examples=examples(25), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_exhaustive_enumerates_exactly_the_legal_derivations(semantics, data):
     model, sentence = data.draw(moses_case(max_n=4, semantics=semantics))
@@ -88,7 +88,7 @@ def test_exhaustive_enumerates_exactly_the_legal_derivations(semantics, data):
     assert len(found) == len(set(found)) and set(found) == legal
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.integers(1, 6), st.integers(1, 4), st.data())
 def test_moses_final_jump_never_exceeds_the_limit(n, d, data):
     # The docstring's claim: under Moses' rule the jump into </s> is at most d - 1.

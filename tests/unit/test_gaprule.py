@@ -28,7 +28,7 @@ from fstdecode.statespace.gaprule import canonical, reach
 from fstdecode.statespace.signature import least_jumps
 
 from randmodels import NO_BUDGET, random_case
-from shared import SEARCH_SETTINGS
+from shared import SEARCH_SETTINGS, examples
 from test_signature_reordering import model_of, state_after
 
 
@@ -96,7 +96,7 @@ def test_canonical_keeps_only_which_tapes_each_m_refuses():
 
 
 @pytest.mark.slow
-@settings(max_examples=60, **SEARCH_SETTINGS)
+@settings(max_examples=examples(60), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_signature_searches_equal_exhaustive_under_moses(data):
     order = data.draw(st.sampled_from([1, 2, 3]))

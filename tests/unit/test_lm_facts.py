@@ -36,7 +36,7 @@ from fstdecode.search.native import native_form
 from fstdecode.search.stack import StackOptions
 from randmodels import random_case
 from scripts import make_big_model
-from shared import assert_scored, data_path
+from shared import assert_scored, data_path, examples
 from test_lm_image import TRICKY, arpa_ngrams, write_image
 
 LN10 = math.log(10)
@@ -286,7 +286,7 @@ def test_coverage_dp_on_a_generated_prefix_is_the_same_with_facts(generated, gen
 
 
 @pytest.mark.parametrize("order", [2, 3])  # a bigram LM (one-word contexts) and a trigram
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
 @given(data=st.data())
 def test_random_instances_are_the_same_with_facts(order, data):
     model, sentence = data.draw(random_case(order=order))

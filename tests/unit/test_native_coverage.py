@@ -21,7 +21,7 @@ from fstdecode.search.base import METHODS
 from fstdecode.search.coverage_dp import CoverageOptions
 
 from randmodels import NO_BUDGET, problem_of, python_lm_case, random_case
-from shared import outcome
+from shared import examples, outcome
 from shared import hansards_input, hansards_model
 
 SETTINGS = dict(
@@ -57,7 +57,7 @@ def coverage_options(draw, max_states=NO_BUDGET):
 
 @pytest.mark.slow  # many hypothesis examples; the fast set keeps one agreement check per engine
 @pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
-@settings(max_examples=100, **SETTINGS)
+@settings(max_examples=examples(100), **SETTINGS)
 @given(data=st.data())
 def test_native_equals_python_on_random_instances(order, data):
     problem = problem_of(data.draw(random_case(max_n=7, max_d=5, order=order)))
@@ -65,7 +65,7 @@ def test_native_equals_python_on_random_instances(order, data):
 
 
 @pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
-@settings(max_examples=30, **SETTINGS)
+@settings(max_examples=examples(30), **SETTINGS)
 @given(data=st.data())
 def test_budget_errors_agree(order, data):
     # The budget counts states as Python does: the same instances pass, the others raise alike.
@@ -74,7 +74,7 @@ def test_budget_errors_agree(order, data):
 
 
 @pytest.mark.slow  # over half a second; the fast set keeps its siblings
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(random_case(min_n=2, max_n=6, order=3), st.data())
 def test_no_derivation_errors_agree(case, data):
     # Without an option covering position p, no derivation exists: both raise SearchError.
@@ -88,7 +88,7 @@ def test_no_derivation_errors_agree(case, data):
 
 @pytest.mark.slow  # many hypothesis examples; the fast set keeps one agreement check per engine
 @pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
-@settings(max_examples=20, **SETTINGS)
+@settings(max_examples=examples(20), **SETTINGS)
 @given(data=st.data())
 def test_native_equals_python_with_a_python_lm(order, data):
     problem = problem_of(data.draw(python_lm_case(order)))

@@ -39,7 +39,7 @@ from fstdecode.search.coverage_dp import CoverageOptions
 from fstdecode.search.signature_dp import DpOptions
 
 from randmodels import NO_BUDGET, draw_beam_options, random_case
-from shared import assert_native_sound, machine
+from shared import assert_native_sound, examples, machine
 from shared import SEARCH_SETTINGS, outcome
 
 
@@ -69,33 +69,33 @@ def assert_same(method, problem, options):
     return assert_native_sound(method, problem, options)
 
 
-@settings(max_examples=40, **SEARCH_SETTINGS)
+@settings(max_examples=examples(40), **SEARCH_SETTINGS)
 @given(case=moses_case(), nbest=st.integers(1, 4), minimize=st.booleans())
 def test_dp_native_is_sound_under_moses(case, nbest, minimize):
     assert_same("dp", moses_problem(case), DpOptions(nbest=nbest, minimize=minimize, max_states=NO_BUDGET))
 
 
-@settings(max_examples=40, **SEARCH_SETTINGS)
+@settings(max_examples=examples(40), **SEARCH_SETTINGS)
 @given(case=moses_case(max_n=7), data=st.data())
 def test_beam_native_is_sound_under_moses(case, data):
     options = draw_beam_options(data)
     assert_same("beam", moses_problem(case), options)
 
 
-@settings(max_examples=20, **SEARCH_SETTINGS)
+@settings(max_examples=examples(20), **SEARCH_SETTINGS)
 @given(case=moses_case())
 def test_bounded_native_is_sound_under_moses(case):
     # (At LM orders 1 and 3 bounded is the plain DP, in both engines; at order 2 its bounds prune.)
     assert_same("bounded", moses_problem(case), BoundedOptions(max_states=NO_BUDGET))
 
 
-@settings(max_examples=25, **SEARCH_SETTINGS)
+@settings(max_examples=examples(25), **SEARCH_SETTINGS)
 @given(case=moses_case(), max_states=st.integers(1, 60))
 def test_budget_overrun_at_the_same_state_under_moses(case, max_states):
     assert_same("dp", moses_problem(case), DpOptions(max_states=max_states))
 
 
-@settings(max_examples=15, **SEARCH_SETTINGS)
+@settings(max_examples=examples(15), **SEARCH_SETTINGS)
 @given(case=moses_case(), pruned=st.booleans())
 def test_native_r_equals_python_r_under_moses(case, pruned):
     # The same R: its states and arcs (gaprule's states, one arc per transition, no distortion on
@@ -126,7 +126,7 @@ def test_native_r_equals_python_r_under_moses(case, pruned):
         assert nat.best == pytest.approx(threshold, abs=1e-9)  # the oracle's derivation stays in R
 
 
-@settings(max_examples=20, **SEARCH_SETTINGS)
+@settings(max_examples=examples(20), **SEARCH_SETTINGS)
 @given(case=moses_case())
 def test_native_signature_searches_equal_the_oracle_under_moses(case):
     # The oracle is the Python coverage DP (exact, and equal to the exhaustive search, which
@@ -159,7 +159,7 @@ def test_native_signature_searches_equal_the_oracle_under_moses(case):
 
 
 @pytest.mark.slow  # over half a second; the fast set keeps its siblings
-@settings(max_examples=60, **SEARCH_SETTINGS)
+@settings(max_examples=examples(60), **SEARCH_SETTINGS)
 @given(case=random_case(max_n=5, max_d=4, order=2))
 def test_bounded_keeps_the_free_final_jump(case):
     # Without early distortion cost the jump into </s> is free, so at j = n the bound may not

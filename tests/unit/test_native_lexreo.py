@@ -39,7 +39,7 @@ from fstdecode.search.signature_beam import BeamOptions
 from fstdecode.search.signature_dp import DpOptions
 
 from randmodels import NO_BUDGET, draw_beam_options, REORDERING_TYPES, moses_case
-from shared import assert_native_sound, machine
+from shared import assert_native_sound, examples, machine
 from shared import SEARCH_SETTINGS, outcome, run_cli
 
 SEMANTICS = pytest.mark.parametrize("semantics", ["paper", "moses"])  # moses: the gap entries beside the LR ends
@@ -66,7 +66,7 @@ def assert_same(method, problem, options):
 
 
 @SEMANTICS
-@settings(max_examples=40, **SEARCH_SETTINGS)
+@settings(max_examples=examples(40), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_dp_native_is_sound(semantics, data):
     case = data.draw(lexreo_case(semantics))
@@ -75,7 +75,7 @@ def test_dp_native_is_sound(semantics, data):
 
 
 @SEMANTICS
-@settings(max_examples=40, **SEARCH_SETTINGS)
+@settings(max_examples=examples(40), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_beam_native_is_sound(semantics, data):
     case = data.draw(lexreo_case(semantics))
@@ -84,7 +84,7 @@ def test_beam_native_is_sound(semantics, data):
 
 
 @SEMANTICS
-@settings(max_examples=30, **SEARCH_SETTINGS)
+@settings(max_examples=examples(30), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_bounded_native_is_sound(semantics, data):
     # At LM order 2 the bounds prune, counting the pending and future reordering charges at their
@@ -93,7 +93,7 @@ def test_bounded_native_is_sound(semantics, data):
 
 
 @SEMANTICS
-@settings(max_examples=15, **SEARCH_SETTINGS)
+@settings(max_examples=examples(15), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_budget_overrun_at_the_same_state(semantics, data):
     case = data.draw(lexreo_case(semantics))
@@ -102,7 +102,7 @@ def test_budget_overrun_at_the_same_state(semantics, data):
 
 @SEMANTICS
 @pytest.mark.parametrize("type_string", REORDERING_TYPES)  # each type reads spans and rows differently
-@settings(max_examples=8, **SEARCH_SETTINGS)
+@settings(max_examples=examples(8), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_native_dp_and_bounded_equal_the_oracles(semantics, type_string, data):
     model, sentence = data.draw(lexreo_case(semantics, max_n=4, types=(type_string,)))
@@ -125,7 +125,7 @@ def test_native_dp_and_bounded_equal_the_oracles(semantics, type_string, data):
 
 @pytest.mark.slow  # longer sentences (6 words), where more tapes stay open at once: several seconds
 @SEMANTICS
-@settings(max_examples=100, **SEARCH_SETTINGS)
+@settings(max_examples=examples(100), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_signature_searches_native_are_sound_longer(semantics, data):
     model, sentence = data.draw(lexreo_case(semantics, max_n=6))
@@ -150,7 +150,7 @@ def both_rs(model, sentence, semantics, threshold=None):
 
 
 @SEMANTICS
-@settings(max_examples=25, **SEARCH_SETTINGS)
+@settings(max_examples=examples(25), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_native_r_equals_python_r(semantics, data):
     # The same R: its states and arcs (the LR ends in every state), arc weights eta x jumps - lr,
@@ -175,7 +175,7 @@ def test_native_r_equals_python_r(semantics, data):
 
 
 @SEMANTICS
-@settings(max_examples=15, **SEARCH_SETTINGS)
+@settings(max_examples=examples(15), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_native_cascade_equals_the_oracle(semantics, data):
     model, sentence = data.draw(lexreo_case(semantics, max_n=4))

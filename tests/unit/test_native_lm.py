@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from fstdecode._native import core as _core
 from fstdecode.io.arpa import BOS, EOS, UNK, ArpaError, ArpaLM
 from fstdecode.io.native_lm import NativeLM
-from shared import data_path
+from shared import data_path, examples
 
 OOV = "zz-not-a-word"
 
@@ -133,7 +133,7 @@ def arpa_files(draw: st.DrawFn) -> tuple[str, int]:
 
 
 @pytest.mark.slow  # many hypothesis examples; the fast set keeps one agreement check per engine
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(arpa=arpa_files(), data=st.data(), rnd=st.randoms(use_true_random=False))
 def test_random_models_equal_arpalm(arpa: tuple[str, int], data: st.DataObject, rnd: random.Random) -> None:
     text, order = arpa
@@ -156,7 +156,7 @@ NUMBER_ALPHABET = list("0123456789.eE+-_ \tinfatyINFATY\x0b\x0c\x1c\x00\x7f") + 
 
 
 @pytest.mark.slow  # a fuzz of number spellings; the fast set keeps the file-level checks
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     token=st.one_of(
         st.text(alphabet=NUMBER_ALPHABET, min_size=1, max_size=8),
@@ -343,7 +343,7 @@ MUTATIONS = ["", " ", "\t", "\r", "\n", "\x0b", "\x0c", "\x1c", "\x85", "\xa0", 
 
 
 @pytest.mark.slow  # many hypothesis examples; the fast set keeps one agreement check per engine
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     edits=st.lists(
         st.tuples(st.integers(min_value=0, max_value=len(GOOD)), st.integers(min_value=0, max_value=3),

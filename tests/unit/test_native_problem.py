@@ -14,7 +14,7 @@ from fstdecode.decoder import Decoder
 from fstdecode.search.native import native_form
 
 from randmodels import NO_BUDGET, random_case
-from shared import outcome
+from shared import examples, outcome
 from shared import hansards_input, hansards_model
 
 SETTINGS = dict(
@@ -43,7 +43,7 @@ def assert_same_problem(decoder: Decoder, words) -> None:
     assert [a.phrase(i) for i in range(len(opts_a))] == [b.phrase(i) for i in range(len(opts_b))]
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=examples(60), **SETTINGS)
 @given(random_case(max_n=7, order=2))
 def test_same_options_bigram(case):
     model, sentence = case
@@ -51,7 +51,7 @@ def test_same_options_bigram(case):
 
 
 @pytest.mark.slow  # over half a second; the fast set keeps its siblings
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=examples(60), **SETTINGS)
 @given(random_case(max_n=7, order=3))
 def test_same_options_trigram(case):
     model, sentence = case
@@ -59,7 +59,7 @@ def test_same_options_trigram(case):
 
 
 @pytest.mark.parametrize("method", ["stack", "beam", pytest.param("dp", marks=pytest.mark.slow), "coverage"])  # dp: ~25 s
-@settings(max_examples=25, **SETTINGS)
+@settings(max_examples=examples(25), **SETTINGS)
 @given(case=random_case(max_n=6, order=3))
 def test_decoder_same_output(method, case):
     """The native decoder's problem (its options built in the core from the table) against the same

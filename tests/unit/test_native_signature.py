@@ -20,7 +20,7 @@ from fstdecode.search.signature_beam import HEURISTICS, BeamOptions
 from fstdecode.search.signature_dp import DpOptions
 
 from randmodels import NO_BUDGET, problem_of, random_case
-from shared import assert_native_sound, assert_scored, native_outcome, outcome
+from shared import assert_native_sound, assert_scored, examples, native_outcome, outcome
 from shared import SEARCH_SETTINGS, hansards_input, hansards_model
 
 EXAMPLE = "das muss unsere sorge gleichermaßen sein".split()
@@ -94,7 +94,7 @@ def test_many_native_is_sound(check, examples, order):
 
 @pytest.mark.parametrize("method", ["dp", "bounded"])
 @pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
-@settings(max_examples=40, **SEARCH_SETTINGS)
+@settings(max_examples=examples(40), **SEARCH_SETTINGS)
 @given(data=st.data())
 def test_budget_errors_agree(method, order, data):
     # The budget is hit at the same state count; bounded's error carries its beam's derivation.
@@ -104,14 +104,14 @@ def test_budget_errors_agree(method, order, data):
     assert_same(method, problem, options)
 
 
-@settings(max_examples=40, **SEARCH_SETTINGS)
+@settings(max_examples=examples(40), **SEARCH_SETTINGS)
 @given(random_case(max_n=6, order=3), st.integers(1, 80), st.sampled_from(HEURISTICS))
 def test_beam_budget_errors_agree(case, max_states, heuristic):
     assert_same("beam", problem_of(case), BeamOptions(max_states=max_states, beam_size=3, heuristic=heuristic))
 
 
 @pytest.mark.slow  # many hypothesis examples; the fast set keeps one agreement check per engine
-@settings(max_examples=100, **SEARCH_SETTINGS)
+@settings(max_examples=examples(100), **SEARCH_SETTINGS)
 @given(random_case(min_n=3, max_n=8, order=2), st.data())
 def test_beam_without_one_word_options(case, data):
     # A position without a one-word option and beams of 1-2 states make dead ends likelier:

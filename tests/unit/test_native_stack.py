@@ -23,7 +23,7 @@ from fstdecode.problem.scorer import jumps
 from fstdecode.search import native, native_stack, stack
 
 from randmodels import python_lm_case, random_case
-from shared import assert_native_sound, assert_scored, hansards_input, hansards_model, oracle_outcome
+from shared import assert_native_sound, assert_scored, examples, hansards_input, hansards_model, oracle_outcome
 
 SETTINGS = dict(
     deadline=None,
@@ -75,7 +75,7 @@ def stack_options(draw):
 
 
 @pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
-@settings(max_examples=100, **SETTINGS)
+@settings(max_examples=examples(100), **SETTINGS)
 @given(data=st.data())
 def test_native_is_sound_on_random_instances(order, data):
     problem = problem_of(data.draw(random_case(max_n=7, order=order)))
@@ -83,7 +83,7 @@ def test_native_is_sound_on_random_instances(order, data):
 
 
 @pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
-@settings(max_examples=20, **SETTINGS)
+@settings(max_examples=examples(20), **SETTINGS)
 @given(data=st.data())
 def test_native_is_sound_with_huge_beams(order, data):
     # Everything is kept: the most states, recombinations and k-best insertions.
@@ -104,13 +104,13 @@ def test_native_is_sound_beyond_64_words(copies):
             assert max(jumps(problem.n, phrases)) <= problem.d
 
 
-@settings(max_examples=30, **SETTINGS)
+@settings(max_examples=examples(30), **SETTINGS)
 @given(random_case(max_n=6, order=3), st.integers(1, 40))
 def test_budget_errors_agree(case, max_states):
     assert_same(problem_of(case), stack.StackOptions(max_states=max_states, beam_size=10**6))
 
 
-@settings(max_examples=30, **SETTINGS)
+@settings(max_examples=examples(30), **SETTINGS)
 @given(random_case(max_n=6, order=3))
 def test_core_lm_scores_equal_the_problems(case):
     # The seam: the core Problem scores the problem's ids as SearchProblem does, bit for bit.
@@ -128,7 +128,7 @@ def test_core_lm_scores_equal_the_problems(case):
 
 
 @pytest.mark.slow  # many hypothesis examples; the fast set keeps one agreement check per engine
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=examples(60), **SETTINGS)
 @given(random_case(min_n=2, max_n=7, order=3), st.data())
 def test_native_is_sound_without_one_word_options(case, data):
     # A position without a one-word option has no anchor: small beams may then end with no
@@ -141,7 +141,7 @@ def test_native_is_sound_without_one_word_options(case, data):
 
 @pytest.mark.slow  # many hypothesis examples; the fast set keeps one agreement check per engine
 @pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
-@settings(max_examples=30, **SETTINGS)
+@settings(max_examples=examples(30), **SETTINGS)
 @given(data=st.data())
 def test_native_is_sound_with_a_python_lm(order, data):
     problem = problem_of(data.draw(python_lm_case(order)))

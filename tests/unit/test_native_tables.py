@@ -42,9 +42,9 @@ from fstdecode.io.table_filter import SourceFilter
 from fstdecode.model.features import Weights
 from fstdecode.model.model import moses_ranker
 
-from shared import arpa_text
+from shared import arpa_text, examples
 
-EXAMPLES = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EXAMPLES = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 _counter = itertools.count()
 _TMP = Path(tempfile.mkdtemp(prefix="native-tables-"))

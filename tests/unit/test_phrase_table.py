@@ -20,7 +20,7 @@ from fstdecode.io.phrase_table import (
     load_phrase_table,
 )
 
-from shared import data_path, expect_reader_error
+from shared import data_path, examples, expect_reader_error
 
 LN10 = math.log(10.0)
 
@@ -88,7 +88,7 @@ def test_unknown_score_format(tmp_path: Path) -> None:
         load_phrase_table(path, score_format="log2")
 
 
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 @given(st.lists(st.floats(min_value=0.0, max_value=10.0), min_size=1, max_size=6))
 def test_prob_scores_property(tmp_path_factory: pytest.TempPathFactory, probs: list[float]) -> None:
     tmp = tmp_path_factory.mktemp("prop")

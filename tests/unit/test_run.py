@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from faulty import KillAlways, KillOnce, Slow, SlowAt
-from shared import EXAMPLE_DATA, ROOT, run_cli
+from shared import EXAMPLE_DATA, ROOT, examples, run_cli
 
 from fstdecode.cli.output import OutputError, json_line, resume_point, text
 from fstdecode.run import Line, ProcessRunner, RunError, SerialRunner, decode_lines, runner_for
@@ -99,7 +99,7 @@ class _Jumbled:
         return self.decoder.decode(text, id=id)
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(8), deadline=None)
 @given(
     n=st.integers(0, 40),
     workers=st.integers(1, 3),

@@ -21,7 +21,7 @@ from fstdecode.io.table_filter import SourceFilter
 from fstdecode.model.model import refiltered
 from fstdecode.run import Line, decode_filtered, decode_lines
 
-from shared import EXAMPLE_DATA, SEARCH_SETTINGS, data_path, run_cli
+from shared import EXAMPLE_DATA, SEARCH_SETTINGS, data_path, examples, run_cli
 from randmodels import SOURCE_VOCAB, TARGET_VOCAB, arpa_bigram
 
 cli = importlib.import_module("fstdecode.cli.main")
@@ -34,7 +34,7 @@ def occurs(phrase: tuple[str, ...], sentences: list[tuple[str, ...]]) -> bool:
     return any(s[i:i + n] == phrase for s in sentences for i in range(len(s) - n + 1))
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.lists(st.lists(words, max_size=12), max_size=5), st.lists(st.lists(words, min_size=1, max_size=10), max_size=30))
 def test_source_filter_is_contiguous_occurrence(sentences, phrases) -> None:
     # Phrases up to 10 words: longer than the 7 indexed up front, so the index grows on demand.
@@ -80,7 +80,7 @@ def random_table(rng_draw, sentences: list[tuple[str, ...]]) -> str:
 
 
 @pytest.mark.slow  # over half a second; the fast set keeps its siblings
-@settings(max_examples=40, **SEARCH_SETTINGS)
+@settings(max_examples=examples(40), **SEARCH_SETTINGS)
 @given(st.data())
 def test_filtered_decoding_equals_unfiltered_on_random_models(data) -> None:
     sentences = [tuple(data.draw(st.lists(words, min_size=0, max_size=6))) for _ in range(data.draw(st.integers(1, 7)))]
