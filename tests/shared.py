@@ -88,15 +88,15 @@ def run_cli(
     The command runs in a forked copy of this test process (:func:`_forked_cli`), which has the
     package imported already: the same process boundary (its own status, standard streams and
     working directory, nothing shared back), without a quarter of a second of interpreter start
-    per call. With ``env``, with a locale that is not UTF-8, or with FSTDECODE_TEST_SUBPROCESS=1
-    in the environment, it runs a fresh ``python -m fstdecode`` instead.
+    per call. With ``env``, with a locale that is not UTF-8, for a Dask cluster, or with
+    FSTDECODE_TEST_SUBPROCESS=1 in the environment, it runs a fresh ``python -m fstdecode`` instead.
 
     Run in the checkout (the default ``cwd``), the command must leave no file there: a moses.ini's
     output sections ([n-best-list] and the like) write relative to the working directory, as in
     Moses, so a test of such an ini passes its own ``cwd``."""
     before = set(os.listdir(ROOT)) if cwd == ROOT else None
     data = stdin if isinstance(stdin, bytes) else stdin.encode("utf-8")
-    if env or os.environ.get("FSTDECODE_TEST_SUBPROCESS") == "1" or not _utf8_locale():
+    if env or os.environ.get("FSTDECODE_TEST_SUBPROCESS") == "1" or not _utf8_locale() or _starts_dask(args):
         proc = subprocess.run(
             [sys.executable, "-m", "fstdecode", *args],
             input=data,
@@ -113,6 +113,12 @@ def run_cli(
         left = sorted(set(os.listdir(ROOT)) - before - {".pytest_cache", "build"})
         assert not left, f"fstdecode {' '.join(args[:3])} ... wrote {left} into the checkout: pass cwd=tmp_path"
     return proc
+
+
+def _starts_dask(args: list[str]) -> bool:
+    """Whether the command starts or joins a Dask cluster: a fork of a process whose earlier tests
+    ran Dask's event-loop threads inherits their state without the threads, and hangs."""
+    return any(a.split("=", 1)[0] in ("--cluster", "--scheduler") for a in args)
 
 
 def _utf8_locale() -> bool:
