@@ -420,6 +420,48 @@ struct Lower {
   }
 };
 
+// The A*'s open list: the entry of the largest f first, then the earliest pushed (Lower), as one
+// binary heap would give them, but held in buckets of f, each its own heap: bucket i holds the f
+// in (top - (i + 1) width, top - i width], the first and last buckets also all above and below.
+// So a pop sifts through its bucket's few entries (in the CPU's caches) instead of a heap of
+// millions, and the order is the one heap's exactly: a larger f never lies in a later bucket.
+class OpenList {
+ public:
+  // top: the largest f expected (the root's bound); width > 0.
+  OpenList(double top, double width) : top_(top), width_(width) {}
+  bool empty() const { return size_ == 0; }
+  const Entry& front() const { return buckets_[first_].front(); }
+  void push(const Entry& e) {
+    const std::size_t i = bucket(e.f);
+    if (i >= buckets_.size()) buckets_.resize(i + 1);
+    auto& b = buckets_[i];
+    b.push_back(e);
+    std::push_heap(b.begin(), b.end(), Lower{});
+    if (size_++ == 0 || i < first_) first_ = i;
+  }
+  Entry pop() {  // not empty()
+    auto& b = buckets_[first_];
+    std::pop_heap(b.begin(), b.end(), Lower{});
+    const Entry e = b.back();
+    b.pop_back();
+    if (--size_ > 0)
+      while (buckets_[first_].empty()) ++first_;
+    return e;
+  }
+
+ private:
+  static constexpr std::size_t kMaxBuckets = 1 << 14;
+  std::size_t bucket(double f) const {
+    const double x = (top_ - f) / width_;  // monotone in f; NaN-free for finite top, width
+    if (!(x > 0.0)) return 0;
+    if (x >= static_cast<double>(kMaxBuckets - 1)) return kMaxBuckets - 1;
+    return static_cast<std::size_t>(x);
+  }
+  double top_, width_;
+  std::vector<std::vector<Entry>> buckets_;
+  std::size_t size_ = 0, first_ = 0;
+};
+
 struct Stop {
   std::string message;
 };
@@ -510,6 +552,10 @@ class AStar {
       const int ctx = contexts_.intern(&bos, 1);
       const double root = heuristic(zero, 0, ctx);
       result.root_bound = root;
+      if (std::isfinite(root)) {  // buckets of 1/4096 of the f that can matter, [floor, root]
+        const double range = std::isfinite(floor_) ? root - floor_ : std::max(1.0, std::abs(root));
+        open_ = OpenList(root, std::max(range / 4096.0, 1e-9));
+      }
       const int start = new_state(zero, 0, ctx, 0, -1, root);
       if (start >= 0) push(start, 0.0, -1, -1);
       expanding_ = -kInf;  // the start is on the heap: its f bounds every derivation
@@ -518,7 +564,7 @@ class AStar {
       result.status = "budget";
       result.message = stop.message;
       result.optimal = false;
-      double ub = heap_.empty() ? -kInf : heap_.front().f;
+      double ub = open_.empty() ? -kInf : open_.front().f;
       ub = std::max(ub, expanding_);  // a state stopped mid-expansion: off the heap, children not all on it
       if (!result.hypotheses.empty()) ub = std::max(ub, result.hypotheses.front().score);
       if (std::isfinite(o_.lower_bound)) ub = std::max(ub, o_.lower_bound);
@@ -577,8 +623,7 @@ class AStar {
     const double h = state < 0 ? 0.0 : states_list_[static_cast<std::size_t>(state)].h;
     const int node = static_cast<int>(nodes_.size());
     nodes_.push_back({g, state, parent, option});
-    heap_.push_back({g + h, seq_++, node});
-    std::push_heap(heap_.begin(), heap_.end(), Lower{});
+    open_.push({g + h, seq_++, node});
   }
 
   // A transition whose coverage WinCov cannot hold, from a state of f = `f`: not searched, but
@@ -600,11 +645,9 @@ class AStar {
   }
 
   void search(Result& result) {
-    while (!heap_.empty()) {
+    while (!open_.empty()) {
       check_time();
-      std::pop_heap(heap_.begin(), heap_.end(), Lower{});
-      const Entry top = heap_.back();
-      heap_.pop_back();
+      const Entry top = open_.pop();
       const Node node = nodes_[static_cast<std::size_t>(top.node)];
       if (node.state < 0) {
         if (top.f < beyond_) throw Stop{BEYOND_WINDOW};  // a skipped state might hold a better one
@@ -645,6 +688,12 @@ class AStar {
     return h;
   }
 
+  // Expands a state in three passes over its successors, in the same order: the first lists the
+  // spans it may take and starts loading their joins' cache slots; the second scores each
+  // transition (its join, weight and state key) and starts loading the state index's slot it
+  // will probe; the third (keep) probes, keeps and pushes. The index and the join cache outgrow
+  // the CPU's caches on hard sentences, so overlapping those loads is most of an expansion's
+  // speed. The same states, pushes and counts as one pass.
   void expand(int at, const Node& node) {
     const State<C> st = states_list_[static_cast<std::size_t>(node.state)];  // a copy: the list grows
     if (st.coverage == full_) {  // its h is the exact closing score
@@ -653,10 +702,14 @@ class AStar {
       if (o_.support) edges_.push_back({node.state, -1, -1, st.h, node.g});
       return;
     }
+    spans_out_.clear();
+    out_.clear();
     const int lo = std::max(1, st.last_t + 1 - d_), hi = std::min(n_, st.last_t + 1 + d_);
     const bool moses = p_.moses(), lr = p_.has_reordering();
     const int g0 = lowest_uncovered(st.coverage);
-    for (int s = lo; s <= hi; ++s) {
+    // Beyond WinCov's window: beyond() after the transitions before it (support mode stops there).
+    bool beyond_window = false;
+    for (int s = lo; s <= hi && !(beyond_window && o_.support); ++s) {
       if (st.coverage.get(s - 1)) continue;
       const int jump = std::abs(st.last_t + 1 - s);
       for (const Span& span : spans_[static_cast<std::size_t>(s)]) {
@@ -664,7 +717,7 @@ class AStar {
         if (moses && s != g0 && span.t + 1 - g0 > d_) break;     // Moses' gap rule; so are the longer spans
         C cov = st.coverage;
         if (!cov.set_range(s - 1, span.t - 1)) {  // beyond WinCov's window, and so are the longer spans
-          beyond(node.g + st.h);
+          beyond_window = true;
           break;
         }
         if (is_dead(cov, span.t, n_, d_, moses)) continue;  // no completion within the limit (full: the final jump)
@@ -674,35 +727,56 @@ class AStar {
         const double h_span = full ? (p_.charge_final() ? bounds_.eos - eta_ * (end_ - span.t - 1) : bounds_.eos)
                                    : heuristic(cov, span.t, 0);
         const double base = node.g - eta_ * jump + h_span;
+        int m = 0;
         for (const Option* opt : span.options) {
           if (!(base + bounds_.beta[static_cast<std::size_t>(opt->id)] >= floor_)) break;
-          ++transitions_;
-          const space::Joined joined = joins_.get(st.context, *opt);
-          const int context = joined.last;
-          double w = opt->score + joined.score - eta_ * jump;
-          int last_s = 0, row = -1;
-          if (lr) {
-            w += p_.reordering_score(st.last_s, st.last_t, st.row, *opt);
-            last_s = p_.reordering_reads_start() ? opt->s : 0;
-            row = p_.lr_row(opt->id);
-          }
-          const double g = node.g + w;
-          const std::uint64_t hash = hash_of(cov, span.t, context, last_s, row);
-          int to = index_.find(hash, [&](int i) {
-            const State<C>& x = states_list_[static_cast<std::size_t>(i)];
-            return x.last_t == span.t && x.context == context && x.last_s == last_s && x.row == row &&
-                   x.coverage == cov;
-          });
-          const double h = to >= 0 ? states_list_[static_cast<std::size_t>(to)].h
-                                   : (full ? heuristic(cov, span.t, context) : h_span);
-          const double f = g + h;
-          if (!(f > -kInf) || f < floor_) continue;  // a dead end, or cannot beat the known derivation
-          if (to < 0) to = new_state(cov, span.t, context, last_s, row, h);
-          if (o_.support) edges_.push_back({node.state, to, opt->id, w, node.g});
-          if (admit(to, g)) push(to, g, at, opt->id);
+          joins_.prefetch_slot(st.context, *opt);
+          ++m;
         }
+        if (m > 0) spans_out_.push_back({cov, span.t, full, h_span, jump, m, &span});
       }
     }
+    for (std::size_t k = 0; k < spans_out_.size(); ++k) {
+      const SpanOut& span = spans_out_[k];
+      for (int i = 0; i < span.m; ++i) {
+        const Option* opt = span.span->options[static_cast<std::size_t>(i)];
+        const space::Joined joined = joins_.get(st.context, *opt);
+        Out x{static_cast<int>(k), opt, joined.last, opt->score + joined.score - eta_ * span.jump, 0, -1, 0};
+        if (lr) {
+          x.w += p_.reordering_score(st.last_s, st.last_t, st.row, *opt);
+          x.last_s = p_.reordering_reads_start() ? opt->s : 0;
+          x.row = p_.lr_row(opt->id);
+        }
+        x.hash = hash_of(span.cov, span.t, x.context, x.last_s, x.row);
+        index_.prefetch(x.hash);
+        out_.push_back(x);
+      }
+    }
+    keep(at, node);
+    if (beyond_window) beyond(node.g + st.h);
+  }
+
+  // The second pass of expand: each transition scored in out_ (then cleared), in order.
+  void keep(int at, const Node& node) {
+    for (const Out& x : out_) {
+      ++transitions_;
+      const SpanOut& span = spans_out_[static_cast<std::size_t>(x.span)];
+      const C& cov = span.cov;
+      const double g = node.g + x.w;
+      int to = index_.find(x.hash, [&](int i) {
+        const State<C>& y = states_list_[static_cast<std::size_t>(i)];
+        return y.last_t == span.t && y.context == x.context && y.last_s == x.last_s && y.row == x.row &&
+               y.coverage == cov;
+      });
+      const double h = to >= 0 ? states_list_[static_cast<std::size_t>(to)].h
+                               : (span.full ? heuristic(cov, span.t, x.context) : span.h);
+      const double f = g + h;
+      if (!(f > -kInf) || f < floor_) continue;  // a dead end, or cannot beat the known derivation
+      if (to < 0) to = new_state(cov, span.t, x.context, x.last_s, x.row, h);
+      if (o_.support) edges_.push_back({node.state, to, x.opt->id, x.w, node.g});
+      if (admit(to, g)) push(to, g, at, x.opt->id);
+    }
+    out_.clear();
   }
 
   const Problem& p_;
@@ -719,12 +793,32 @@ class AStar {
     std::vector<const Option*> options;
   };
   std::vector<std::vector<Span>> spans_;
+  // expand's first pass: the spans it takes (their coverage, end, whether it is full, and the
+  // bound of what remains) and the transitions it scored, for the second (keep).
+  struct SpanOut {
+    C cov;
+    int t;
+    bool full;
+    double h;
+    int jump, m;  // the jump to the span; its first m options reach the floor
+    const Span* span;
+  };
+  struct Out {
+    int span;  // into spans_out_
+    const Option* opt;
+    int context;
+    double w;
+    int last_s, row;
+    std::uint64_t hash;
+  };
+  std::vector<SpanOut> spans_out_;
+  std::vector<Out> out_;
   double floor_;
   space::Index index_;
   std::vector<State<C>> states_list_;
   std::vector<double> best_;  // nbest per state
   std::vector<Node> nodes_;
-  std::vector<Entry> heap_;
+  OpenList open_{0.0, 1.0};
   // Support mode: every transition whose bound reaches the floor (to = -1: the goal), with its
   // score w and the best g of its source state.
   struct Edge {
