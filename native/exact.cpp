@@ -410,7 +410,10 @@ struct Entry {
   double f;
   long seq;
   int node;
+  int state;  // nodes_[node].state, beside it (the entry's padding): a stale entry is dropped
+              // without reading its node
 };
+static_assert(sizeof(Entry) == 24, "the state fills the entry's padding");
 
 // The heap's order: the largest f first, then the earliest pushed.
 struct Lower {
@@ -623,7 +626,7 @@ class AStar {
     const double h = state < 0 ? 0.0 : states_list_[static_cast<std::size_t>(state)].h;
     const int node = static_cast<int>(nodes_.size());
     nodes_.push_back({g, state, parent, option});
-    open_.push({g + h, seq_++, node});
+    open_.push({g + h, seq_++, node, state});
   }
 
   // A transition whose coverage WinCov cannot hold, from a state of f = `f`: not searched, but
@@ -648,6 +651,8 @@ class AStar {
     while (!open_.empty()) {
       check_time();
       const Entry top = open_.pop();
+      if (top.state >= 0 && states_list_[static_cast<std::size_t>(top.state)].pops >= nbest_)
+        continue;  // a worse path to a state already expanded nbest times
       const Node node = nodes_[static_cast<std::size_t>(top.node)];
       if (node.state < 0) {
         if (top.f < beyond_) throw Stop{BEYOND_WINDOW};  // a skipped state might hold a better one
@@ -658,9 +663,7 @@ class AStar {
         if (static_cast<int>(result.hypotheses.size()) == nbest_ && !o_.support) break;
         continue;
       }
-      State<C>& st = states_list_[static_cast<std::size_t>(node.state)];
-      if (st.pops >= nbest_) continue;  // a worse path to a state already expanded nbest times
-      ++st.pops;
+      ++states_list_[static_cast<std::size_t>(node.state)].pops;
       expanding_ = top.f;
       expand(top.node, node);
       expanding_ = -kInf;
