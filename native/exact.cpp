@@ -26,6 +26,15 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// Starts loading the cache line at `at`: a hint, no result changes.
+inline void prefetch(const void* at) {
+#if defined(__GNUC__)
+  __builtin_prefetch(at);
+#else
+  (void)at;
+#endif
+}
+
 using space::BosJoins;
 using space::Contexts;
 
@@ -423,6 +432,36 @@ struct Lower {
   }
 };
 
+// The A*'s joins by rows: row c holds the joins of context c with every option (Option::id),
+// each scored once through `joins` (BosJoins, the cache the bounds filled) and kept at
+// row[c][id]. An expansion joins one context with the options of a few spans, whose ids are
+// close together, so it reads a few cache lines of one row, where the cache's hash scatters
+// them. Rows are made for the contexts the search reaches; past kMaxBytes of rows, a context
+// without one is joined through `joins` alone. The same values as joins.get.
+class JoinRows {
+ public:
+  JoinRows(BosJoins& joins, int options) : joins_(joins), options_(static_cast<std::size_t>(options)) {}
+  space::Joined get(int context, const Option& opt) {
+    const auto c = static_cast<std::size_t>(context);
+    if (c >= rows_.size()) rows_.resize(c + 1);
+    auto& row = rows_[c];
+    if (row.empty()) {
+      if ((made_ + 1) * options_ * sizeof(space::Joined) > kMaxBytes) return joins_.get(context, opt);
+      row.assign(options_, space::Joined{-1, -1, 0.0});
+      ++made_;
+    }
+    space::Joined& x = row[static_cast<std::size_t>(opt.id)];
+    if (x.first < 0) x = joins_.get(context, opt);
+    return x;
+  }
+
+ private:
+  static constexpr std::size_t kMaxBytes = std::size_t{64} << 20;
+  BosJoins& joins_;
+  std::size_t options_, made_ = 0;
+  std::vector<std::vector<space::Joined>> rows_;
+};
+
 // The A*'s open list: the entry of the largest f first, then the earliest pushed (Lower), as one
 // binary heap would give them, but held in buckets of f, each its own heap: bucket i holds the f
 // in (top - (i + 1) width, top - i width], the first and last buckets also all above and below.
@@ -483,8 +522,9 @@ struct State {
   int last_s;
   int row;
   int pops;
-  int kept;  // g values kept in best_ (at most nbest)
+  int kept;  // g values kept (at most nbest): with nbest 1 in `best`, else in best_
   double h;
+  double best;  // with nbest 1, the best g kept (in the line the index's probe read)
 };
 
 template <class C>
@@ -493,7 +533,7 @@ class AStar {
   AStar(const Problem& problem, const ExactOptions& options)
       : p_(problem), o_(options), n_(problem.n()), end_(problem.end()), k_(problem.order() - 1),
         d_(std::min(problem.d(), problem.n() + 2)), eta_(problem.eta()), nbest_(std::max(1, options.nbest)),
-        contexts_(k_), joins_(problem, contexts_, true),
+        contexts_(k_), joins_(problem, contexts_, true), rows_(joins_, problem.option_count()),
         bounds_(build_bounds(problem, contexts_, joins_, false,
                              options.bounds_work >= 0 ? options.bounds_work : bounds_cap(options.max_states))),
         start_(std::chrono::steady_clock::now()) {
@@ -601,8 +641,8 @@ class AStar {
     if (o_.max_states >= 0 && states_ > o_.max_states)
       throw Stop{"more than " + std::to_string(o_.max_states) + " states (--max-states)"};
     const int id = static_cast<int>(states_list_.size());
-    states_list_.push_back({cov, t, ctx, last_s, row, 0, 0, h});
-    best_.resize(best_.size() + static_cast<std::size_t>(nbest_), -kInf);
+    states_list_.push_back({cov, t, ctx, last_s, row, 0, 0, h, -kInf});
+    if (nbest_ > 1) best_.resize(best_.size() + static_cast<std::size_t>(nbest_), -kInf);
     index_.insert(hash_of(cov, t, ctx, last_s, row), id);
     return id;
   }
@@ -611,6 +651,12 @@ class AStar {
   bool admit(int state, double g) {
     State<C>& st = states_list_[static_cast<std::size_t>(state)];
     if (st.pops >= nbest_) return false;
+    if (nbest_ == 1) {  // the general case's min_element over one
+      if (st.kept == 1 && g <= st.best) return false;
+      st.kept = 1;
+      st.best = g;
+      return true;
+    }
     double* best = best_.data() + static_cast<std::size_t>(state) * static_cast<std::size_t>(nbest_);
     if (st.kept < nbest_) {
       best[st.kept++] = g;
@@ -651,6 +697,11 @@ class AStar {
     while (!open_.empty()) {
       check_time();
       const Entry top = open_.pop();
+      if (!open_.empty()) {  // the next entry's state and node: loaded while this one expands
+        const Entry& next = open_.front();
+        prefetch(&nodes_[static_cast<std::size_t>(next.node)]);
+        if (next.state >= 0) prefetch(&states_list_[static_cast<std::size_t>(next.state)]);
+      }
       if (top.state >= 0 && states_list_[static_cast<std::size_t>(top.state)].pops >= nbest_)
         continue;  // a worse path to a state already expanded nbest times
       const Node node = nodes_[static_cast<std::size_t>(top.node)];
@@ -692,11 +743,11 @@ class AStar {
   }
 
   // Expands a state in three passes over its successors, in the same order: the first lists the
-  // spans it may take and starts loading their joins' cache slots; the second scores each
-  // transition (its join, weight and state key) and starts loading the state index's slot it
-  // will probe; the third (keep) probes, keeps and pushes. The index and the join cache outgrow
-  // the CPU's caches on hard sentences, so overlapping those loads is most of an expansion's
-  // speed. The same states, pushes and counts as one pass.
+  // spans it may take; the second scores each transition (its join, from the context's row,
+  // its weight and state key) and starts loading the state index's slot it will probe; the
+  // third (keep) probes, keeps and pushes. The index outgrows the CPU's caches on hard
+  // sentences, so overlapping those loads is most of an expansion's speed. The same states,
+  // pushes and counts as one pass.
   void expand(int at, const Node& node) {
     const State<C> st = states_list_[static_cast<std::size_t>(node.state)];  // a copy: the list grows
     if (st.coverage == full_) {  // its h is the exact closing score
@@ -733,7 +784,6 @@ class AStar {
         int m = 0;
         for (const Option* opt : span.options) {
           if (!(base + bounds_.beta[static_cast<std::size_t>(opt->id)] >= floor_)) break;
-          joins_.prefetch_slot(st.context, *opt);
           ++m;
         }
         if (m > 0) spans_out_.push_back({cov, span.t, full, h_span, jump, m, &span});
@@ -743,7 +793,7 @@ class AStar {
       const SpanOut& span = spans_out_[k];
       for (int i = 0; i < span.m; ++i) {
         const Option* opt = span.span->options[static_cast<std::size_t>(i)];
-        const space::Joined joined = joins_.get(st.context, *opt);
+        const space::Joined joined = rows_.get(st.context, *opt);
         Out x{static_cast<int>(k), opt, joined.last, opt->score + joined.score - eta_ * span.jump, 0, -1, 0};
         if (lr) {
           x.w += p_.reordering_score(st.last_s, st.last_t, st.row, *opt);
@@ -789,6 +839,7 @@ class AStar {
   const int nbest_;
   Contexts contexts_;
   BosJoins joins_;
+  JoinRows rows_;
   const ExactBounds bounds_;
   C full_;
   struct Span {
