@@ -49,6 +49,15 @@ void bind_exact(py::module_& m) {
         "--method exact for one sentence: the stack decoder's lower bound (under `stack`), the A* (under "
         "`options`, lower_bound -inf) and the answer (fstdecode.search.native_exact.exact_search)",
         py::arg("problem"), py::arg("options"), py::arg("stack"), py::call_guard<py::gil_scoped_release>());
+  py::class_<BoundCheck>(m, "BoundCheck", "exact_bound_check's findings (tests)")
+      .def_readonly("worst", &BoundCheck::worst, "largest best completion minus the state's bound (<= 0)")
+      .def_readonly("looser", &BoundCheck::looser, "largest bound minus open_bound (<= 0)")
+      .def_readonly("states", &BoundCheck::states)
+      .def_readonly("best", &BoundCheck::best)
+      .def_readonly("windows", &BoundCheck::windows);
+  m.def("exact_bound_check", &exact_bound_check,
+        "every reachable state's exhaustive best completion against the A*'s heuristic (tests)", py::arg("problem"),
+        py::call_guard<py::gil_scoped_release>());
   py::class_<ExactSupport>(m, "ExactSupport", "exact_support's result and option indices")
       .def_readonly("result", &ExactSupport::result)
       .def_readonly("options", &ExactSupport::options, "Option::index of each kept option, ascending");

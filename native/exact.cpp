@@ -178,7 +178,7 @@ int longest_option(const Problem& p) {
   return longest;
 }
 
-void add_reordering_bounds(const Problem& p, std::vector<double>& beta) {
+void add_reordering_bounds(const Problem& p, std::vector<double>& beta, std::vector<double>& tops) {
   const int n = p.n(), k = p.orientations();
   const int d = std::min(p.d(), n + 2);
   const int longest = longest_option(p);
@@ -220,6 +220,7 @@ void add_reordering_bounds(const Problem& p, std::vector<double>& beta) {
         double top = -kInf;
         for (int o = 0; o < k; ++o) top = std::max(top, p.lr_back(opt.id, o) + best[static_cast<std::size_t>(o)]);
         beta[static_cast<std::size_t>(opt.id)] += top;
+        tops[static_cast<std::size_t>(opt.id)] = top;
       }
     }
 }
@@ -243,7 +244,76 @@ struct Work {
   }
 };
 
-ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, bool tapes = false, long cap = -1) {
+// The option bounds by the end of the phrase before (ExactBounds::before_end): for each start s,
+// each context of before[s] is marked with the ends j of the options that may precede s and can
+// leave it (and <s>); an option's bound for end j is its score after the best context so marked,
+// as beta is after the best of them all (the same join and prefix scores, so max over j of
+// before_end equals the LM part of beta). A search state whose coverage leaves fewer ends open
+// before a phrase then bounds it by those alone (AStar::window_bound). The reordering part is
+// added after, as to beta. Counted as the option bounds are: one unit a (context, phrase) score.
+void add_window_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, int bos,
+                       const std::vector<std::vector<const Option*>>& preceders, const std::vector<ContextSet>& after,
+                       ExactBounds& b, Work& work) {
+  const int n = p.n(), k = p.order() - 1;
+  const int d = std::min(p.d(), n + 2);
+  if (2 * d + 2 > 64) return;
+  const int W = 2 * d + 2;
+  // origins[s]: (context, the ends that may leave it) before s, sorted by context.
+  std::vector<std::vector<std::pair<int, std::uint64_t>>> origins(static_cast<std::size_t>(n) + 1);
+  long units = 0;  // one a (context, phrase) score
+  for (int s = 1; s <= n; ++s) {
+    auto& origin = origins[static_cast<std::size_t>(s)];
+    const auto mark = [&](int m, int bit) {
+      auto it = std::lower_bound(origin.begin(), origin.end(), std::make_pair(m, std::uint64_t{0}));
+      if (it == origin.end() || it->first != m) it = origin.insert(it, {m, 0});
+      it->second |= std::uint64_t{1} << bit;
+    };
+    if (s - 1 <= d) mark(bos, W - 1);
+    for (const Option* q : preceders[static_cast<std::size_t>(s)])
+      for (int m : after[static_cast<std::size_t>(q->id)]) mark(m, q->t - (s - 1 - d));
+    units += static_cast<long>(origin.size() * p.by_start()[static_cast<std::size_t>(s)].size());
+  }
+  // An option of the heuristic, not of its soundness: past the work cap, the search keeps beta.
+  if (work.cap >= 0 && work.done + units > work.cap) return;
+  work(units);
+  b.W = W;
+  b.before_end.assign(static_cast<std::size_t>(p.option_count()) * static_cast<std::size_t>(W), -kInf);
+  std::vector<WordId> seq;
+  for (int s = 1; s <= n; ++s) {
+    const auto& origin = origins[static_cast<std::size_t>(s)];
+    // the prefix scores of a long phrase's first k words after each context, once a key
+    std::vector<std::pair<std::vector<WordId>, std::vector<double>>> prefixes;
+    for (const Option& o : p.by_start()[static_cast<std::size_t>(s)]) {
+      const bool long_phrase = static_cast<int>(o.words.size()) >= k;
+      const double charge = long_phrase ? end_charge(p, o.words, k) : 0.0;
+      const std::vector<double>* prefix = nullptr;
+      if (long_phrase) {
+        std::vector<WordId> key(o.words.begin(), o.words.begin() + k);
+        auto it = std::find_if(prefixes.begin(), prefixes.end(), [&](const auto& x) { return x.first == key; });
+        if (it == prefixes.end()) {
+          std::vector<double> scores;
+          scores.reserve(origin.size());
+          for (const auto& entry : origin) scores.push_back(prefix_score(p, contexts, entry.first, o.words, k, seq));
+          it = prefixes.insert(prefixes.end(), {std::move(key), std::move(scores)});
+        }
+        prefix = &it->second;
+      }
+      double* row = b.before_end.data() + static_cast<std::size_t>(o.id) * static_cast<std::size_t>(W);
+      for (std::size_t i = 0; i < origin.size(); ++i) {
+        const auto& [m, ends] = origin[i];
+        const double lm = long_phrase ? (*prefix)[i] + charge : joins.get(m, o).score;
+        const double v = o.score + lm;
+        for (std::uint64_t e = ends; e; e &= e - 1) {
+          double& x = row[__builtin_ctzll(e)];
+          x = std::max(x, v);
+        }
+      }
+    }
+  }
+}
+
+ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, bool tapes = false, long cap = -1,
+                         bool windows = false) {
   Work work{cap};
   const int n = p.n(), k = p.order() - 1;
   const int d = std::min(p.d(), n + 2);
@@ -341,7 +411,15 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
       b.beta[static_cast<std::size_t>(o.id)] = o.score + lm;
     }
   }
-  if (p.has_reordering()) add_reordering_bounds(p, b.beta);
+  if (windows) add_window_bounds(p, contexts, joins, bos, preceders, after, b, work);
+  if (p.has_reordering()) {
+    std::vector<double> tops(count, 0.0);  // each option's reordering bound, added to beta
+    add_reordering_bounds(p, b.beta, tops);
+    if (b.W > 0)  // and to each end's bound
+      for (std::size_t id = 0; id < count; ++id)
+        for (std::size_t o = 0; o < static_cast<std::size_t>(b.W); ++o)
+          b.before_end[id * static_cast<std::size_t>(b.W) + o] += tops[id];
+  }
   // Lemma 5: </s> after the contexts of every phrase that can end a derivation (any, under
   // Moses' semantics).
   b.eos = n == 0 ? joins.get(bos, p.eos_option()).score : -kInf;
@@ -535,7 +613,8 @@ class AStar {
         d_(std::min(problem.d(), problem.n() + 2)), eta_(problem.eta()), nbest_(std::max(1, options.nbest)),
         contexts_(k_), joins_(problem, contexts_, true), rows_(joins_, problem.option_count()),
         bounds_(build_bounds(problem, contexts_, joins_, false,
-                             options.bounds_work >= 0 ? options.bounds_work : bounds_cap(options.max_states))),
+                             options.bounds_work >= 0 ? options.bounds_work : bounds_cap(options.max_states),
+                             options.bounds_work < 0)),
         start_(std::chrono::steady_clock::now()) {
     if (n_ > 0) full_.set_range(0, n_ - 1);
     // spans_[s]: the options starting at s grouped by end (ascending), best beta first.
@@ -553,6 +632,19 @@ class AStar {
           return bounds_.beta[static_cast<std::size_t>(a->id)] > bounds_.beta[static_cast<std::size_t>(b->id)];
         });
     }
+    if (bounds_.W > 0) {
+      const auto W = static_cast<std::size_t>(bounds_.W);
+      span_ends_.resize(static_cast<std::size_t>(n_) + 1);
+      for (int s = 1; s <= n_; ++s) {
+        auto& rows = span_ends_[static_cast<std::size_t>(s)];
+        const auto& spans = spans_[static_cast<std::size_t>(s)];
+        rows.assign(spans.size() * W, -kInf);
+        for (std::size_t i = 0; i < spans.size(); ++i)
+          for (const Option* o : spans[i].options)
+            for (std::size_t b = 0; b < W; ++b)
+              rows[i * W + b] = std::max(rows[i * W + b], bounds_.before_end[static_cast<std::size_t>(o->id) * W + b]);
+      }
+    }
     // A derivation scoring lower_bound must survive rounding in the sums of g and h.
     const double lb = o_.lower_bound;
     floor_ = std::isfinite(lb) ? lb - 1e-9 * std::max(1.0, std::abs(lb)) : -kInf;
@@ -560,6 +652,67 @@ class AStar {
 
   // run() in support mode: the result, and the options of every derivation scoring at least the
   // lower bound (exact.py, support: β over the recorded transitions, states by coverage size).
+  // exact_bound_check (exact.h): every state reachable from the start, each completion scored
+  // exhaustively (best over its transitions, as expand scores them, with no floor).
+  BoundCheck check_bounds() {
+    BoundCheck out;
+    const WordId bos = p_.bos();
+    const C zero;
+    const int ctx = contexts_.intern(&bos, 1);
+    const int start = new_state(zero, 0, ctx, 0, -1, heuristic(zero, 0, ctx));
+    std::vector<double> best;  // by state id; NaN: not yet
+    const auto completion = [&](auto& self, int id) -> double {
+      if (static_cast<std::size_t>(id) < best.size() && !std::isnan(best[static_cast<std::size_t>(id)]))
+        return best[static_cast<std::size_t>(id)];
+      const State<C> st = states_list_[static_cast<std::size_t>(id)];
+      double top = -kInf;
+      if (st.coverage == full_) {
+        top = st.h;  // the closing score itself
+      } else {
+        const int lo = std::max(1, st.last_t + 1 - d_), hi = std::min(n_, st.last_t + 1 + d_);
+        const int g0 = lowest_uncovered(st.coverage);
+        for (int s = lo; s <= hi; ++s) {
+          if (st.coverage.get(s - 1)) continue;
+          const int jump = std::abs(st.last_t + 1 - s);
+          for (const Span& span : spans_[static_cast<std::size_t>(s)]) {
+            if (st.coverage.any_in_range(s - 1, span.t - 1)) break;
+            if (p_.moses() && s != g0 && span.t + 1 - g0 > d_) break;
+            C cov = st.coverage;
+            if (!cov.set_range(s - 1, span.t - 1)) throw std::logic_error("exact_bound_check: beyond the window");
+            if (is_dead(cov, span.t, n_, d_, p_.moses())) continue;
+            for (const Option* opt : span.options) {
+              const space::Joined joined = joins_.get(st.context, *opt);
+              double w = opt->score + joined.score - eta_ * jump;
+              int last_s = 0, row = -1;
+              if (p_.has_reordering()) {
+                w += p_.reordering_score(st.last_s, st.last_t, st.row, *opt);
+                last_s = p_.reordering_reads_start() ? opt->s : 0;
+                row = p_.lr_row(opt->id);
+              }
+              const int t = span.t, context = joined.last;
+              int to = index_.find(hash_of(cov, t, context, last_s, row), [&](int i) {
+                const State<C>& y = states_list_[static_cast<std::size_t>(i)];
+                return y.last_t == t && y.context == context && y.last_s == last_s && y.row == row && y.coverage == cov;
+              });
+              if (to < 0) to = new_state(cov, t, context, last_s, row, heuristic(cov, t, context));
+              top = std::max(top, w + self(self, to));
+            }
+          }
+        }
+        ++out.states;
+        const double h = states_list_[static_cast<std::size_t>(id)].h;
+        out.worst = std::max(out.worst, top - h);
+        out.looser = std::max(out.looser, h - span_bound(st.coverage, st.last_t));
+      }
+      if (best.size() <= static_cast<std::size_t>(id)) best.resize(static_cast<std::size_t>(id) + 1, std::nan(""));
+      best[static_cast<std::size_t>(id)] = top;
+      return top;
+    };
+    out.best = completion(completion, start);
+    out.windows = windows();
+    return out;
+  }
+
   ExactSupport run_support() {
     ExactSupport out;
     out.result = run();
@@ -628,7 +781,91 @@ class AStar {
       const double close = joins_.get(ctx, p_.eos_option()).score;
       return p_.charge_final() ? close - eta_ * (end_ - t - 1) : close;
     }
+    if constexpr (!C::windowed) {
+      if (bounds_.W > 0) return window_bound(cov, t);
+    }
     return open_bound(bounds_, cov, t, n_, eta_, d_, p_.charge_final());
+  }
+
+  // How many of a span's options (best beta first) reach the floor after `base` (g, the jump
+  // and the successor's bound).
+  int reach(const std::vector<const Option*>& options, double base) const {
+    int count = 0;
+    for (const Option* opt : options) {
+      if (!(base + bounds_.beta[static_cast<std::size_t>(opt->id)] >= floor_)) break;
+      ++count;
+    }
+    return count;
+  }
+
+  // Whether heuristic() is window_bound (else open_bound).
+  bool windows() const {
+    if constexpr (C::windowed) return false;
+    else return bounds_.W > 0;
+  }
+
+  // open_bound: at least heuristic(cov, t, ...) (window_bound never exceeds it); the cheap
+  // bound an expansion prunes a span's options by before it scores them.
+  double span_bound(const C& cov, int t) const { return open_bound(bounds_, cov, t, n_, eta_, d_, p_.charge_final()); }
+
+  // open_bound with each phrase bounded by the ends that may still precede it
+  // (ExactBounds::before_end): in a completion of a state (cov, t), the phrase before a phrase
+  // is the state's last one (end t) or one of the completion's, which lies in uncovered
+  // positions, so its end is uncovered (and <s> only at the start); and no phrase before x..y
+  // ends inside x..y. So a span's bound is the best of its options' bounds over those ends,
+  // each gap is covered by its best segmentation under them, and the rest is open_bound's. Its
+  // value never exceeds open_bound's (before_end's best over every end is beta) and it is
+  // consistent: a successor leaves open a subset of the ends its parent does (the ends it
+  // covers less, plus its own last end, which the parent had open). Memoised by (cov, t).
+  double window_bound(const C& cov, int t) {
+    const std::uint64_t hash = key_hash(cov, t, 0);
+    const int seen = memo_index_.find(hash, [&](int i) {
+      const Memo& x = memo_[static_cast<std::size_t>(i)];
+      return x.t == t && x.cov == cov;
+    });
+    if (seen >= 0) return memo_[static_cast<std::size_t>(seen)].h;
+    const int W = bounds_.W;
+    const bool start = t == 0 && cov.count() == 0;
+    double sum = bounds_.eos;
+    cover_.resize(static_cast<std::size_t>(n_) + 2);
+    for (int a = cov.next(0, n_, false); a < n_;) {
+      const int e = cov.next(a, n_, true);  // positions a + 1 .. e are a gap
+      cover_[static_cast<std::size_t>(e) + 1] = 0.0;
+      for (int x = e; x >= a + 1; --x) {
+        const int base = x - 1 - d_;  // the end of offset 0
+        std::uint64_t open = start && x - 1 <= d_ ? std::uint64_t{1} << (W - 1) : 0;
+        for (int o = 0; o < W - 1; ++o) {
+          const int j = base + o;
+          if (j >= 1 && j <= n_ && (j == t || !cov.get(j - 1))) open |= std::uint64_t{1} << o;
+        }
+        double best = -kInf;
+        const auto& spans = spans_[static_cast<std::size_t>(x)];
+        const double* rows = span_ends_[static_cast<std::size_t>(x)].data();
+        for (std::size_t i = 0; i < spans.size() && spans[i].t <= e; ++i) {
+          const int y = spans[i].t;  // ends x .. y (offsets x - base .. y - base) lie inside
+          const int hi = std::min(y - base, W - 2);
+          const std::uint64_t inside = ((std::uint64_t{2} << hi) - 1) & ~((std::uint64_t{1} << (x - base)) - 1);
+          const double* row = rows + i * static_cast<std::size_t>(W);
+          double value = -kInf;
+          for (std::uint64_t m = open & ~inside; m; m &= m - 1) value = std::max(value, row[__builtin_ctzll(m)]);
+          best = std::max(best, value + cover_[static_cast<std::size_t>(y) + 1]);
+        }
+        cover_[static_cast<std::size_t>(x)] = best;
+      }
+      sum += cover_[static_cast<std::size_t>(a) + 1];
+      a = cov.next(e, n_, false);
+    }
+    // open_bound's distortion part (eta < 0 charges d a word left; the same count as there)
+    double h;
+    if (eta_ >= 0.0) {
+      h = sum - eta_ * remaining_distortion(cov, t, n_, p_.charge_final());
+    } else {
+      const int uncovered = n_ - cov.count();
+      h = sum - eta_ * d_ * (uncovered + 1);
+    }
+    memo_index_.insert(hash, static_cast<int>(memo_.size()));
+    memo_.push_back({cov, t, h});
+    return h;
   }
 
   static std::uint64_t hash_of(const C& cov, int t, int ctx, int last_s, int row) {
@@ -779,15 +1016,20 @@ class AStar {
         // f <= g + beta(p) - eta jump + bound: beta bounds the option's LM (and reordering) part
         // after any context, eos the closing LM score; the options come best beta first.
         const double h_span = full ? (p_.charge_final() ? bounds_.eos - eta_ * (end_ - span.t - 1) : bounds_.eos)
-                                   : heuristic(cov, span.t, 0);
-        const double base = node.g - eta_ * jump + h_span;
-        int m = 0;
-        for (const Option* opt : span.options) {
-          if (!(base + bounds_.beta[static_cast<std::size_t>(opt->id)] >= floor_)) break;
-          ++m;
-        }
+                                   : span_bound(cov, span.t);
+        const int m = reach(span.options, node.g - eta_ * jump + h_span);
         if (m > 0) spans_out_.push_back({cov, span.t, full, h_span, jump, m, &span});
       }
+    }
+    if (windows()) {  // the successors' own bound, tighter than the span's open_bound: each span
+                      // kept by the latter is kept only if some option still reaches the floor
+      for (const SpanOut& span : spans_out_)
+        if (!span.full) memo_index_.prefetch(key_hash(span.cov, span.t, 0));
+      for (SpanOut& span : spans_out_)
+        if (!span.full) {
+          span.h = window_bound(span.cov, span.t);
+          span.m = reach(span.span->options, node.g - eta_ * span.jump + span.h);
+        }
     }
     for (std::size_t k = 0; k < spans_out_.size(); ++k) {
       const SpanOut& span = spans_out_[k];
@@ -847,6 +1089,17 @@ class AStar {
     std::vector<const Option*> options;
   };
   std::vector<std::vector<Span>> spans_;
+  // window_bound's pieces: span_ends_[s][i * W + o], the best before_end of span i of spans_[s]
+  // at offset o; its memo of (coverage, last end) -> bound; a gap's covers.
+  std::vector<std::vector<double>> span_ends_;
+  struct Memo {
+    C cov;
+    int t;
+    double h;
+  };
+  std::vector<Memo> memo_;
+  space::Index memo_index_;
+  std::vector<double> cover_;
   // expand's first pass: the spans it takes (their coverage, end, whether it is full, and the
   // bound of what remains) and the transitions it scored, for the second (keep).
   struct SpanOut {
@@ -906,6 +1159,13 @@ Result too_big(const BoundsTooBig& e, const ExactOptions& options) {
 }  // namespace
 
 long bounds_cap(long max_states) { return max_states < 0 ? -1 : std::max(max_states, MIN_BOUNDS_CAP); }
+
+BoundCheck exact_bound_check(const Problem& problem) {
+  if (!problem.finished()) throw std::logic_error("exact_bound_check: call Problem.finish() first");
+  if (problem.n() > 64) throw std::invalid_argument("exact_bound_check: at most 64 words");
+  const ExactOptions options{1, -1, 0.0, -kInf, -1};
+  return AStar<Cov<1>>(problem, options).check_bounds();
+}
 
 ExactSupport exact_support(const Problem& problem, const ExactOptions& options) {
   if (!problem.finished()) throw std::logic_error("exact_support: call Problem.finish() first");

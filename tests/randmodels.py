@@ -48,8 +48,32 @@ def arpa_unigram(draw, vocab=TARGET_VOCAB) -> str:
     return arpa_text([f"{-99.0 if w == '<s>' else draw(st.floats(-3, -0.1)):.4f}\t{w}" for w in words])
 
 
+@st.composite
+def arpa_ngram(draw, order: int, vocab=TARGET_VOCAB) -> str:
+    """An ARPA LM of ``order`` (4 or more) over ``vocab``: arpa_trigram's unigrams, bigrams and
+    trigrams, each higher order a random subset of the extensions of the listed n-grams one
+    order down (as ARPA requires), every order below the top with backoffs."""
+    words = ["<s>", "</s>", "<unk>", *vocab]
+    sections = [[f"{-99.0 if w == '<s>' else draw(st.floats(-3, -0.1)):.4f}\t{w}\t{draw(st.floats(-1.5, 0.5)):.4f}" for w in words]]
+    listed = [("<s>",), *((w,) for w in vocab)]
+    for k in range(2, order + 1):
+        lines, grown = [], []
+        for prefix in listed:
+            for w in ["</s>", *vocab]:
+                if draw(st.floats(0, 1)) < (0.4 if k == 2 else 0.3):
+                    p = f"{draw(st.floats(-3, -0.05)):.4f}\t{' '.join((*prefix, w))}"
+                    lines.append(p + (f"\t{draw(st.floats(-1.5, 0.5)):.4f}" if k < order else ""))
+                    if w != "</s>":
+                        grown.append((*prefix, w))
+        sections.append(lines)
+        listed = grown
+    return arpa_text(*sections)
+
+
 def arpa_of_order(order: int):
-    """The random ARPA strategy of an LM order (1, 2 or 3)."""
+    """The random ARPA strategy of an LM order (1 to 5)."""
+    if order >= 4:
+        return arpa_ngram(order)
     return {1: arpa_unigram, 2: arpa_bigram, 3: arpa_trigram}[order]()
 
 
@@ -100,7 +124,7 @@ def phrase_table(draw, sentence: tuple[str, ...], max_len: int = 3, max_translat
 
 @st.composite
 def random_case(draw, min_n: int = 1, max_n: int = 6, max_d: int = 5, order: int = 2, any_sign: bool = False):
-    """(model, sentence): a random model with an LM of ``order`` (1, 2 or 3) and an input of
+    """(model, sentence): a random model with an LM of ``order`` (1 to 5) and an input of
     min_n..max_n tokens; ``any_sign`` draws negative and zero LM, TM and distortion weights too."""
     n = draw(st.integers(min_n, max_n))
     sentence = tuple(draw(st.lists(st.sampled_from(SOURCE_VOCAB), min_size=n, max_size=n)))
