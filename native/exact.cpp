@@ -614,7 +614,7 @@ class AStar {
         contexts_(k_), joins_(problem, contexts_, true), rows_(joins_, problem.option_count()),
         bounds_(build_bounds(problem, contexts_, joins_, false,
                              options.bounds_work >= 0 ? options.bounds_work : bounds_cap(options.max_states),
-                             options.bounds_work < 0)),
+                             options.bounds_work < 0 && !C::windowed)),
         start_(std::chrono::steady_clock::now()) {
     if (n_ > 0) full_.set_range(0, n_ - 1);
     // spans_[s]: the options starting at s grouped by end (ascending), best beta first.
