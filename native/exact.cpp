@@ -166,10 +166,6 @@ void add_tape_bounds(const Problem& p, Contexts& contexts, BosJoins& joins,
   }
 }
 
-// Lemma 7 (exact.py, reordering_bounds): adds to beta[id] the best reordering score a transition
-// appending option id can pay: over the spans (a, b) that may precede it (and <s>, whose
-// orientation charges no forward score), the backward score of the orientation plus the best
-// forward score of that orientation among the options of span (a, b).
 // The most words of any option of p (0 without options).
 int longest_option(const Problem& p) {
   int longest = 0;
@@ -178,7 +174,12 @@ int longest_option(const Problem& p) {
   return longest;
 }
 
-void add_reordering_bounds(const Problem& p, std::vector<double>& beta, std::vector<double>& tops) {
+// Lemma 7 (exact.py, reordering_bounds): by option id, the best reordering score a transition
+// appending the option can pay: over the spans (a, b) that may precede it (and <s>, whose
+// orientation charges no forward score), the backward score of the orientation plus the best
+// forward score of that orientation among the options of span (a, b). (Added to beta, and to
+// each of its ends' bounds.)
+std::vector<double> reordering_bounds(const Problem& p) {
   const int n = p.n(), k = p.orientations();
   const int d = std::min(p.d(), n + 2);
   const int longest = longest_option(p);
@@ -198,6 +199,7 @@ void add_reordering_bounds(const Problem& p, std::vector<double>& beta, std::vec
       }
     }
   std::vector<double> best(static_cast<std::size_t>(k));
+  std::vector<double> tops(static_cast<std::size_t>(p.option_count()), 0.0);
   for (int s = 1; s <= n; ++s)
     for (int t = s; t <= n && t - s < longest; ++t) {
       if (!has[at(s, t)]) continue;
@@ -219,10 +221,10 @@ void add_reordering_bounds(const Problem& p, std::vector<double>& beta, std::vec
         if (opt.t != t) continue;
         double top = -kInf;
         for (int o = 0; o < k; ++o) top = std::max(top, p.lr_back(opt.id, o) + best[static_cast<std::size_t>(o)]);
-        beta[static_cast<std::size_t>(opt.id)] += top;
         tops[static_cast<std::size_t>(opt.id)] = top;
       }
     }
+  return tops;
 }
 
 // The heuristic's pieces over a search's contexts and joins (exact.py, bounds); with `tapes`,
@@ -413,12 +415,12 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
   }
   if (windows) add_window_bounds(p, contexts, joins, bos, preceders, after, b, work);
   if (p.has_reordering()) {
-    std::vector<double> tops(count, 0.0);  // each option's reordering bound, added to beta
-    add_reordering_bounds(p, b.beta, tops);
-    if (b.W > 0)  // and to each end's bound
-      for (std::size_t id = 0; id < count; ++id)
-        for (std::size_t o = 0; o < static_cast<std::size_t>(b.W); ++o)
-          b.before_end[id * static_cast<std::size_t>(b.W) + o] += tops[id];
+    const std::vector<double> tops = reordering_bounds(p);
+    for (std::size_t id = 0; id < count; ++id) {
+      b.beta[id] += tops[id];
+      for (std::size_t o = 0; o < static_cast<std::size_t>(b.W); ++o)
+        b.before_end[id * static_cast<std::size_t>(b.W) + o] += tops[id];
+    }
   }
   // Lemma 5: </s> after the contexts of every phrase that can end a derivation (any, under
   // Moses' semantics).
