@@ -66,6 +66,8 @@ class Derivation:
     features: Features
     score: float
     search_score: float
+    #: The stack decoder's n-best lists: each phrase's recombination winner (SearchResult.winners).
+    winners: tuple[tuple[Phrase, ...] | None, ...] | None = None
 
     @property
     def translation(self) -> str:
@@ -323,7 +325,10 @@ class Decoder:
             return DecodeResult(id, words, (), False, Stats(0, 0, time.perf_counter() - start), str(e))
         if self.options.unique:  # the fallback's list too
             result = distinct(result, self.options.nbest)
-        derivations = tuple(self._derivation(words, phrases, s) for s, phrases in result.hypotheses)
+        winners = result.winners or (None,) * len(result.hypotheses)
+        derivations = tuple(
+            self._derivation(words, phrases, s, w) for (s, phrases), w in zip(result.hypotheses, winners)
+        )
         stats = Stats(result.states, result.transitions, time.perf_counter() - start, result.phases)
         optimal = result.optimal and reason is None
         bound = result.certified().upper_bound if reason is None else result.upper_bound
@@ -346,13 +351,16 @@ class Decoder:
         found = self._fallback.search(problem)
         return found, f"over budget: {e}; the derivation is the stack decoder's (default settings), not proven optimal"
 
-    def _derivation(self, words: tuple[str, ...], phrases: tuple[Phrase, ...], search_score: float) -> Derivation:
+    def _derivation(
+        self, words: tuple[str, ...], phrases: tuple[Phrase, ...], search_score: float,
+        winners: tuple[tuple[Phrase, ...] | None, ...] | None = None,
+    ) -> Derivation:
         m = self.model
         feats, total = score_derivation(
             len(words), phrases, self.lm, m.weights, reordering=m.reordering,
             semantics=self.semantics, early_distortion_cost=m.early_distortion_cost,
         )
-        return Derivation(words, phrases, feats, total, search_score)
+        return Derivation(words, phrases, feats, total, search_score, winners)
 
 
 def _rebuild_decoder(model: Model, method: str, options: SearchOptions, settings: dict[str, Any]) -> Decoder:

@@ -117,7 +117,11 @@ void bind_problem(py::module_& m) {
   py::class_<Hypothesis>(m, "Hypothesis")
       .def_readonly("score", &Hypothesis::score)
       .def_readonly("options", &Hypothesis::options,
-                    "the Python indices (add_option's index) of its options in target order");
+                    "the Python indices (add_option's index) of its options in target order")
+      .def_readonly("winners", &Hypothesis::winners,
+                    "the stack decoder with nbest > 1: per option, [] where the hypothesis ending with it "
+                    "(extending the previous option's recombination winner) won its recombination, else "
+                    "the winner's options (Moses' TrellisPath arithmetic); else empty");
 
   py::class_<Result>(m, "Result")
       .def_readonly("hypotheses", &Result::hypotheses, "best first")

@@ -23,6 +23,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -196,6 +197,7 @@ struct Entry {  // one recombination key of a stack and its k-best hypotheses
   int row;
   double future;  // the same for every hypothesis of the key
   int best;       // nbest == 1: the hypothesis; else an index into Stack::lists
+  int key;        // nbest > 1: the key's number in Search::heads_ (every stack's keys counted once)
 };
 
 struct BudgetExceeded {};
@@ -275,15 +277,13 @@ class Search {
     for (std::size_t i = 0; i < finals.size() && result.hypotheses.size() < static_cast<std::size_t>(nbest_); ++i) {
       Hypothesis out;
       out.score = arena_[static_cast<std::size_t>(finals[i])].score;
-      for (int h = finals[i]; h >= 0 && arena_[static_cast<std::size_t>(h)].option >= 0;
-           h = arena_[static_cast<std::size_t>(h)].prev)
-        out.options.push_back(p_.option(arena_[static_cast<std::size_t>(h)].option).index);
-      std::reverse(out.options.begin(), out.options.end());
+      out.options = options_of(finals[i]);
       // Over budget the anchor's minimal step may be taken twice (once among its candidates, once
       // after the budget ran out): the same derivation is then listed once (stack.py does so too).
       if (exhausted_ && std::any_of(result.hypotheses.begin(), result.hypotheses.end(),
                                     [&](const Hypothesis& x) { return x.options == out.options; }))
         continue;
+      if (nbest_ > 1 && !exhausted_) out.winners = winners(finals[i], finals);
       result.hypotheses.push_back(std::move(out));
     }
     return result;
@@ -327,17 +327,19 @@ class Search {
       ++created_;
       if (!exhausted_ && o_.max_states > 0 && created_ > o_.max_states) throw BudgetExceeded{};
       e = static_cast<int>(stack.entries.size());
-      stack.entries.push_back({cov, last_t, context, last_s, row, future, -1});
+      stack.entries.push_back({cov, last_t, context, last_s, row, future, -1, -1});
       stack.index.insert(h, e);
       if (nbest_ > 1) {
         stack.entries.back().best = static_cast<int>(stack.lists.size());
         stack.lists.emplace_back();
+        stack.entries.back().key = static_cast<int>(heads_.size());
+        heads_.push_back(-1);
       }
     }
     Entry<C>& entry = stack.entries[static_cast<std::size_t>(e)];
     if (nbest_ == 1) {
       if (entry.best >= 0 && score <= arena_[static_cast<std::size_t>(entry.best)].score) return;
-      entry.best = new_hyp(score, prev, option);
+      entry.best = new_hyp(score, prev, option, -1);
       return;
     }
     std::vector<int>& list = stack.lists[static_cast<std::size_t>(entry.best)];
@@ -345,12 +347,64 @@ class Search {
     if (list.size() >= k && score <= arena_[static_cast<std::size_t>(list.back())].score) return;
     std::size_t i = list.size();
     while (i > 0 && arena_[static_cast<std::size_t>(list[i - 1])].score < score) --i;
-    list.insert(list.begin() + static_cast<std::ptrdiff_t>(i), new_hyp(score, prev, option));
+    list.insert(list.begin() + static_cast<std::ptrdiff_t>(i), new_hyp(score, prev, option, entry.key));
     if (list.size() > k) list.resize(k);
+    heads_[static_cast<std::size_t>(entry.key)] = list.front();
   }
-  int new_hyp(double score, int prev, int option) {
+  // key: nbest > 1, the key's number (key_of_), else unused.
+  int new_hyp(double score, int prev, int option, int key) {
     arena_.push_back({score, prev, option});
+    if (nbest_ > 1) key_of_.push_back(key);
     return static_cast<int>(arena_.size() - 1);
+  }
+
+  // ---- Moses' recombination winners (Hypothesis::winners)
+
+  // A complete hypothesis' recombination key as Moses has it: its distortion state (the last
+  // phrase's end), with lexicalized reordering the reordering state (the last phrase's span and
+  // forward-score row); the LM's state, after </s>, is every complete hypothesis' own. (Here all
+  // complete hypotheses share one key: their future needs none of these.)
+  std::tuple<int, int, int> final_key(int h) const {
+    const Option& opt = p_.option(arena_[static_cast<std::size_t>(h)].option);
+    return lr_ ? std::make_tuple(opt.t, opt.s, p_.lr_row(opt.id)) : std::make_tuple(opt.t, 0, -1);
+  }
+
+  std::vector<int> options_of(int h) const {
+    std::vector<int> out;
+    for (; h >= 0 && arena_[static_cast<std::size_t>(h)].option >= 0; h = arena_[static_cast<std::size_t>(h)].prev)
+      out.push_back(p_.option(arena_[static_cast<std::size_t>(h)].option).index);
+    std::reverse(out.begin(), out.end());
+    return out;
+  }
+
+  // Hypothesis::winners of the complete hypothesis f (finals: every complete one, best first).
+  // Moses' n-best path through f's options is made of the hypotheses h_i = (winner of step i - 1's
+  // key) + option i; h_i won when its key's winner (the best hypothesis ever pushed under the key:
+  // heads_; for the last step, the best complete one of its Moses key) is exactly that.
+  std::vector<std::vector<int>> winners(int f, const std::vector<int>& finals) const {
+    std::vector<int> chain;
+    int start = f;
+    for (; arena_[static_cast<std::size_t>(start)].option >= 0; start = arena_[static_cast<std::size_t>(start)].prev)
+      chain.push_back(start);
+    std::reverse(chain.begin(), chain.end());
+    std::vector<std::vector<int>> out;
+    int won = start;  // the start hypothesis is its key's only one
+    for (std::size_t i = 0; i < chain.size(); ++i) {
+      const int x = chain[i];
+      int w = x;
+      if (i + 1 < chain.size()) {
+        w = heads_[static_cast<std::size_t>(key_of_[static_cast<std::size_t>(x)])];
+      } else {
+        const auto key = final_key(x);
+        for (int g : finals)
+          if (final_key(g) == key) { w = g; break; }
+      }
+      const Hyp& hw = arena_[static_cast<std::size_t>(w)];
+      const bool same = hw.option == arena_[static_cast<std::size_t>(x)].option && hw.prev == won;
+      out.push_back(same ? std::vector<int>{} : options_of(w));
+      won = w;
+    }
+    return out;
   }
 
   // ---- pruning (_prune)
@@ -562,6 +616,7 @@ class Search {
   Tables tabs_;
   std::vector<Stack<C>> stacks_;
   std::vector<Hyp> arena_;
+  std::vector<int> key_of_, heads_;  // nbest > 1: each hypothesis' key; each key's best hypothesis
   long created_ = 0, states_ = 0, transitions_ = 0;
   // scratch
   std::vector<int> kept_, ranked_;

@@ -43,13 +43,20 @@ were made with 34452895, whose versions of these functions are the ones below):
   n-best total is the last hypothesis' ``m_futureScore`` (its estimate is 0).
   (moses/SquareMatrix.cpp, moses/TargetPhrase.cpp, moses/Hypothesis.h ``GetScore``.)
 
-What cannot be emulated from one derivation: an n-best entry that is not Moses' winning chain
-is scored by ``TrellisPath`` as the final winner's breakdown minus each replaced winner's
-breakdown plus the arc's (float ``MinusEquals`` / ``PlusEquals``); which hypotheses won their
-recombination depends on Moses' search graph, which fstdecode does not have. The total likewise
-(``TrellisPath::InitTotalScore``: the winner's ``m_futureScore`` plus each arc's minus its
-winner's). On the two gold models in ../shared/data every entry Moses ranks first matches byte
-for byte; the entries that still differ (in the last digit) are all ranked 2nd or lower.
+* **A path through lost recombinations** (``moses/TrellisPath.cpp`` @ 7128701f,
+  ``TrellisPath::GetScoreBreakdown`` and ``InitTotalScore``; ``Hypothesis::AddArc`` and the
+  recombination in ``HypothesisStackNormal::AddPrune``): an n-best entry is a path of hypotheses,
+  hypothesis i the extension by phrase i of the winner of hypothesis i - 1's recombination key
+  (the best hypothesis of the key: ``GetWinningHypo``). Where hypothesis i lost its own key's
+  recombination, it is an arc: the breakdown is the last hypothesis' winner's, then, last phrase
+  first, for each arc ``MinusEquals`` its winner's breakdown and ``PlusEquals`` its own, per
+  component in float; the total is the last winner's ``m_futureScore`` plus, for each arc, its
+  ``m_futureScore`` minus its winner's (float). Every breakdown here is a chain's, as above. The
+  winners come from the stack decoder (``Derivation.winners``: native/stack.cpp reports them with
+  its n-best lists, by Moses' keys: coverage, the KenLM state, the last phrase's end and, with
+  lexicalized reordering, its span and forward scores; a complete hypothesis' LM state, after
+  ``</s>``, is every complete one's). On the two gold models in ../shared/data every entry both
+  lists hold matches byte for byte.
 """
 
 from __future__ import annotations
@@ -198,8 +205,9 @@ class MosesFloat:
                 before = acc
         return transform_lm(f32(acc - before)), transform_lm(acc)
 
-    def lm_deltas(self, phrases) -> list[np.float32]:
-        """Each hypothesis' KENLM delta (``LanguageModelKen::CalcScore`` + ``EvaluateWhenApplied``)."""
+    def lm_deltas(self, phrases, complete: bool = True) -> list[np.float32]:
+        """Each hypothesis' KENLM delta (``LanguageModelKen::CalcScore`` + ``EvaluateWhenApplied``);
+        ``complete``: the last one completes the source (``</s>`` is scored)."""
         order = self.model.lm.order
         mapw = self.ken.map if self.ken is not None else (lambda ws: list(ws))
         history = [BOS]
@@ -215,10 +223,11 @@ class MosesFloat:
                 s = self._lm_word(ctx, words[j])
                 applied = s if j == 0 else f32(applied + s)
             history = history + words
-            if i == len(phrases) - 1:
+            closes = complete and i == len(phrases) - 1
+            if closes:
                 ctx = history[-(order - 1):] if order > 1 else []
                 applied = f32(applied + self._lm_word(ctx, mapw([EOS])[0] if self.ken else EOS))
-            out.append(f32(ngram + transform_lm(applied)) if (m or i == len(phrases) - 1) else f32(0.0))
+            out.append(f32(ngram + transform_lm(applied)) if (m or closes) else f32(0.0))
         return out
 
     # ------------------------------------------------------------------ reordering, distortion
@@ -351,13 +360,46 @@ class MosesFloat:
     # ------------------------------------------------------------------ everything
 
     def emulate(self, d) -> Emulated:
-        """The derivation's feature values and total in Moses' float arithmetic, scored as
-        Moses scores its winning chain of hypotheses."""
-        phrases = d.phrases
-        n = len(d.source)
+        """The derivation's feature values and total in Moses' float arithmetic: its own chain of
+        hypotheses, or with ``d.winners`` (the stack decoder's n-best lists) as Moses' TrellisPath
+        scores a path through its recombination winners (:meth:`trellis`)."""
         num_tm = len(d.features.tm)
+        if d.winners and any(w is not None for w in d.winners):
+            sums, total = self.trellis(tuple(d.source), d.phrases, d.winners, num_tm)
+        else:
+            sums, total = self.chain(tuple(d.source), d.phrases, num_tm)
+        values = {name: tuple(float(v) for v in vs) for name, vs in sums.items()}
+        return Emulated(values, float(total))
+
+    def trellis(self, source, phrases, winners, num_tm: int) -> tuple[dict, np.float32]:
+        """A path of Moses' n-best list (``TrellisPath`` @ 7128701f): hypothesis i is the winner of
+        step i - 1's recombination key extended by phrase i; where it lost its own key's
+        recombination (``winners[i]``: the winner's phrases), the path's breakdown is the last
+        winner's chain minus each such winner's chain plus the hypothesis' own (``GetScoreBreakdown``:
+        ``MinusEquals`` then ``PlusEquals``, last phrase first) and its total the last winner's
+        ``m_futureScore`` plus each hypothesis' minus its winner's (``InitTotalScore``), in float."""
+        won, prev = [], ()
+        for p, w in zip(phrases, winners):
+            prev = prev + (p,) if w is None else tuple(w)
+            won.append(prev)
+        sums, total = self.chain(source, won[-1], num_tm)
+        for i in reversed(range(len(phrases))):
+            if winners[i] is None:
+                continue
+            own, own_total = self.chain(source, (won[i - 1] if i else ()) + (phrases[i],), num_tm)
+            lost, lost_total = self.chain(source, won[i], num_tm)
+            total = f32(total + f32(own_total - lost_total))
+            sums = {name: [f32(f32(a - b) + c) for a, b, c in zip(sums[name], lost[name], own[name])] for name in sums}
+        return sums, total
+
+    def chain(self, source, phrases, num_tm: int) -> tuple[dict, np.float32]:
+        """The breakdown (float sums by weight name) and ``m_futureScore`` of the hypothesis whose
+        own chain places ``phrases`` (target order), as Moses accumulates them hypothesis by
+        hypothesis; ``</s>`` is scored when they cover the source."""
+        n = len(source)
+        complete = sum(p.end - p.start + 1 for p in phrases) == n
         deltas = []  # per hypothesis: {name: [float32, ...]}
-        lm = self.lm_deltas(phrases)
+        lm = self.lm_deltas(phrases, complete)
         lr = self.lr_deltas(phrases) if self.model.reordering is not None else [[] for _ in phrases]
         dist = self.distortion_deltas(n, phrases)
         for i, p in enumerate(phrases):
@@ -370,7 +412,7 @@ class MosesFloat:
                 "unknown": [f32(UNKNOWN_WORD_VALUE * len(p.pair.source)) if p.pair.unknown else f32(0.0)],
                 "lr": lr[i],
             })
-        matrix = self.future_matrix(tuple(d.source), num_tm) if self.with_estimate else None
+        matrix = self.future_matrix(source, num_tm) if self.with_estimate else None
         sums = {name: [f32(0.0)] * len(deltas[0][name]) for name in deltas[0]} if deltas else {}
         covered = [False] * n
         score = total = f32(0.0)
@@ -382,5 +424,4 @@ class MosesFloat:
             score = f32(total - est)  # GetScore()
             for name, vs in delta.items():
                 sums[name] = [f32(a + b) for a, b in zip(sums[name], vs)]
-        values = {name: tuple(float(v) for v in vs) for name, vs in sums.items()}
-        return Emulated(values, float(total))
+        return sums, total

@@ -415,6 +415,12 @@ class SearchResult:
     anything (so ``root_bound`` minus the best score is the gap at the start of the proof), and
     ``phases``, the seconds of its phases (``lower``: the stack decoder's lower bound,
     ``bounds``: building the heuristic, ``search``: the A*'s expansion).
+
+    ``winners`` (the stack decoder's n-best lists only, else None) holds, for each hypothesis,
+    each phrase's recombination winner as Moses' n-best arithmetic needs it
+    (:class:`~fstdecode.cli.moses_float.MosesFloat`): None where the hypothesis made of the
+    previous phrase's winner and this phrase is itself the best of its recombination key, else
+    that best hypothesis' phrases.
     """
 
     hypotheses: tuple[tuple[float, tuple[Phrase, ...]], ...]
@@ -424,6 +430,7 @@ class SearchResult:
     upper_bound: float | None = None
     root_bound: float | None = None
     phases: tuple[tuple[str, float], ...] = ()
+    winners: tuple[tuple[tuple[Phrase, ...] | None, ...], ...] | None = None
 
     def certified(self) -> SearchResult:
         """This result with its certificate: a proven optimum bounds every derivation by its score."""

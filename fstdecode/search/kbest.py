@@ -45,14 +45,15 @@ def distinct(result: SearchResult, k: int) -> SearchResult:
     phrases), best first: each translation's best derivation, in the order of the list."""
     seen: set[tuple[str, ...]] = set()
     kept = []
-    for hyp in result.hypotheses:
+    for i, hyp in enumerate(result.hypotheses):
         key = tuple(w for p in hyp[1] for w in p.target)
         if key not in seen:
             seen.add(key)
-            kept.append(hyp)
+            kept.append(i)
             if len(kept) == k:
                 break
-    return dataclasses.replace(result, hypotheses=tuple(kept))
+    winners = None if result.winners is None else tuple(result.winners[i] for i in kept)
+    return dataclasses.replace(result, hypotheses=tuple(result.hypotheses[i] for i in kept), winners=winners)
 
 
 class DistinctSearcher:

@@ -326,10 +326,14 @@ def to_result(problem: SearchProblem, result: Any) -> SearchResult:
     and the upper bound, as its ``best``) and SearchError for ``"none"``, as the Python oracles do.
     """
     status = result.status
-    hypotheses = ()
+    hypotheses, winners = (), None
     if result.hypotheses:
         phrase = native_form(problem).phrase
         hypotheses = tuple((h.score, tuple(phrase(i) for i in h.options)) for h in result.hypotheses)
+        if any(h.winners for h in result.hypotheses):  # the stack decoder's n-best lists
+            winners = tuple(
+                tuple(tuple(phrase(i) for i in w) if w else None for w in h.winners) for h in result.hypotheses
+            )
     bound = None if math.isnan(result.upper_bound) else result.upper_bound
     report = astar_report(result)
     if status == "budget":
@@ -339,7 +343,7 @@ def to_result(problem: SearchProblem, result: Any) -> SearchResult:
         raise SearchError(result.message or no_derivation_message(problem.d))
     if status:
         raise SearchError(f"the native search ended with an unknown status {status!r}: {result.message}")
-    return SearchResult(hypotheses, result.optimal, result.states, result.transitions, bound, *report)
+    return SearchResult(hypotheses, result.optimal, result.states, result.transitions, bound, *report, winners=winners)
 
 
 def astar_report(result: Any) -> tuple[float | None, tuple[tuple[str, float], ...]]:
