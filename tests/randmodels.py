@@ -70,6 +70,22 @@ def arpa_ngram(draw, order: int, vocab=TARGET_VOCAB) -> str:
     return arpa_text(*sections)
 
 
+def without_dead_backoffs(text: str) -> str:
+    """``text`` (an ARPA file) with the backoff of every n-gram that no longer n-gram extends
+    dropped (a zero), as SRILM and KenLM write them: then the KenLM state of a context (its
+    extending suffix) decides every later score, as Moses' recombination assumes."""
+    lines = text.split("\n")
+    grams = [tuple(f.split("\t")[1].split()) for f in lines if f.count("\t") >= 1]
+    extends = {g[:k] for g in grams for k in range(1, len(g))}
+    out = []
+    for line in lines:
+        fields = line.split("\t")
+        if len(fields) == 3 and tuple(fields[1].split()) not in extends:
+            line = "\t".join(fields[:2])
+        out.append(line)
+    return "\n".join(out)
+
+
 def arpa_of_order(order: int):
     """The random ARPA strategy of an LM order (1 to 5)."""
     if order >= 4:
@@ -199,16 +215,20 @@ def reordering_table(draw, pt_text: str, columns: int, conditioned_on_target: bo
 
 @st.composite
 def moses_case(
-    draw, max_n: int = 5, max_d: int = 4, order: int = 2, semantics: str = "moses", types=REORDERING_TYPES
+    draw, max_n: int = 5, max_d: int = 4, order: int = 2, semantics: str = "moses", types=REORDERING_TYPES,
+    srilm_lm: bool = False,
 ):
     """(model, sentence): a random moses.ini model with a LexicalReordering feature of a random
-    type (one of ``types``) and weights of any sign, under ``semantics``."""
+    type (one of ``types``) and weights of any sign, under ``semantics``; with ``srilm_lm`` the
+    LM's non-extending n-grams have no backoff (:func:`without_dead_backoffs`)."""
     from fstdecode.model.lexical_reordering import parse_reordering_type
 
     n = draw(st.integers(1, max_n))
     sentence = tuple(draw(st.lists(st.sampled_from(SOURCE_VOCAB), min_size=n, max_size=n)))
     config = parse_reordering_type(draw(st.sampled_from(types)))
     pt, lm = draw(phrase_table(sentence)), draw(arpa_of_order(order))
+    if srilm_lm:
+        lm = without_dead_backoffs(lm)
     rt = draw(reordering_table(pt, config.table_columns, config.condition == "fe"))
     lr = " ".join(f"{draw(signed(-1, 1)):.3f}" for _ in range(config.num_features))
     d = draw(st.integers(1, max_d))

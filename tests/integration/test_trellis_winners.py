@@ -71,10 +71,14 @@ def _oracle(problem, derivations):
 
 
 def _check(problem):
+    from fstdecode.problem.problem import SearchLimitError
     from fstdecode.reference import exhaustive
 
-    derivations = [(problem.score(ph)[1], ph) for ph in exhaustive.derivations(problem)]
-    assume(0 < len(derivations) <= 3000)  # every derivation is listed: k-best lists of that size
+    try:  # every derivation is listed: small problems only (k-best lists of that size)
+        derivations = [(problem.score(ph)[1], ph) for ph in exhaustive.derivations(problem, limit=20000)]
+    except SearchLimitError:
+        derivations = []
+    assume(0 < len(derivations) <= 3000)
     best = _oracle(problem, derivations)
     found = stack_search(problem, StackOptions(nbest=len(derivations) + 1, **EVERYTHING))
     assert len(found.hypotheses) == len(derivations)  # nothing pruned
@@ -122,7 +126,10 @@ def test_trellis_numbers_equal_the_path_own_to_float_precision(data):
     """In exact arithmetic a path's trellis breakdown and total are its own chain's (each lost
     winner's chain is subtracted, the hypothesis' own added): the float emulation agrees with the
     independent scorer to float precision, on random models with lexicalized reordering."""
-    model, sentence = data.draw(moses_case(max_n=6, order=3))
+    # (An LM as SRILM and KenLM write them: a context's KenLM state then decides the later scores
+    # as Moses' recombination assumes; a backoff on a context that extends to nothing would be
+    # charged by fstdecode's state when the context is dropped, by Moses' chain later.)
+    model, sentence = data.draw(moses_case(max_n=6, order=3, srilm_lm=True))
     # A reordering weight of 0 makes rows that differ only there one recombination key (the
     # search keys on weighted rows; Moses on the table's): docs/moses-outputs.md says so.
     weights = dataclasses.replace(model.weights, lr=tuple(w or 0.25 for w in model.weights.lr))
