@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -274,6 +275,10 @@ class Search {
     if (finals.empty()) return result;
     std::stable_sort(finals.begin(), finals.end(),
                      [&](int a, int b) { return -arena_[a].score < -arena_[b].score; });
+    std::map<std::tuple<int, int, int>, int> final_winners;  // Moses' final key -> its best (the first)
+    if (nbest_ > 1)
+      for (int g : finals)  // (with nothing to translate the start is final: it has no phrase, no key)
+        if (arena_[static_cast<std::size_t>(g)].option >= 0) final_winners.emplace(final_key(g), g);
     for (std::size_t i = 0; i < finals.size() && result.hypotheses.size() < static_cast<std::size_t>(nbest_); ++i) {
       Hypothesis out;
       out.score = arena_[static_cast<std::size_t>(finals[i])].score;
@@ -283,7 +288,7 @@ class Search {
       if (exhausted_ && std::any_of(result.hypotheses.begin(), result.hypotheses.end(),
                                     [&](const Hypothesis& x) { return x.options == out.options; }))
         continue;
-      if (nbest_ > 1 && !exhausted_) out.winners = winners(finals[i], finals);
+      if (nbest_ > 1 && !exhausted_) out.winners = winners(finals[i], final_winners);
       result.hypotheses.push_back(std::move(out));
     }
     return result;
@@ -377,11 +382,12 @@ class Search {
     return out;
   }
 
-  // Hypothesis::winners of the complete hypothesis f (finals: every complete one, best first).
+  // Hypothesis::winners of the complete hypothesis f (final_winners: each Moses final key's best
+  // complete hypothesis).
   // Moses' n-best path through f's options is made of the hypotheses h_i = (winner of step i - 1's
   // key) + option i; h_i won when its key's winner (the best hypothesis ever pushed under the key:
   // heads_; for the last step, the best complete one of its Moses key) is exactly that.
-  std::vector<std::vector<int>> winners(int f, const std::vector<int>& finals) const {
+  std::vector<std::vector<int>> winners(int f, const std::map<std::tuple<int, int, int>, int>& final_winners) const {
     std::vector<int> chain;
     int start = f;
     for (; arena_[static_cast<std::size_t>(start)].option >= 0; start = arena_[static_cast<std::size_t>(start)].prev)
@@ -395,9 +401,7 @@ class Search {
       if (i + 1 < chain.size()) {
         w = heads_[static_cast<std::size_t>(key_of_[static_cast<std::size_t>(x)])];
       } else {
-        const auto key = final_key(x);
-        for (int g : finals)
-          if (final_key(g) == key) { w = g; break; }
+        w = final_winners.at(final_key(x));
       }
       const Hyp& hw = arena_[static_cast<std::size_t>(w)];
       const bool same = hw.option == arena_[static_cast<std::size_t>(x)].option && hw.prev == won;
