@@ -103,18 +103,27 @@ def serve(options: ServerOptions, setup: ModelSetup) -> int:
     state = ServerState(options, setup)
     server, sock = make_server(state)
     scheme = "https" if options.tls else "http"
-    print(f"fstdecode: serving {describe(state.service)}; {options.threads} thread(s), queue {options.queue_size}, "
-          f"on {scheme}://{_url_host(options.host)}:{sock.getsockname()[1]} "
-          "(XML-RPC /RPC2, JSON /translate, /health, /metrics)", file=sys.stderr, flush=True)
-    if not options.loopback() and not options.tls:
-        log.warning("listening on %s without TLS: requests%s travel in clear text; give --certfile and --keyfile",
-                    options.host, " and the bearer token" if options.token else "")
-    stops: list[int] = []  # (uvicorn raises the SIGTERM it caught again once stopped: here, not the default's exit)
+    stops: list[int] = []
+
+    def stop(sig: int, _frame) -> None:
+        # Before uvicorn's own handlers are in (server.run installs them), a SIGTERM stops the
+        # server as soon as it has started; after, uvicorn raises the SIGTERM it caught again once
+        # stopped: recorded here, not the default's exit.
+        stops.append(sig)
+        server.should_exit = True
+
+    # The handlers go in before the "serving" line: a client (or a test) may signal at once.
     previous = {
-        signal.SIGTERM: signal.signal(signal.SIGTERM, lambda s, _f: stops.append(s)),
+        signal.SIGTERM: signal.signal(signal.SIGTERM, stop),
         signal.SIGHUP: signal.signal(signal.SIGHUP, lambda _s, _f: state.reload_in_background()),
     }
     try:
+        print(f"fstdecode: serving {describe(state.service)}; {options.threads} thread(s), queue {options.queue_size}, "
+              f"on {scheme}://{_url_host(options.host)}:{sock.getsockname()[1]} "
+              "(XML-RPC /RPC2, JSON /translate, /health, /metrics)", file=sys.stderr, flush=True)
+        if not options.loopback() and not options.tls:
+            log.warning("listening on %s without TLS: requests%s travel in clear text; give --certfile and --keyfile",
+                        options.host, " and the bearer token" if options.token else "")
         server.run(sockets=[sock])
     finally:
         for sig, handler in previous.items():
