@@ -414,11 +414,7 @@ bool KenLMBinary::find_backoff(const WordId* ctx, int n, float* backoff) const {
 }
 
 double KenLMBinary::logprob(const WordId* ctx, int n, WordId w) const {
-  const int m = order_ - 1;
-  if (n > m) {
-    ctx += n - m;
-    n = m;
-  }
+  clip_context(ctx, n, order_);
   if (n < 0) n = 0;
   // The longest stored ctx[n-L..n) + w: its last word first, then leftwards.
   float prob, backoff, p;

@@ -28,6 +28,17 @@ namespace fstdecode {
 
 using WordId = std::int32_t;
 
+// A query's context cut to its last order - 1 words, the only ones an n-gram of `order` reads
+// (ctx moves to the first kept word; n becomes their number). Facts, being by suffix length,
+// are kept by the cut.
+inline void clip_context(const WordId*& ctx, int& n, int order) {
+  const int m = order - 1;
+  if (n > m) {
+    ctx += n - m;
+    n = m;
+  }
+}
+
 // Where logprob_facts writes what the context ctx[0..n) + w knows of itself, by suffix length:
 // backoff[L-1] = backoff(last L words, L) and extends[L-1] = extends(last L words, L), for
 // L = 1 .. n + 1 (the next context's facts, and the right-state test minimisation reads).

@@ -507,11 +507,7 @@ WordId NgramLM::index(std::string_view word) const {
 }
 
 double NgramLM::logprob(const WordId* ctx, int n, WordId w) const {
-  const int m = order_ - 1;
-  if (n > m) {
-    ctx += n - m;
-    n = m;
-  }
+  clip_context(ctx, n, order_);
   if (n <= 0) return 0.0 + unigrams_[static_cast<std::size_t>(w)].prob;
   // hw[L]: key of ctx[n-L..n) + w; hc[L]: key of ctx[n-L..n). Folded from the right.
   constexpr int kStack = 32;
@@ -546,11 +542,7 @@ double NgramLM::logprob(const WordId* ctx, int n, WordId w) const {
 }
 
 void NgramLM::prefetch(const WordId* ctx, int n, WordId w) const {
-  const int m = order_ - 1;
-  if (n > m) {
-    ctx += n - m;
-    n = m;
-  }
+  clip_context(ctx, n, order_);
   // The keys logprob computes (hw[L], hc[L]), in the same fold.
   ngram_hash::query_keys(ctx, n, w, [this](int L, std::uint64_t kw, std::uint64_t kc) {
     tables_[static_cast<std::size_t>(L - 1)].prefetch(kw);
@@ -585,11 +577,7 @@ void NgramLM::facts(const WordId* ctx, int n, double* out) const {
 
 double NgramLM::logprob_facts(const WordId* ctx, int n, WordId w, const double* facts, const NextFacts* next) const {
   const int asked = n;  // next's suffixes: 1 .. asked + 1
-  const int m = order_ - 1;
-  if (n > m) {  // facts are by suffix length: cutting the oldest words keeps them
-    ctx += n - m;
-    n = m;
-  }
+  clip_context(ctx, n, order_);
   // at[L]: the entry of ctx[n-L..n) + w (L = 0: w's unigram), or null when absent; the keys are
   // query_keys' hw[L] (hash_ngram of the same words), every slot prefetched before any is read.
   constexpr int kStack = 32;
@@ -639,11 +627,7 @@ double NgramLM::logprob_facts(const WordId* ctx, int n, WordId w, const double* 
 }
 
 void NgramLM::prefetch_facts(const WordId* ctx, int n, WordId w) const {
-  const int m = order_ - 1;
-  if (n > m) {
-    ctx += n - m;
-    n = m;
-  }
+  clip_context(ctx, n, order_);
   ngram_hash::word_keys(ctx, n, w, [&](int L, std::uint64_t k) { tables_[static_cast<std::size_t>(L - 1)].prefetch(k); });
 }
 

@@ -389,11 +389,7 @@ WordId ImageLM::index(std::string_view word) const {
 }
 
 double ImageLM::logprob(const WordId* ctx, int n, WordId w) const {
-  const int m = order_ - 1;
-  if (n > m) {
-    ctx += n - m;
-    n = m;
-  }
+  clip_context(ctx, n, order_);
   if (n <= 0) return 0.0 + unigrams_[static_cast<std::size_t>(w)].prob;
   // hw[L]: key of ctx[n-L..n) + w; hc[L]: key of ctx[n-L..n) (order_ <= kMaxOrder). As NgramLM.
   std::uint64_t hw[kMaxOrder + 1], hc[kMaxOrder + 1];
@@ -418,11 +414,7 @@ double ImageLM::logprob(const WordId* ctx, int n, WordId w) const {
 }
 
 void ImageLM::prefetch(const WordId* ctx, int n, WordId w) const {
-  const int m = order_ - 1;
-  if (n > m) {
-    ctx += n - m;
-    n = m;
-  }
+  clip_context(ctx, n, order_);
   ngram_hash::query_keys(ctx, n, w, [this](int L, std::uint64_t kw, std::uint64_t kc) {
     tables_[static_cast<std::size_t>(L - 1)].prefetch(kw);
     if (L >= 2) tables_[static_cast<std::size_t>(L - 2)].prefetch(kc);
@@ -472,11 +464,7 @@ void ImageLM::facts(const WordId* ctx, int n, double* out) const {
 
 double ImageLM::logprob_facts(const WordId* ctx, int n, WordId w, const double* facts, const NextFacts* next) const {
   const int asked = n;  // next's suffixes: 1 .. asked + 1
-  const int m = order_ - 1;
-  if (n > m) {  // facts are by suffix length: cutting the oldest words keeps them
-    ctx += n - m;
-    n = m;
-  }
+  clip_context(ctx, n, order_);
   // at[L]: the slot of ctx[n-L..n) + w (L >= 1), or null; keys as logprob's hw[L].
   std::uint64_t key[kMaxOrder + 1];
   const unsigned char* at[kMaxOrder + 1];
@@ -523,11 +511,7 @@ double ImageLM::logprob_facts(const WordId* ctx, int n, WordId w, const double* 
 }
 
 void ImageLM::prefetch_facts(const WordId* ctx, int n, WordId w) const {
-  const int m = order_ - 1;
-  if (n > m) {
-    ctx += n - m;
-    n = m;
-  }
+  clip_context(ctx, n, order_);
   ngram_hash::word_keys(ctx, n, w, [&](int L, std::uint64_t k) { tables_[static_cast<std::size_t>(L - 1)].prefetch(k); });
 }
 
