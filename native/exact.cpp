@@ -652,8 +652,6 @@ class AStar {
     floor_ = std::isfinite(lb) ? lb - 1e-9 * std::max(1.0, std::abs(lb)) : -kInf;
   }
 
-  // run() in support mode: the result, and the options of every derivation scoring at least the
-  // lower bound (exact.py, support: β over the recorded transitions, states by coverage size).
   // exact_bound_check (exact.h): every state reachable from the start, each completion scored
   // exhaustively (best over its transitions, as expand scores them, with no floor).
   BoundCheck check_bounds() {
@@ -715,6 +713,8 @@ class AStar {
     return out;
   }
 
+  // run() in support mode: the result, and the options of every derivation scoring at least the
+  // lower bound (exact.py, support: β over the recorded transitions, states by coverage size).
   ExactSupport run_support() {
     ExactSupport out;
     out.result = run();
@@ -857,14 +857,7 @@ class AStar {
       sum += cover_[static_cast<std::size_t>(a) + 1];
       a = cov.next(e, n_, false);
     }
-    // open_bound's distortion part (eta < 0 charges d a word left; the same count as there)
-    double h;
-    if (eta_ >= 0.0) {
-      h = sum - eta_ * remaining_distortion(cov, t, n_, p_.charge_final());
-    } else {
-      const int uncovered = n_ - cov.count();
-      h = sum - eta_ * d_ * (uncovered + 1);
-    }
+    const double h = sum - distortion_cost(cov, t, n_, eta_, d_, p_.charge_final(), n_ - cov.count());
     memo_index_.insert(hash, static_cast<int>(memo_.size()));
     memo_.push_back({cov, t, h});
     return h;

@@ -92,6 +92,15 @@ double tape_bound(const Problem& problem, const ExactBounds& bounds, int s, cons
 // The heuristic of a state that does not cover every position (exact.py, heuristic): the covers
 // of its gaps, the </s> bound and the distortion bound. d is the limit clamped to n + 2.
 // final: the jump into </s> is charged (else Moses' Φ without it, exact.py lemma 8).
+// What the jumps still to come may cost a state at the least, weighted (subtracted from a bound):
+// M&Q's remaining distortion for eta >= 0; for eta < 0 (a jump then pays) d for each of the
+// `uncovered` positions and for </s>. Shared by open_bound and the A*'s window bound.
+template <class C>
+double distortion_cost(const C& cov, int t, int n, double eta, int d, bool final, int uncovered) {
+  if (eta >= 0.0) return eta * remaining_distortion(cov, t, n, final);
+  return eta * d * (uncovered + 1);
+}
+
 template <class C>
 double open_bound(const ExactBounds& b, const C& cov, int t, int n, double eta, int d, bool final = true) {
   double sum = b.eos;
@@ -103,8 +112,7 @@ double open_bound(const ExactBounds& b, const C& cov, int t, int n, double eta, 
     uncovered += e - a;
     a = cov.next(e, n, false);
   }
-  if (eta >= 0.0) return sum - eta * remaining_distortion(cov, t, n, final);
-  return sum - eta * d * (uncovered + 1);
+  return sum - distortion_cost(cov, t, n, eta, d, final, uncovered);
 }
 
 // The A*'s bounds take time and memory the state budget does not count: the (phrase,
