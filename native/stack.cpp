@@ -374,11 +374,17 @@ class Search {
     return lr_ ? std::make_tuple(opt.t, opt.s, p_.lr_row(opt.id)) : std::make_tuple(opt.t, 0, -1);
   }
 
+  // The hypotheses that placed h's options, first placed first (the start hypothesis not among them).
+  std::vector<int> chain_of(int h) const {
+    std::vector<int> out;
+    for (; arena_[static_cast<std::size_t>(h)].option >= 0; h = arena_[static_cast<std::size_t>(h)].prev) out.push_back(h);
+    std::reverse(out.begin(), out.end());
+    return out;
+  }
+
   std::vector<int> options_of(int h) const {
     std::vector<int> out;
-    for (; h >= 0 && arena_[static_cast<std::size_t>(h)].option >= 0; h = arena_[static_cast<std::size_t>(h)].prev)
-      out.push_back(p_.option(arena_[static_cast<std::size_t>(h)].option).index);
-    std::reverse(out.begin(), out.end());
+    for (int x : chain_of(h)) out.push_back(p_.option(arena_[static_cast<std::size_t>(x)].option).index);
     return out;
   }
 
@@ -388,13 +394,10 @@ class Search {
   // key) + option i; h_i won when its key's winner (the best hypothesis ever pushed under the key:
   // heads_; for the last step, the best complete one of its Moses key) is exactly that.
   std::vector<std::vector<int>> winners(int f, const std::map<std::tuple<int, int, int>, int>& final_winners) const {
-    std::vector<int> chain;
-    int start = f;
-    for (; arena_[static_cast<std::size_t>(start)].option >= 0; start = arena_[static_cast<std::size_t>(start)].prev)
-      chain.push_back(start);
-    std::reverse(chain.begin(), chain.end());
+    const std::vector<int> chain = chain_of(f);
     std::vector<std::vector<int>> out;
-    int won = start;  // the start hypothesis is its key's only one
+    // the start hypothesis, its key's only one
+    int won = chain.empty() ? f : arena_[static_cast<std::size_t>(chain.front())].prev;
     for (std::size_t i = 0; i < chain.size(); ++i) {
       const int x = chain[i];
       int w = x;

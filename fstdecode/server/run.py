@@ -103,13 +103,11 @@ def serve(options: ServerOptions, setup: ModelSetup) -> int:
     state = ServerState(options, setup)
     server, sock = make_server(state)
     scheme = "https" if options.tls else "http"
-    stops: list[int] = []
 
-    def stop(sig: int, _frame) -> None:
+    def stop(_sig: int, _frame) -> None:
         # Before uvicorn's own handlers are in (server.run installs them), a SIGTERM stops the
         # server as soon as it has started; after, uvicorn raises the SIGTERM it caught again once
-        # stopped: recorded here, not the default's exit.
-        stops.append(sig)
+        # stopped: it lands here, not in the default's exit.
         server.should_exit = True
 
     # The handlers go in before the "serving" line: a client (or a test) may signal at once.
