@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -42,15 +43,52 @@ using space::Contexts;
 // |q.t + 1 - s| <= d and lies left of s or right of s's position (or <s>, when s - 1 <= d).
 bool may_precede(const Option& q, int s, int d) { return std::abs(q.t + 1 - s) <= d && (q.t < s || q.s > s); }
 
-// A set of context ids (sorted, unique).
-using ContextSet = std::vector<int>;
+// A set of context ids, in the order they arrived (unique): a membership hash beside the list,
+// so a set of many thousand contexts (a 5-gram's, lemma 1) grows in linear time (a sorted
+// vector's inserts made it quadratic). Small sets are scanned; from kScan ids on, an
+// open-addressing table (linear probing, at most 70% full) answers.
+class ContextSet {
+ public:
+  // Adds id (>= 0); false when it was there.
+  bool insert(int id) {
+    if (contains(id)) return false;
+    items_.push_back(id);
+    if (items_.size() > kScan) {
+      if (10 * items_.size() > 7 * slots_.size()) rehash(2 * items_.size());
+      else place(id);
+    }
+    return true;
+  }
+  bool contains(int id) const {
+    if (items_.size() <= kScan) return std::find(items_.begin(), items_.end(), id) != items_.end();
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = mix(static_cast<std::uint64_t>(id)) & mask;; i = (i + 1) & mask) {
+      if (slots_[i] == id) return true;
+      if (slots_[i] < 0) return false;
+    }
+  }
+  const std::vector<int>& items() const { return items_; }
+  std::size_t size() const { return items_.size(); }
+  std::vector<int>::const_iterator begin() const { return items_.begin(); }
+  std::vector<int>::const_iterator end() const { return items_.end(); }
 
-bool add(ContextSet& set, int id) {
-  const auto it = std::lower_bound(set.begin(), set.end(), id);
-  if (it != set.end() && *it == id) return false;
-  set.insert(it, id);
-  return true;
-}
+ private:
+  static constexpr std::size_t kScan = 8;
+  void place(int id) {
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t i = mix(static_cast<std::uint64_t>(id)) & mask;
+    while (slots_[i] >= 0) i = (i + 1) & mask;
+    slots_[i] = id;
+  }
+  void rehash(std::size_t size) {  // to the least power of two (at least 64) >= size
+    std::size_t pow = 64;
+    while (pow < size) pow *= 2;
+    slots_.assign(pow, -1);
+    for (int id : items_) place(id);
+  }
+  std::vector<int> items_;
+  std::vector<int> slots_;
+};
 
 // The weighted LM scores of the first min(n, k) of words[0..n) after the context m[0..mlen)
 // (no minimisation).
@@ -260,15 +298,17 @@ void add_window_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, in
   const int d = std::min(p.d(), n + 2);
   if (2 * d + 2 > 64) return;
   const int W = 2 * d + 2;
-  // origins[s]: (context, the ends that may leave it) before s, sorted by context.
+  // origins[s]: (context, the ends that may leave it) before s, in the order first marked.
   std::vector<std::vector<std::pair<int, std::uint64_t>>> origins(static_cast<std::size_t>(n) + 1);
   long units = 0;  // one a (context, phrase) score
+  std::unordered_map<int, std::size_t> at;  // context -> its place in origins[s]
   for (int s = 1; s <= n; ++s) {
     auto& origin = origins[static_cast<std::size_t>(s)];
+    at.clear();
     const auto mark = [&](int m, int bit) {
-      auto it = std::lower_bound(origin.begin(), origin.end(), std::make_pair(m, std::uint64_t{0}));
-      if (it == origin.end() || it->first != m) it = origin.insert(it, {m, 0});
-      it->second |= std::uint64_t{1} << bit;
+      const auto [it, fresh] = at.emplace(m, origin.size());
+      if (fresh) origin.emplace_back(m, 0);
+      origin[it->second].second |= std::uint64_t{1} << bit;
     };
     if (s - 1 <= d) mark(bos, W - 1);
     for (const Option* q : preceders[static_cast<std::size_t>(s)])
@@ -338,47 +378,47 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
   // before a phrase starting at s. A phrase of k words or more fixes its context; a shorter one
   // extends the contexts before it, so the sets are grown to their fixpoint.
   // The fixpoint is semi-naive: each context reaches each set once, in the order it arrived
-  // (`arrived`, beside the sorted sets), and each (context, short phrase) pair is joined once;
-  // best_join[q] keeps the best join score of a short phrase q over the contexts before it (a
-  // maximum, so the same whatever the order the contexts came in).
+  // (the set's items), and each (context, short phrase) pair is joined once; best_join[q] keeps
+  // the best join score of a short phrase q over the contexts before it (a maximum, so the same
+  // whatever the order the contexts came in).
   std::vector<ContextSet> after(count), before(static_cast<std::size_t>(n) + 1);
-  std::vector<std::vector<int>> after_arrived(count), before_arrived(static_cast<std::size_t>(n) + 1);
   std::vector<double> best_join(count, -kInf);
-  const auto add_to = [](ContextSet& set, std::vector<int>& arrived, int id) {
-    if (!add(set, id)) return false;
-    arrived.push_back(id);
-    return true;
-  };
   for (int a = 1; a <= n; ++a)
     for (const Option& q : by_start[static_cast<std::size_t>(a)])
-      if (static_cast<int>(q.words.size()) >= k)
-        add_to(after[static_cast<std::size_t>(q.id)], after_arrived[static_cast<std::size_t>(q.id)], joins.get(bos, q).last);
-  // passed[s][j]: how many of after_arrived[preceders[s][j]] have reached before[s]; joined[s]:
-  // how many of before_arrived[s] the short phrases at s have been joined with.
+      if (static_cast<int>(q.words.size()) >= k) after[static_cast<std::size_t>(q.id)].insert(joins.get(bos, q).last);
+  // passed[s][j]: how many of after[preceders[s][j]]'s items have reached before[s]; joined[s]:
+  // how many of before[s]'s items the short phrases at s have been joined with.
   std::vector<std::vector<std::size_t>> passed(static_cast<std::size_t>(n) + 1);
   for (int s = 1; s <= n; ++s) passed[static_cast<std::size_t>(s)].assign(preceders[static_cast<std::size_t>(s)].size(), 0);
   std::vector<std::size_t> joined(static_cast<std::size_t>(n) + 1, 0);
+  std::vector<std::vector<const Option*>> short_at(static_cast<std::size_t>(n) + 1);  // fewer than k words
+  for (int s = 1; s <= n; ++s)
+    for (const Option& q : by_start[static_cast<std::size_t>(s)])
+      if (static_cast<int>(q.words.size()) < k) short_at[static_cast<std::size_t>(s)].push_back(&q);
+  constexpr long kKeptJoins = 2'000'000;
+  long fixpoint_joins = 0;
   for (bool changed = true; changed;) {
     changed = false;
     for (int s = 1; s <= n; ++s) {
       const auto i = static_cast<std::size_t>(s);
       ContextSet& set = before[i];
-      std::vector<int>& arrived = before_arrived[i];
-      if (s - 1 <= d) add_to(set, arrived, bos);
+      if (s - 1 <= d) set.insert(bos);
       const auto& pre = preceders[i];
       for (std::size_t j = 0; j < pre.size(); ++j) {
-        const std::vector<int>& from = after_arrived[static_cast<std::size_t>(pre[j]->id)];
-        for (std::size_t& x = passed[i][j]; x < from.size(); ++x) add_to(set, arrived, from[x]);
+        const std::vector<int>& from = after[static_cast<std::size_t>(pre[j]->id)].items();
+        for (std::size_t& x = passed[i][j]; x < from.size(); ++x) set.insert(from[x]);
       }
-      for (; joined[i] < arrived.size(); ++joined[i]) {
-        const int m = arrived[joined[i]];
-        for (const Option& q : by_start[i]) {
-          if (static_cast<int>(q.words.size()) >= k) continue;
+      for (; joined[i] < set.size(); ++joined[i]) {
+        const int m = set.items()[joined[i]];
+        for (const Option* q : short_at[i]) {
           work();
-          const space::Joined j = joins.get(m, q);
-          double& best = best_join[static_cast<std::size_t>(q.id)];
+          // The first kKeptJoins are cached for the A* (it joins with the contexts of a small
+          // fixpoint again: a trigram's), the rest only scored (a 5-gram's millions would fill
+          // a table of gigabytes with joins it never asks for).
+          const space::Joined j = ++fixpoint_joins <= kKeptJoins ? joins.get(m, *q) : joins.score(m, *q);
+          double& best = best_join[static_cast<std::size_t>(q->id)];
           best = std::max(best, j.score);
-          changed |= add_to(after[static_cast<std::size_t>(q.id)], after_arrived[static_cast<std::size_t>(q.id)], j.last);
+          changed |= after[static_cast<std::size_t>(q->id)].insert(j.last);
         }
       }
     }

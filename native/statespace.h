@@ -529,6 +529,14 @@ class BosJoins {
       : join_(problem, contexts, minimize), facts_(problem, contexts), use_facts_(minimize && problem.lm_facts()),
         uncached_(use_facts_ && !keep_facts), slots_(1024) {}
 
+  // get's value, scored afresh and not kept: for joins made once and never asked again (the
+  // bounds' context fixpoint makes millions on a 5-gram, a cache miss each in the table).
+  Joined score(int context, const Option& opt) {
+    if (use_facts_) return facts_(context, opt);
+    const Sig tape = make_sig(0, 0, 0, context);
+    return join_(&tape, opt, nullptr);
+  }
+
   Joined get(int context, const Option& opt) {
     if (uncached_) return facts_(context, opt);
     const std::uint64_t h = mix(pair64(context, opt.id));
