@@ -291,25 +291,36 @@ struct Work {
 // before_end equals the LM part of beta). A search state whose coverage leaves fewer ends open
 // before a phrase then bounds it by those alone (AStar::window_bound). The reordering part is
 // added after, as to beta. Counted as the option bounds are: one unit a (context, phrase) score.
-void add_window_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, int bos,
-                       const std::vector<std::vector<const Option*>>& preceders, const std::vector<ContextSet>& after,
-                       ExactBounds& b, Work& work) {
+// The fixpoint's join scores of the short phrases (fewer than k words) of each start s: the
+// i-th context of before[s] with short_at[s][j] at scores[s][i * |short_at[s]| + j] (kept for
+// add_window_bounds, which would otherwise join them all again).
+struct ShortJoins {
+  std::vector<std::vector<const Option*>> short_at;
+  std::vector<std::vector<double>> scores;
+};
+
+void add_window_bounds(const Problem& p, Contexts& contexts, int bos,
+                       const std::vector<std::vector<const Option*>>& preceders, const std::vector<ContextSet>& before,
+                       const std::vector<ContextSet>& after, const ShortJoins& shorts, ExactBounds& b, Work& work) {
   const int n = p.n(), k = p.order() - 1;
   const int d = std::min(p.d(), n + 2);
   if (2 * d + 2 > 64) return;
   const int W = 2 * d + 2;
-  // origins[s]: (context, the ends that may leave it) before s, in the order first marked.
+  // origins[s]: (context, the ends that may leave it) before s, in before[s]'s order (the
+  // contexts marked are before[s]'s: <s> and those after the phrases that may precede s).
   std::vector<std::vector<std::pair<int, std::uint64_t>>> origins(static_cast<std::size_t>(n) + 1);
   long units = 0;  // one a (context, phrase) score
-  std::unordered_map<int, std::size_t> at;  // context -> its place in origins[s]
+  std::unordered_map<int, std::size_t> at;  // context -> its place in before[s]
   for (int s = 1; s <= n; ++s) {
     auto& origin = origins[static_cast<std::size_t>(s)];
+    const auto& items = before[static_cast<std::size_t>(s)].items();
     at.clear();
-    const auto mark = [&](int m, int bit) {
-      const auto [it, fresh] = at.emplace(m, origin.size());
-      if (fresh) origin.emplace_back(m, 0);
-      origin[it->second].second |= std::uint64_t{1} << bit;
-    };
+    origin.clear();
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      at.emplace(items[i], i);
+      origin.emplace_back(items[i], 0);
+    }
+    const auto mark = [&](int m, int bit) { origin[at.at(m)].second |= std::uint64_t{1} << bit; };
     if (s - 1 <= d) mark(bos, W - 1);
     for (const Option* q : preceders[static_cast<std::size_t>(s)])
       for (int m : after[static_cast<std::size_t>(q->id)]) mark(m, q->t - (s - 1 - d));
@@ -325,8 +336,12 @@ void add_window_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, in
     const auto& origin = origins[static_cast<std::size_t>(s)];
     // the prefix scores of a long phrase's first k words after each context, once a key
     std::vector<std::pair<std::vector<WordId>, std::vector<double>>> prefixes;
+    const std::size_t width = shorts.short_at[static_cast<std::size_t>(s)].size();
+    const double* joined = shorts.scores[static_cast<std::size_t>(s)].data();
+    std::size_t short_index = 0;  // o's place in short_at[s] (made in by_start's order)
     for (const Option& o : p.by_start()[static_cast<std::size_t>(s)]) {
       const bool long_phrase = static_cast<int>(o.words.size()) >= k;
+      const std::size_t j = long_phrase ? 0 : short_index++;
       const double charge = long_phrase ? end_charge(p, o.words, k) : 0.0;
       const std::vector<double>* prefix = nullptr;
       if (long_phrase) {
@@ -343,7 +358,7 @@ void add_window_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, in
       double* row = b.before_end.data() + static_cast<std::size_t>(o.id) * static_cast<std::size_t>(W);
       for (std::size_t i = 0; i < origin.size(); ++i) {
         const auto& [m, ends] = origin[i];
-        const double lm = long_phrase ? (*prefix)[i] + charge : joins.get(m, o).score;
+        const double lm = long_phrase ? (*prefix)[i] + charge : joined[i * width + j];
         const double v = o.score + lm;
         for (std::uint64_t e = ends; e; e &= e - 1) {
           double& x = row[__builtin_ctzll(e)];
@@ -391,7 +406,11 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
   std::vector<std::vector<std::size_t>> passed(static_cast<std::size_t>(n) + 1);
   for (int s = 1; s <= n; ++s) passed[static_cast<std::size_t>(s)].assign(preceders[static_cast<std::size_t>(s)].size(), 0);
   std::vector<std::size_t> joined(static_cast<std::size_t>(n) + 1, 0);
-  std::vector<std::vector<const Option*>> short_at(static_cast<std::size_t>(n) + 1);  // fewer than k words
+  ShortJoins shorts;  // its scores kept for the window bounds alone
+  auto& short_at = shorts.short_at;
+  short_at.resize(static_cast<std::size_t>(n) + 1);
+  shorts.scores.resize(static_cast<std::size_t>(n) + 1);
+  const bool keep_scores = windows && 2 * d + 2 <= 64;
   for (int s = 1; s <= n; ++s)
     for (const Option& q : by_start[static_cast<std::size_t>(s)])
       if (static_cast<int>(q.words.size()) < k) short_at[static_cast<std::size_t>(s)].push_back(&q);
@@ -416,6 +435,7 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
           // fixpoint again: a trigram's), the rest only scored (a 5-gram's millions would fill
           // a table of gigabytes with joins it never asks for).
           const space::Joined j = ++fixpoint_joins <= kKeptJoins ? joins.get(m, *q) : joins.score(m, *q);
+          if (keep_scores) shorts.scores[i].push_back(j.score);
           double& best = best_join[static_cast<std::size_t>(q->id)];
           best = std::max(best, j.score);
           changed |= after[static_cast<std::size_t>(q->id)].insert(j.last);
@@ -453,7 +473,7 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
       b.beta[static_cast<std::size_t>(o.id)] = o.score + lm;
     }
   }
-  if (windows) add_window_bounds(p, contexts, joins, bos, preceders, after, b, work);
+  if (windows) add_window_bounds(p, contexts, bos, preceders, before, after, shorts, b, work);
   if (p.has_reordering()) {
     const std::vector<double> tops = reordering_bounds(p);
     for (std::size_t id = 0; id < count; ++id) {
