@@ -269,8 +269,9 @@ std::vector<double> reordering_bounds(const Problem& p) {
 // the tape bounds' too.
 // Work: the size of build_bounds' work, counted so that a search can cap it (exact.h,
 // bounds_cap): each (phrase, predecessor) pair it lists, each (context, short phrase) join of
-// the contexts' fixpoint and each (context, phrase) score its option bounds and </s> bound
-// take; past `cap` (< 0: none) the build stops with BoundsTooBig.
+// the contexts' fixpoint and each (context, k-word prefix) score its option bounds, window
+// bounds and </s> bound take (the short phrases' scores they read from the fixpoint are not
+// counted again); past `cap` (< 0: none) the build stops with BoundsTooBig.
 // (The fixpoint of the contexts revisits the pairs, a few times over: bounded by them.)
 struct BoundsTooBig {
   long cap;
@@ -284,13 +285,6 @@ struct Work {
   }
 };
 
-// The option bounds by the end of the phrase before (ExactBounds::before_end): for each start s,
-// each context of before[s] is marked with the ends j of the options that may precede s and can
-// leave it (and <s>); an option's bound for end j is its score after the best context so marked,
-// as beta is after the best of them all (the same join and prefix scores, so max over j of
-// before_end equals the LM part of beta). A search state whose coverage leaves fewer ends open
-// before a phrase then bounds it by those alone (AStar::window_bound). The reordering part is
-// added after, as to beta. Counted as the option bounds are: one unit a (context, phrase) score.
 // The fixpoint's join scores of the short phrases (fewer than k words) of each start s: the
 // i-th context of before[s] with short_at[s][j] at scores[s][i * |short_at[s]| + j] (kept for
 // add_window_bounds, which would otherwise join them all again).
@@ -299,6 +293,13 @@ struct ShortJoins {
   std::vector<std::vector<double>> scores;
 };
 
+// The option bounds by the end of the phrase before (ExactBounds::before_end): for each start s,
+// each context of before[s] is marked with the ends j of the options that may precede s and can
+// leave it (and <s>); an option's bound for end j is its score after the best context so marked,
+// as beta is after the best of them all (the same join and prefix scores, so max over j of
+// before_end equals the LM part of beta). A search state whose coverage leaves fewer ends open
+// before a phrase then bounds it by those alone (AStar::window_bound). The reordering part is
+// added after, as to beta. Counted as the option bounds are: one unit a (context, prefix) score.
 void add_window_bounds(const Problem& p, Contexts& contexts, int bos,
                        const std::vector<std::vector<const Option*>>& preceders, const std::vector<ContextSet>& before,
                        const std::vector<ContextSet>& after, const ShortJoins& shorts, ExactBounds& b, Work& work) {
@@ -309,7 +310,7 @@ void add_window_bounds(const Problem& p, Contexts& contexts, int bos,
   // origins[s]: (context, the ends that may leave it) before s, in before[s]'s order (the
   // contexts marked are before[s]'s: <s> and those after the phrases that may precede s).
   std::vector<std::vector<std::pair<int, std::uint64_t>>> origins(static_cast<std::size_t>(n) + 1);
-  long units = 0;  // one a (context, phrase) score
+  long units = 0;  // one a (context, prefix) score
   std::unordered_map<int, std::size_t> at;  // context -> its place in before[s]
   for (int s = 1; s <= n; ++s) {
     auto& origin = origins[static_cast<std::size_t>(s)];
@@ -324,7 +325,13 @@ void add_window_bounds(const Problem& p, Contexts& contexts, int bos,
     if (s - 1 <= d) mark(bos, W - 1);
     for (const Option* q : preceders[static_cast<std::size_t>(s)])
       for (int m : after[static_cast<std::size_t>(q->id)]) mark(m, q->t - (s - 1 - d));
-    units += static_cast<long>(origin.size() * p.by_start()[static_cast<std::size_t>(s)].size());
+    std::vector<std::vector<WordId>> keys;  // the distinct k-word prefixes of the long phrases at s
+    for (const Option& o : p.by_start()[static_cast<std::size_t>(s)])
+      if (static_cast<int>(o.words.size()) >= k) {
+        std::vector<WordId> key(o.words.begin(), o.words.begin() + k);
+        if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(std::move(key));
+      }
+    units += static_cast<long>(origin.size() * keys.size());
   }
   // An option of the heuristic, not of its soundness: past the work cap, the search keeps beta.
   if (work.cap >= 0 && work.done + units > work.cap) return;
@@ -462,9 +469,7 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
             work();
             best = std::max(best, prefix_score(p, contexts, m, o.words, k, seq));
           }
-        } else {  // the fixpoint joined it with every context of `set` (-inf for none); the
-                  // work is counted as when each (context, phrase) score was taken here
-          work(static_cast<long>(set.size()));
+        } else {  // the fixpoint joined it with every context of `set` (-inf for none)
           best = best_join[static_cast<std::size_t>(o.id)];
         }
         it = memo.insert(memo.end(), {key, best});
