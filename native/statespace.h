@@ -537,6 +537,14 @@ class BosJoins {
     return join_(&tape, opt, nullptr);
   }
 
+  // get's value, from the cache when it holds it, else scored afresh and not kept (for a caller
+  // that keeps its own: the A*'s join rows).
+  Joined peek(int context, const Option& opt) {
+    if (uncached_) return facts_(context, opt);
+    const Slot* slot = find(mix(pair64(context, opt.id)));
+    return slot->value.first >= 0 ? slot->value : score(context, opt);
+  }
+
   Joined get(int context, const Option& opt) {
     if (uncached_) return facts_(context, opt);
     const std::uint64_t h = mix(pair64(context, opt.id));
