@@ -38,10 +38,10 @@ DEFAULT_PROVE_MAX_STATES = 100_000
 
 #: The work the heuristic's tables may take (phrase pairs, joins and context scores; native/exact.cpp,
 #: Work) per state of the budget, and at least MIN_BOUNDS_WORK. Beyond it the A* is not run (the
-#: line gets no bound): on the real-size 5-gram model of
-#: scripts/make_big_model.py the tables of one sentence take 5-10 s, 100-200 times the stack
-#: decoder's search, so such a line keeps the stack decoder's translation, not proven and without
-#: a gap, after about 0.2 s there. Every Hansards trigram line but one builds its tables within it.
+#: line gets no bound): on the real-size 5-gram model of scripts/make_big_model.py the tables of
+#: one sentence take 10-66 million units, 5-30 s, tens of times the stack decoder's search, so
+#: such a line keeps the stack decoder's translation, not proven and without a gap, after about
+#: 0.2 s there. Every Hansards trigram line builds its tables within it.
 BOUNDS_WORK_PER_STATE = 5
 MIN_BOUNDS_WORK = 500_000
 
