@@ -38,12 +38,14 @@ DEFAULT_PROVE_MAX_STATES = 100_000
 
 #: The work the heuristic's tables may take (phrase pairs, joins and context scores; native/exact.cpp,
 #: Work) per state of the budget, and at least MIN_BOUNDS_WORK. Beyond it the A* is not run (the
-#: line gets no bound): on the real-size 5-gram model of scripts/make_big_model.py the tables of
-#: one sentence take 10-66 million units, 5-30 s, tens of times the stack decoder's search, so
-#: such a line keeps the stack decoder's translation, not proven and without a gap, after about
-#: 0.2 s there. Every Hansards trigram line builds its tables within it.
-BOUNDS_WORK_PER_STATE = 5
-MIN_BOUNDS_WORK = 500_000
+#: line gets no bound). On the shared models a line's tables take at most 324,110 units
+#: (Hansards trigram; Europarl at most 122,558, de-en 7,428), and every line the default proves
+#: takes at most 239,811; on the real-size 5-gram model of scripts/make_big_model.py they take
+#: 10-66 million, 5-30 s, tens of times the stack decoder's search, so such a line keeps the
+#: stack decoder's translation, not proven and without a gap, after about 0.1 s there (what
+#: keeps the default within 3x the stack decoder's time on that model).
+BOUNDS_WORK_PER_STATE = 2
+MIN_BOUNDS_WORK = 250_000
 
 
 def bounds_work(max_states: int) -> int:
