@@ -285,6 +285,10 @@ struct Work {
   }
 };
 
+// Whether the window bounds' tables (2d + 2 ends a phrase, one bit each in a 64-bit mask) fit
+// the limit d (clamped to n + 2); beyond it the search keeps beta alone.
+bool window_tables_fit(int d) { return 2 * d + 2 <= 64; }
+
 // The fixpoint's join scores of the short phrases (fewer than k words) of each start s: the
 // i-th context of before[s] with short_at[s][j] at scores[s][i * |short_at[s]| + j] (kept for
 // add_window_bounds, which would otherwise join them all again).
@@ -305,33 +309,32 @@ void add_window_bounds(const Problem& p, Contexts& contexts, int bos,
                        const std::vector<ContextSet>& after, const ShortJoins& shorts, ExactBounds& b, Work& work) {
   const int n = p.n(), k = p.order() - 1;
   const int d = std::min(p.d(), n + 2);
-  if (2 * d + 2 > 64) return;
+  if (!window_tables_fit(d)) return;
   const int W = 2 * d + 2;
-  // origins[s]: (context, the ends that may leave it) before s, in before[s]'s order (the
-  // contexts marked are before[s]'s: <s> and those after the phrases that may precede s).
-  std::vector<std::vector<std::pair<int, std::uint64_t>>> origins(static_cast<std::size_t>(n) + 1);
+  // ends[s][i]: the ends that may leave before[s]'s i-th context (<s>'s bit, W - 1, for <s>);
+  // keys[s]: the distinct k-word prefixes of the long phrases at s, each scored after every
+  // context of before[s] below.
+  std::vector<std::vector<std::uint64_t>> ends(static_cast<std::size_t>(n) + 1);
+  std::vector<std::vector<std::vector<WordId>>> keys(static_cast<std::size_t>(n) + 1);
   long units = 0;  // one a (context, prefix) score
   std::unordered_map<int, std::size_t> at;  // context -> its place in before[s]
   for (int s = 1; s <= n; ++s) {
-    auto& origin = origins[static_cast<std::size_t>(s)];
     const auto& items = before[static_cast<std::size_t>(s)].items();
+    auto& bits = ends[static_cast<std::size_t>(s)];
+    bits.assign(items.size(), 0);
     at.clear();
-    origin.clear();
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      at.emplace(items[i], i);
-      origin.emplace_back(items[i], 0);
-    }
-    const auto mark = [&](int m, int bit) { origin[at.at(m)].second |= std::uint64_t{1} << bit; };
+    for (std::size_t i = 0; i < items.size(); ++i) at.emplace(items[i], i);
+    const auto mark = [&](int m, int bit) { bits[at.at(m)] |= std::uint64_t{1} << bit; };
     if (s - 1 <= d) mark(bos, W - 1);
     for (const Option* q : preceders[static_cast<std::size_t>(s)])
       for (int m : after[static_cast<std::size_t>(q->id)]) mark(m, q->t - (s - 1 - d));
-    std::vector<std::vector<WordId>> keys;  // the distinct k-word prefixes of the long phrases at s
+    auto& distinct = keys[static_cast<std::size_t>(s)];
     for (const Option& o : p.by_start()[static_cast<std::size_t>(s)])
       if (static_cast<int>(o.words.size()) >= k) {
         std::vector<WordId> key(o.words.begin(), o.words.begin() + k);
-        if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(std::move(key));
+        if (std::find(distinct.begin(), distinct.end(), key) == distinct.end()) distinct.push_back(std::move(key));
       }
-    units += static_cast<long>(origin.size() * keys.size());
+    units += static_cast<long>(items.size() * distinct.size());
   }
   // An option of the heuristic, not of its soundness: past the work cap, the search keeps beta.
   if (work.cap >= 0 && work.done + units > work.cap) return;
@@ -340,9 +343,11 @@ void add_window_bounds(const Problem& p, Contexts& contexts, int bos,
   b.before_end.assign(static_cast<std::size_t>(p.option_count()) * static_cast<std::size_t>(W), -kInf);
   std::vector<WordId> seq;
   for (int s = 1; s <= n; ++s) {
-    const auto& origin = origins[static_cast<std::size_t>(s)];
-    // the prefix scores of a long phrase's first k words after each context, once a key
-    std::vector<std::pair<std::vector<WordId>, std::vector<double>>> prefixes;
+    const auto& items = before[static_cast<std::size_t>(s)].items();
+    const auto& bits = ends[static_cast<std::size_t>(s)];
+    const auto& distinct = keys[static_cast<std::size_t>(s)];
+    // prefixes[x]: distinct[x]'s prefix scores after each context, made when first needed
+    std::vector<std::vector<double>> prefixes(distinct.size());
     const std::size_t width = shorts.short_at[static_cast<std::size_t>(s)].size();
     const double* joined = shorts.scores[static_cast<std::size_t>(s)].data();
     std::size_t short_index = 0;  // o's place in short_at[s] (made in by_start's order)
@@ -352,22 +357,21 @@ void add_window_bounds(const Problem& p, Contexts& contexts, int bos,
       const double charge = long_phrase ? end_charge(p, o.words, k) : 0.0;
       const std::vector<double>* prefix = nullptr;
       if (long_phrase) {
-        std::vector<WordId> key(o.words.begin(), o.words.begin() + k);
-        auto it = std::find_if(prefixes.begin(), prefixes.end(), [&](const auto& x) { return x.first == key; });
-        if (it == prefixes.end()) {
-          std::vector<double> scores;
-          scores.reserve(origin.size());
-          for (const auto& entry : origin) scores.push_back(prefix_score(p, contexts, entry.first, o.words, k, seq));
-          it = prefixes.insert(prefixes.end(), {std::move(key), std::move(scores)});
+        const auto key = std::find_if(distinct.begin(), distinct.end(), [&](const std::vector<WordId>& x) {
+          return std::equal(x.begin(), x.end(), o.words.begin());
+        });
+        std::vector<double>& scores = prefixes[static_cast<std::size_t>(key - distinct.begin())];
+        if (scores.empty() && !items.empty()) {
+          scores.reserve(items.size());
+          for (int m : items) scores.push_back(prefix_score(p, contexts, m, o.words, k, seq));
         }
-        prefix = &it->second;
+        prefix = &scores;
       }
       double* row = b.before_end.data() + static_cast<std::size_t>(o.id) * static_cast<std::size_t>(W);
-      for (std::size_t i = 0; i < origin.size(); ++i) {
-        const auto& [m, ends] = origin[i];
+      for (std::size_t i = 0; i < items.size(); ++i) {
         const double lm = long_phrase ? (*prefix)[i] + charge : joined[i * width + j];
         const double v = o.score + lm;
-        for (std::uint64_t e = ends; e; e &= e - 1) {
+        for (std::uint64_t e = bits[i]; e; e &= e - 1) {
           double& x = row[__builtin_ctzll(e)];
           x = std::max(x, v);
         }
@@ -417,7 +421,7 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
   auto& short_at = shorts.short_at;
   short_at.resize(static_cast<std::size_t>(n) + 1);
   shorts.scores.resize(static_cast<std::size_t>(n) + 1);
-  const bool keep_scores = windows && 2 * d + 2 <= 64;
+  const bool keep_scores = windows && window_tables_fit(d);
   for (int s = 1; s <= n; ++s)
     for (const Option& q : by_start[static_cast<std::size_t>(s)])
       if (static_cast<int>(q.words.size()) < k) short_at[static_cast<std::size_t>(s)].push_back(&q);

@@ -533,7 +533,7 @@ class BosJoins {
   // bounds' context fixpoint makes millions on a 5-gram, a cache miss each in the table).
   Joined score(int context, const Option& opt) {
     if (use_facts_) return facts_(context, opt);
-    const Sig tape = make_sig(0, 0, 0, context);
+    const Sig tape = make_sig(0, 0, 0, context);  // F = () (id 0); join reads no t
     return join_(&tape, opt, nullptr);
   }
 
@@ -550,8 +550,7 @@ class BosJoins {
     const std::uint64_t h = mix(pair64(context, opt.id));
     Slot* slot = find(h);
     if (slot->value.first >= 0) return slot->value;
-    const Sig tape = make_sig(0, 0, 0, context);  // F = () (id 0); join reads no t
-    const Joined value = use_facts_ ? facts_(context, opt) : join_(&tape, opt, nullptr);
+    const Joined value = score(context, opt);
     if (2 * (size_ + 1) > slots_.size()) {
       grow();
       slot = find(h);
