@@ -1,4 +1,5 @@
-// Memory for large tables probed at random (an LM's n-gram tables, lm.h): an allocator whose
+// Memory for large tables probed at random (an LM's n-gram tables, lm.h; the exact A*'s state index,
+// states and nodes, exact.cpp and statespace.h): an allocator whose
 // blocks of 2 MiB and more are 2 MiB-aligned and advised MADV_HUGEPAGE (Linux), so that the
 // kernel backs them with transparent huge pages where it allows them ("madvise" mode, the common
 // default). A probe into a table of gigabytes then rarely misses the TLB: measured on the

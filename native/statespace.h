@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "hash.h"
+#include "huge_pages.h"
 #include "problem.h"
 
 namespace fstdecode {
@@ -138,7 +139,7 @@ class Index {
     ++size_;
   }
   void release() {
-    std::vector<Slot>().swap(slots_);
+    std::vector<Slot, HugePageAllocator<Slot>>().swap(slots_);
     size_ = 0;
   }
   // Starts loading the slot find(h) probes first: a hint for a find to come. Changes no result.
@@ -162,13 +163,13 @@ class Index {
     slots_[i] = {h, id};
   }
   void grow() {
-    std::vector<Slot> old;
+    std::vector<Slot, HugePageAllocator<Slot>> old;
     old.swap(slots_);
     slots_.assign(std::max<std::size_t>(16, old.size() * 2), Slot{});
     for (const Slot& slot : old)
       if (slot.id >= 0) place(slot.hash, slot.id);
   }
-  std::vector<Slot> slots_;
+  std::vector<Slot, HugePageAllocator<Slot>> slots_;  // huge pages: an A*'s millions of slots probed at random
   std::size_t size_ = 0;
 };
 
