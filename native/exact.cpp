@@ -380,8 +380,11 @@ void add_window_bounds(const Problem& p, Contexts& contexts, int bos,
   }
 }
 
+// windows: lemma 9's tables too (--method exact); they and keep_joins are for the A* of a large
+// budget, which reads most of the fixpoint's joins again: keep_joins caches the first kKeptJoins
+// of them in `joins` (a cache miss each to insert), else they are only scored.
 ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, bool tapes = false, long cap = -1,
-                         bool windows = false) {
+                         bool windows = false, bool keep_joins = true) {
   Work work{cap};
   const int n = p.n(), k = p.order() - 1;
   const int d = std::min(p.d(), n + 2);
@@ -442,10 +445,14 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
         const int m = set.items()[joined[i]];
         for (const Option* q : short_at[i]) {
           work();
-          // The first kKeptJoins are cached for the A* (it joins with the contexts of a small
-          // fixpoint again: a trigram's), the rest only scored (a 5-gram's millions would fill
-          // a table of gigabytes with joins it never asks for).
-          const space::Joined j = ++fixpoint_joins <= kKeptJoins ? joins.get(m, *q) : joins.score(m, *q);
+          // With keep_joins the first kKeptJoins are cached for the A* (it joins with the
+          // contexts of a small fixpoint again: a trigram's), the rest only scored (a 5-gram's
+          // millions would fill a table of gigabytes with joins it never asks for). Without it
+          // (--method prove's small budget) none is cached: on the 48 Hansards lines the default's
+          // tables took 1.11-1.24 s with the first 2M cached, 0.76-0.81 s without, its A* 0.05 s
+          // more; --method exact's A* 0.4-1.0 s more (of 18-19 s) without.
+          const space::Joined j =
+              keep_joins && ++fixpoint_joins <= kKeptJoins ? joins.get(m, *q) : joins.score(m, *q);
           if (keep_scores) shorts.scores[i].push_back(j.score);
           double& best = best_join[static_cast<std::size_t>(q->id)];
           best = std::max(best, j.score);
@@ -694,7 +701,7 @@ class AStar {
         contexts_(k_), joins_(problem, contexts_, true), rows_(joins_, problem.option_count()),
         bounds_(build_bounds(problem, contexts_, joins_, false,
                              options.bounds_work >= 0 ? options.bounds_work : bounds_cap(options.max_states),
-                             options.bounds_work < 0 && !C::windowed)),
+                             options.bounds_work < 0 && !C::windowed, options.bounds_work < 0)),
         start_(std::chrono::steady_clock::now()) {
     if (n_ > 0) full_.set_range(0, n_ - 1);
     // spans_[s]: the options starting at s grouped by end (ascending), best beta first.
