@@ -36,6 +36,7 @@ void bind_exact(py::module_& m) {
   py::class_<ExactBounds>(m, "ExactBounds", "the pieces of the exact search's heuristic (tests)")
       .def_readonly("beta", &ExactBounds::beta, "by option id (add_option order)")
       .def_readonly("eos", &ExactBounds::eos)
+      .def_readonly("work", &ExactBounds::work, "the units of work the tables took (exact.cpp, Work)")
       .def_readonly("cover", &ExactBounds::cover, "cover[a][b], 1 <= a <= b <= n")
       .def_readonly("before", &ExactBounds::before, "with tapes: the contexts (words) before each start")
       .def_readonly("lifts", &ExactBounds::lifts, "with tapes: each context's charge")

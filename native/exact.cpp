@@ -283,6 +283,11 @@ struct Work {
     done += units;
     if (done > cap && cap >= 0) throw BoundsTooBig{cap};
   }
+  // `units` the tables will certainly take before they are done: past the cap with them, they
+  // give up now rather than after the units below the cap (the same lines give up, sooner).
+  void expect(long units) const {
+    if (cap >= 0 && done + units > cap) throw BoundsTooBig{cap};
+  }
 };
 
 // Whether the window bounds' tables (2d + 2 ends a phrase, one bit each in a 64-bit mask) fit
@@ -383,6 +388,17 @@ void add_window_bounds(const Problem& p, Contexts& contexts, int bos,
 // windows: lemma 9's tables too (--method exact); they and keep_joins are for the A* of a large
 // budget, which reads most of the fixpoint's joins again: keep_joins caches the first kKeptJoins
 // of them in `joins` (a cache miss each to insert), else they are only scored.
+// How many distinct first-k-word prefixes the options of k words or more among `options` have.
+long distinct_prefixes(const std::vector<Option>& options, int k) {
+  std::vector<const Option*> seen;
+  for (const Option& o : options) {
+    if (static_cast<int>(o.words.size()) < k) continue;
+    const auto same = [&](const Option* x) { return std::equal(o.words.begin(), o.words.begin() + k, x->words.begin()); };
+    if (std::find_if(seen.begin(), seen.end(), same) == seen.end()) seen.push_back(&o);
+  }
+  return static_cast<long>(seen.size());
+}
+
 ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, bool tapes = false, long cap = -1,
                          bool windows = false, bool keep_joins = true) {
   Work work{cap};
@@ -441,6 +457,7 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
         const std::vector<int>& from = after[static_cast<std::size_t>(pre[j]->id)].items();
         for (std::size_t& x = passed[i][j]; x < from.size(); ++x) set.insert(from[x]);
       }
+      work.expect(static_cast<long>((set.size() - joined[i]) * short_at[i].size()));
       for (; joined[i] < set.size(); ++joined[i]) {
         const int m = set.items()[joined[i]];
         for (const Option* q : short_at[i]) {
@@ -464,6 +481,13 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
   ExactBounds b;
   b.beta.assign(count, -kInf);
   std::vector<WordId> seq;
+  {  // the option bounds below score each context of before[s] with each distinct k-word prefix
+    long units = 0;
+    for (int s = 1; s <= n; ++s)
+      units += static_cast<long>(before[static_cast<std::size_t>(s)].size()) *
+               distinct_prefixes(by_start[static_cast<std::size_t>(s)], k);
+    work.expect(units);
+  }
   for (int s = 1; s <= n; ++s) {
     const ContextSet& set = before[static_cast<std::size_t>(s)];
     // Lemma 3, by the option's words: the best prefix score over `set` (k words or more: the
@@ -508,6 +532,7 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
           work();
           b.eos = std::max(b.eos, joins.get(m, p.eos_option()).score);
         }
+  b.work = work.done;
   if (tapes) add_tape_bounds(p, contexts, joins, preceders, before, b);
   // Lemma 4: cover[a][e], the best segmentation of a..e; cover[e + 1][e] = 0. A long sentence's
   // are held by Runs (the same recurrence, so the same values; the best beta of each span, as

@@ -64,6 +64,9 @@ struct ExactBounds {
   std::vector<double> before_end;
   int W = 0;
   double eos = 0.0;
+  // The units of work (exact.cpp, Work) the tables took: a search whose bounds_work is below it
+  // gives up without them, one at or above it builds them.
+  long work = 0;
   std::vector<std::vector<double>> cover;
   Runs runs;
   double cover_at(int a, int b) const {

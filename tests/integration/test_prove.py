@@ -146,3 +146,29 @@ def test_prove_gives_up_without_a_bound_when_the_tables_outgrow_their_share(monk
     assert not got.optimal and got.upper_bound is None and got.gap is None and got.reason is None
     assert got.best.translation == stack.best.translation and got.best.score == stack.best.score
     assert got.stats.phases and dict(got.stats.phases)["search"] == 0.0
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 4])
+@settings(max_examples=examples(20), **SETTINGS)
+@given(data=st.data())
+def test_the_tables_give_up_exactly_past_their_work_cap(order, data):
+    # The tables give up as soon as the work they will certainly do passes the cap (Work::expect,
+    # native/exact.cpp), before doing it: the same lines give up as if they had counted every
+    # unit. So a cap of exactly the tables' work (ExactBounds.work, counted uncapped) builds them
+    # and runs the A*, and one unit less gives up with no bound.
+    from fstdecode._native import core
+    from fstdecode.search.native import native_form
+
+    problem = problem_of(data.draw(random_case(max_n=6, order=order, any_sign=True)))
+    form = native_form(problem).core
+    work = core.exact_bounds(form).work
+    assert work > 0
+
+    def search(cap):
+        options = core.ExactOptions(nbest=1, max_states=10**6, time_limit=-1.0, lower_bound=-math.inf, bounds_work=cap)
+        return core.exact_search(form, options)
+
+    built = search(work)
+    assert built.status in ("", "none")  # the tables built, the A* ran to its end
+    short = search(work - 1)
+    assert short.status == "budget" and math.isnan(short.upper_bound) and not short.hypotheses and short.states == 0
