@@ -385,19 +385,22 @@ void add_window_bounds(const Problem& p, Contexts& contexts, int bos,
   }
 }
 
-// windows: lemma 9's tables too (--method exact); they and keep_joins are for the A* of a large
-// budget, which reads most of the fixpoint's joins again: keep_joins caches the first kKeptJoins
-// of them in `joins` (a cache miss each to insert), else they are only scored.
 // How many distinct first-k-word prefixes the options of k words or more among `options` have.
 long distinct_prefixes(const std::vector<Option>& options, int k) {
   std::vector<const Option*> seen;
   for (const Option& o : options) {
     if (static_cast<int>(o.words.size()) < k) continue;
-    const auto same = [&](const Option* x) { return std::equal(o.words.begin(), o.words.begin() + k, x->words.begin()); };
+    const auto same = [&](const Option* x) {
+      return std::equal(o.words.begin(), o.words.begin() + k, x->words.begin());
+    };
     if (std::find_if(seen.begin(), seen.end(), same) == seen.end()) seen.push_back(&o);
   }
   return static_cast<long>(seen.size());
 }
+
+// windows: lemma 9's tables too (--method exact); they and keep_joins are for the A* of a large
+// budget, which reads most of the fixpoint's joins again: keep_joins caches the first kKeptJoins
+// of them in `joins` (a cache miss each to insert), else they are only scored.
 
 ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, bool tapes = false, long cap = -1,
                          bool windows = false, bool keep_joins = true) {
