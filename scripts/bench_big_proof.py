@@ -76,6 +76,14 @@ def run(args, record) -> int:
         if not path.is_file():
             raise SystemExit(f"{path}: no such file (see this script's docstring for how to make the model)")
     text = source.read_text(encoding="utf-8")
+    shown = f"`{source}`"
+    if args.limit is not None:  # a smoke run: the first N lines
+        text = "".join(line + "\n" for line in text.splitlines()[: args.limit])
+        limited = tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt", delete=False)
+        with limited:
+            limited.write(text)
+        source = Path(limited.name)
+        shown = f"the first {args.limit} lines of `{args.input}`"
     count = len(text.splitlines())
     walls: dict[str, list[float]] = {name: [] for name, _ in RUNS}
     rss: dict[str, list[int]] = {name: [] for name, _ in RUNS}
@@ -124,7 +132,7 @@ def run(args, record) -> int:
         f"- code: {record.code}",
         f"- date: {record.date()}; load average at start {record.load_start}",
         f"- model: `{ini}` (scripts/make_big_model.py's, 5-gram LM, lexicalized reordering, d = 6), input"
-        f" `{source}` ({count} lines); each run one `fstdecode decode -f INI --format json` process, timed"
+        f" {shown} ({count} lines); each run one `fstdecode decode -f INI --format json` process, timed"
         f" whole, its peak RSS its own; an untimed `--method stack` run first (the page cache warm);"
         f" {args.rounds} rounds, the three commands alternating; medians.",
         "",
@@ -149,6 +157,8 @@ def run(args, record) -> int:
         f"- the default's proofs that disagree with exact's score: {disagree} (target 0: {met(disagree == 0)})",
         f"- run time {record.elapsed():.0f} s",
     ]
+    if args.limit is not None:
+        source.unlink()
     write_section(args.out, "bench_big_proof", marked("bench_big_proof", lines))
     log(f"wrote {args.out}")
     return 0
@@ -158,6 +168,7 @@ def _add_args(ap) -> None:
     ap.add_argument("--ini", required=True, help="the model's moses.ini (best its binarized copy)")
     ap.add_argument("--input", required=True, help="the lines to decode (make_big_model's input.txt)")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
+    ap.add_argument("--limit", type=int, metavar="N", help="only the first N lines (a smoke run)")
 
 
 main = script("bench_big_proof", __doc__, run, add_args=_add_args, out=DOCS / "benchmarks.md")
