@@ -139,7 +139,7 @@ class Index {
     ++size_;
   }
   void release() {
-    std::vector<Slot, HugePageAllocator<Slot>>().swap(slots_);
+    Slots().swap(slots_);
     size_ = 0;
   }
   // Starts loading the slot find(h) probes first: a hint for a find to come. Changes no result.
@@ -163,13 +163,15 @@ class Index {
     slots_[i] = {h, id};
   }
   void grow() {
-    std::vector<Slot, HugePageAllocator<Slot>> old;
+    Slots old;
     old.swap(slots_);
     slots_.assign(std::max<std::size_t>(16, old.size() * 2), Slot{});
     for (const Slot& slot : old)
       if (slot.id >= 0) place(slot.hash, slot.id);
   }
-  std::vector<Slot, HugePageAllocator<Slot>> slots_;  // huge pages: an A*'s millions of slots probed at random
+  // In huge pages: an A*'s millions of slots are probed at random (huge_pages.h).
+  using Slots = std::vector<Slot, HugePageAllocator<Slot>>;
+  Slots slots_;
   std::size_t size_ = 0;
 };
 
