@@ -283,12 +283,39 @@ struct Work {
     done += units;
     if (done > cap && cap >= 0) throw BoundsTooBig{cap};
   }
+  // Whether `units` more stay within the cap.
+  bool fits(long units) const { return cap < 0 || done + units <= cap; }
   // `units` the tables will certainly take before they are done: past the cap with them, they
   // give up now rather than after the units below the cap (the same lines give up, sooner).
   void expect(long units) const {
-    if (cap >= 0 && done + units > cap) throw BoundsTooBig{cap};
+    if (!fits(units)) throw BoundsTooBig{cap};
   }
 };
+
+// prefixes[s]: the distinct first-k-word prefixes of the phrases of k words or more starting at
+// s, in by_start's order (the option bounds score each after every context before s).
+using Prefixes = std::vector<std::vector<std::vector<WordId>>>;
+
+Prefixes long_prefixes(const Problem& p, int k) {
+  Prefixes prefixes(static_cast<std::size_t>(p.n()) + 1);
+  for (int s = 1; s <= p.n(); ++s) {
+    auto& distinct = prefixes[static_cast<std::size_t>(s)];
+    for (const Option& o : p.by_start()[static_cast<std::size_t>(s)])
+      if (static_cast<int>(o.words.size()) >= k) {
+        std::vector<WordId> key(o.words.begin(), o.words.begin() + k);
+        if (std::find(distinct.begin(), distinct.end(), key) == distinct.end()) distinct.push_back(std::move(key));
+      }
+  }
+  return prefixes;
+}
+
+// The place in `distinct` (long_prefixes' list of o's start) of o's first k words (o has k or more).
+std::size_t prefix_index(const std::vector<std::vector<WordId>>& distinct, const Option& o) {
+  const auto key = std::find_if(distinct.begin(), distinct.end(), [&](const std::vector<WordId>& x) {
+    return std::equal(x.begin(), x.end(), o.words.begin());
+  });
+  return static_cast<std::size_t>(key - distinct.begin());
+}
 
 // Whether the window bounds' tables (2d + 2 ends a phrase, one bit each in a 64-bit mask) fit
 // the limit d (clamped to n + 2); beyond it the search keeps beta alone.
@@ -311,16 +338,15 @@ struct ShortJoins {
 // added after, as to beta. Counted as the option bounds are: one unit a (context, prefix) score.
 void add_window_bounds(const Problem& p, Contexts& contexts, int bos,
                        const std::vector<std::vector<const Option*>>& preceders, const std::vector<ContextSet>& before,
-                       const std::vector<ContextSet>& after, const ShortJoins& shorts, ExactBounds& b, Work& work) {
+                       const std::vector<ContextSet>& after, const ShortJoins& shorts, const Prefixes& keys,
+                       ExactBounds& b, Work& work) {
   const int n = p.n(), k = p.order() - 1;
   const int d = std::min(p.d(), n + 2);
   if (!window_tables_fit(d)) return;
   const int W = 2 * d + 2;
   // ends[s][i]: the ends that may leave before[s]'s i-th context (<s>'s bit, W - 1, for <s>);
-  // keys[s]: the distinct k-word prefixes of the long phrases at s, each scored after every
-  // context of before[s] below.
+  // keys[s]'s prefixes are each scored after every context of before[s] below.
   std::vector<std::vector<std::uint64_t>> ends(static_cast<std::size_t>(n) + 1);
-  std::vector<std::vector<std::vector<WordId>>> keys(static_cast<std::size_t>(n) + 1);
   long units = 0;  // one a (context, prefix) score
   std::unordered_map<int, std::size_t> at;  // context -> its place in before[s]
   for (int s = 1; s <= n; ++s) {
@@ -333,16 +359,10 @@ void add_window_bounds(const Problem& p, Contexts& contexts, int bos,
     if (s - 1 <= d) mark(bos, W - 1);
     for (const Option* q : preceders[static_cast<std::size_t>(s)])
       for (int m : after[static_cast<std::size_t>(q->id)]) mark(m, q->t - (s - 1 - d));
-    auto& distinct = keys[static_cast<std::size_t>(s)];
-    for (const Option& o : p.by_start()[static_cast<std::size_t>(s)])
-      if (static_cast<int>(o.words.size()) >= k) {
-        std::vector<WordId> key(o.words.begin(), o.words.begin() + k);
-        if (std::find(distinct.begin(), distinct.end(), key) == distinct.end()) distinct.push_back(std::move(key));
-      }
-    units += static_cast<long>(items.size() * distinct.size());
+    units += static_cast<long>(items.size() * keys[static_cast<std::size_t>(s)].size());
   }
   // An option of the heuristic, not of its soundness: past the work cap, the search keeps beta.
-  if (work.cap >= 0 && work.done + units > work.cap) return;
+  if (!work.fits(units)) return;
   work(units);
   b.W = W;
   b.before_end.assign(static_cast<std::size_t>(p.option_count()) * static_cast<std::size_t>(W), -kInf);
@@ -362,10 +382,7 @@ void add_window_bounds(const Problem& p, Contexts& contexts, int bos,
       const double charge = long_phrase ? end_charge(p, o.words, k) : 0.0;
       const std::vector<double>* prefix = nullptr;
       if (long_phrase) {
-        const auto key = std::find_if(distinct.begin(), distinct.end(), [&](const std::vector<WordId>& x) {
-          return std::equal(x.begin(), x.end(), o.words.begin());
-        });
-        std::vector<double>& scores = prefixes[static_cast<std::size_t>(key - distinct.begin())];
+        std::vector<double>& scores = prefixes[prefix_index(distinct, o)];
         if (scores.empty() && !items.empty()) {
           scores.reserve(items.size());
           for (int m : items) scores.push_back(prefix_score(p, contexts, m, o.words, k, seq));
@@ -383,19 +400,6 @@ void add_window_bounds(const Problem& p, Contexts& contexts, int bos,
       }
     }
   }
-}
-
-// How many distinct first-k-word prefixes the options of k words or more among `options` have.
-long distinct_prefixes(const std::vector<Option>& options, int k) {
-  std::vector<const Option*> seen;
-  for (const Option& o : options) {
-    if (static_cast<int>(o.words.size()) < k) continue;
-    const auto same = [&](const Option* x) {
-      return std::equal(o.words.begin(), o.words.begin() + k, x->words.begin());
-    };
-    if (std::find_if(seen.begin(), seen.end(), same) == seen.end()) seen.push_back(&o);
-  }
-  return static_cast<long>(seen.size());
 }
 
 // windows: lemma 9's tables too (--method exact); they and keep_joins are for the A* of a large
@@ -484,39 +488,40 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
   ExactBounds b;
   b.beta.assign(count, -kInf);
   std::vector<WordId> seq;
+  const Prefixes prefixes = long_prefixes(p, k);
   {  // the option bounds below score each context of before[s] with each distinct k-word prefix
     long units = 0;
     for (int s = 1; s <= n; ++s)
-      units += static_cast<long>(before[static_cast<std::size_t>(s)].size()) *
-               distinct_prefixes(by_start[static_cast<std::size_t>(s)], k);
+      units += static_cast<long>(before[static_cast<std::size_t>(s)].size() * prefixes[static_cast<std::size_t>(s)].size());
     work.expect(units);
   }
   for (int s = 1; s <= n; ++s) {
     const ContextSet& set = before[static_cast<std::size_t>(s)];
-    // Lemma 3, by the option's words: the best prefix score over `set` (k words or more: the
-    // end charge is added after), else the best join (best_join, from the fixpoint).
-    std::vector<std::pair<std::vector<WordId>, double>> memo;
+    // Lemma 3: a phrase of k words or more, the best score of its prefix over `set` (once a
+    // distinct prefix; the end charge is added after); a shorter one, its best join (best_join,
+    // from the fixpoint, which joined it with every context of `set`; -inf for none).
+    const auto& distinct = prefixes[static_cast<std::size_t>(s)];
+    std::vector<double> best_prefix(distinct.size());
+    std::vector<bool> scored(distinct.size(), false);
     for (const Option& o : by_start[static_cast<std::size_t>(s)]) {
-      const bool long_phrase = static_cast<int>(o.words.size()) >= k;
-      const std::vector<WordId> key = long_phrase ? std::vector<WordId>(o.words.begin(), o.words.begin() + k) : o.words;
-      auto it = std::find_if(memo.begin(), memo.end(), [&](const auto& x) { return x.first == key; });
-      if (it == memo.end()) {
-        double best = -kInf;
-        if (long_phrase) {
+      double lm = best_join[static_cast<std::size_t>(o.id)];
+      if (static_cast<int>(o.words.size()) >= k) {
+        const std::size_t x = prefix_index(distinct, o);
+        if (!scored[x]) {
+          double best = -kInf;
           for (int m : set) {
             work();
             best = std::max(best, prefix_score(p, contexts, m, o.words, k, seq));
           }
-        } else {  // the fixpoint joined it with every context of `set` (-inf for none)
-          best = best_join[static_cast<std::size_t>(o.id)];
+          best_prefix[x] = best;
+          scored[x] = true;
         }
-        it = memo.insert(memo.end(), {key, best});
+        lm = best_prefix[x] + end_charge(p, o.words, k);
       }
-      const double lm = long_phrase ? it->second + end_charge(p, o.words, k) : it->second;
       b.beta[static_cast<std::size_t>(o.id)] = o.score + lm;
     }
   }
-  if (windows) add_window_bounds(p, contexts, bos, preceders, before, after, shorts, b, work);
+  if (windows) add_window_bounds(p, contexts, bos, preceders, before, after, shorts, prefixes, b, work);
   if (p.has_reordering()) {
     const std::vector<double> tops = reordering_bounds(p);
     for (std::size_t id = 0; id < count; ++id) {
