@@ -265,8 +265,6 @@ std::vector<double> reordering_bounds(const Problem& p) {
   return tops;
 }
 
-// The heuristic's pieces over a search's contexts and joins (exact.py, bounds); with `tapes`,
-// the tape bounds' too.
 // Work: the size of build_bounds' work, counted so that a search can cap it (exact.h,
 // bounds_cap): each (phrase, predecessor) pair it lists, each (context, short phrase) join of
 // the contexts' fixpoint and each (context, k-word prefix) score its option bounds, window
@@ -402,52 +400,60 @@ void add_window_bounds(const Problem& p, Contexts& contexts, int bos,
   }
 }
 
-// windows: lemma 9's tables too (--method exact); they and keep_joins are for the A* of a large
-// budget, which reads most of the fixpoint's joins again: keep_joins caches the first kKeptJoins
-// of them in `joins` (a cache miss each to insert), else they are only scored.
-
-ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, bool tapes = false, long cap = -1,
-                         bool windows = false, bool keep_joins = true) {
-  Work work{cap};
-  const int n = p.n(), k = p.order() - 1;
-  const int d = std::min(p.d(), n + 2);
-  const auto& by_start = p.by_start();
-  const std::size_t count = static_cast<std::size_t>(p.option_count());
-  const WordId bos_word = p.bos();
-  const int bos = contexts.intern(&bos_word, 1);
-  // preceders[s]: the options that may precede a phrase starting at s.
-  // (q.t lies within d of s - 1, so q.s within d + longest - 1: the starts outside cannot.)
+// preceders[s] (1 <= s <= n): the options that may precede a phrase starting at s, one unit of
+// work each. (q.t lies within d of s - 1, so q.s within d + longest - 1: the starts outside
+// cannot.) d is the limit clamped to n + 2.
+std::vector<std::vector<const Option*>> list_preceders(const Problem& p, int d, Work& work) {
+  const int n = p.n();
   const int longest = longest_option(p);
   std::vector<std::vector<const Option*>> preceders(static_cast<std::size_t>(n) + 1);
   for (int s = 1; s <= n; ++s)
     for (int a = std::max(1, s - d - longest); a <= std::min(n, s - 1 + d); ++a)
-      for (const Option& q : by_start[static_cast<std::size_t>(a)])
+      for (const Option& q : p.by_start()[static_cast<std::size_t>(a)])
         if (may_precede(q, s, d)) {
           work();
           preceders[static_cast<std::size_t>(s)].push_back(&q);
         }
-  // Lemma 1: after[q], the contexts a state whose last phrase is q can have; before[s], those
-  // before a phrase starting at s. A phrase of k words or more fixes its context; a shorter one
-  // extends the contexts before it, so the sets are grown to their fixpoint.
-  // The fixpoint is semi-naive: each context reaches each set once, in the order it arrived
-  // (the set's items), and each (context, short phrase) pair is joined once; best_join[q] keeps
-  // the best join score of a short phrase q over the contexts before it (a maximum, so the same
-  // whatever the order the contexts came in).
-  std::vector<ContextSet> after(count), before(static_cast<std::size_t>(n) + 1);
-  std::vector<double> best_join(count, -kInf);
+  return preceders;
+}
+
+// Lemma 1: after[q], the contexts a state whose last phrase is q can have; before[s], those
+// before a phrase starting at s. A phrase of k words or more fixes its context; a shorter one
+// extends the contexts before it, so the sets are grown to their fixpoint. best_join[q] is the
+// best join score of a short phrase q over the contexts before it (-inf for a long one).
+struct ContextFixpoint {
+  std::vector<ContextSet> after, before;
+  std::vector<double> best_join;
+  ShortJoins shorts;  // its scores kept (keep_scores) for the window bounds alone
+};
+
+// The fixpoint is semi-naive: each context reaches each set once, in the order it arrived (the
+// set's items), and each (context, short phrase) pair is joined once, one unit of work each; the
+// maxima in best_join are the same whatever the order the contexts came in. keep_joins caches
+// the first kKeptJoins joins in `joins` (a cache miss each to insert), else they are only
+// scored.
+ContextFixpoint context_fixpoint(const Problem& p, BosJoins& joins, int bos,
+                                 const std::vector<std::vector<const Option*>>& preceders, bool keep_scores,
+                                 bool keep_joins, Work& work) {
+  const int n = p.n(), k = p.order() - 1;
+  const int d = std::min(p.d(), n + 2);
+  const auto& by_start = p.by_start();
+  const std::size_t count = static_cast<std::size_t>(p.option_count());
+  ContextFixpoint f;
+  f.after.resize(count);
+  f.before.resize(static_cast<std::size_t>(n) + 1);
+  f.best_join.assign(count, -kInf);
   for (int a = 1; a <= n; ++a)
     for (const Option& q : by_start[static_cast<std::size_t>(a)])
-      if (static_cast<int>(q.words.size()) >= k) after[static_cast<std::size_t>(q.id)].insert(joins.get(bos, q).last);
+      if (static_cast<int>(q.words.size()) >= k) f.after[static_cast<std::size_t>(q.id)].insert(joins.get(bos, q).last);
   // passed[s][j]: how many of after[preceders[s][j]]'s items have reached before[s]; joined[s]:
   // how many of before[s]'s items the short phrases at s have been joined with.
   std::vector<std::vector<std::size_t>> passed(static_cast<std::size_t>(n) + 1);
   for (int s = 1; s <= n; ++s) passed[static_cast<std::size_t>(s)].assign(preceders[static_cast<std::size_t>(s)].size(), 0);
   std::vector<std::size_t> joined(static_cast<std::size_t>(n) + 1, 0);
-  ShortJoins shorts;  // its scores kept for the window bounds alone
-  auto& short_at = shorts.short_at;
+  auto& short_at = f.shorts.short_at;
   short_at.resize(static_cast<std::size_t>(n) + 1);
-  shorts.scores.resize(static_cast<std::size_t>(n) + 1);
-  const bool keep_scores = windows && window_tables_fit(d);
+  f.shorts.scores.resize(static_cast<std::size_t>(n) + 1);
   for (int s = 1; s <= n; ++s)
     for (const Option& q : by_start[static_cast<std::size_t>(s)])
       if (static_cast<int>(q.words.size()) < k) short_at[static_cast<std::size_t>(s)].push_back(&q);
@@ -457,11 +463,11 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
     changed = false;
     for (int s = 1; s <= n; ++s) {
       const auto i = static_cast<std::size_t>(s);
-      ContextSet& set = before[i];
+      ContextSet& set = f.before[i];
       if (s - 1 <= d) set.insert(bos);
       const auto& pre = preceders[i];
       for (std::size_t j = 0; j < pre.size(); ++j) {
-        const std::vector<int>& from = after[static_cast<std::size_t>(pre[j]->id)].items();
+        const std::vector<int>& from = f.after[static_cast<std::size_t>(pre[j]->id)].items();
         for (std::size_t& x = passed[i][j]; x < from.size(); ++x) set.insert(from[x]);
       }
       work.expect(static_cast<long>((set.size() - joined[i]) * short_at[i].size()));
@@ -477,33 +483,38 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
           // more; --method exact's A* 0.4-1.0 s more (of 18-19 s) without.
           const space::Joined j =
               keep_joins && ++fixpoint_joins <= kKeptJoins ? joins.get(m, *q) : joins.score(m, *q);
-          if (keep_scores) shorts.scores[i].push_back(j.score);
-          double& best = best_join[static_cast<std::size_t>(q->id)];
+          if (keep_scores) f.shorts.scores[i].push_back(j.score);
+          double& best = f.best_join[static_cast<std::size_t>(q->id)];
           best = std::max(best, j.score);
-          changed |= after[static_cast<std::size_t>(q->id)].insert(j.last);
+          changed |= f.after[static_cast<std::size_t>(q->id)].insert(j.last);
         }
       }
     }
   }
-  ExactBounds b;
-  b.beta.assign(count, -kInf);
-  std::vector<WordId> seq;
-  const Prefixes prefixes = long_prefixes(p, k);
-  {  // the option bounds below score each context of before[s] with each distinct k-word prefix
+  return f;
+}
+
+// Lemma 3, beta by option id without the reordering part: a phrase of k words or more, its score
+// plus the best score of its first k words over before[s] (once a distinct prefix, one unit a
+// context) and its end charge; a shorter one, its score plus its best join (best_join, from the
+// fixpoint, which joined it with every context before it; -inf for none).
+std::vector<double> option_bounds(const Problem& p, Contexts& contexts, const std::vector<ContextSet>& before,
+                                  const std::vector<double>& best_join, const Prefixes& prefixes, Work& work) {
+  const int n = p.n(), k = p.order() - 1;
+  {  // each context of before[s] with each distinct k-word prefix at s
     long units = 0;
     for (int s = 1; s <= n; ++s)
       units += static_cast<long>(before[static_cast<std::size_t>(s)].size() * prefixes[static_cast<std::size_t>(s)].size());
     work.expect(units);
   }
+  std::vector<double> beta(static_cast<std::size_t>(p.option_count()), -kInf);
+  std::vector<WordId> seq;
   for (int s = 1; s <= n; ++s) {
     const ContextSet& set = before[static_cast<std::size_t>(s)];
-    // Lemma 3: a phrase of k words or more, the best score of its prefix over `set` (once a
-    // distinct prefix; the end charge is added after); a shorter one, its best join (best_join,
-    // from the fixpoint, which joined it with every context of `set`; -inf for none).
     const auto& distinct = prefixes[static_cast<std::size_t>(s)];
     std::vector<double> best_prefix(distinct.size());
     std::vector<bool> scored(distinct.size(), false);
-    for (const Option& o : by_start[static_cast<std::size_t>(s)]) {
+    for (const Option& o : p.by_start()[static_cast<std::size_t>(s)]) {
       double lm = best_join[static_cast<std::size_t>(o.id)];
       if (static_cast<int>(o.words.size()) >= k) {
         const std::size_t x = prefix_index(distinct, o);
@@ -518,33 +529,34 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
         }
         lm = best_prefix[x] + end_charge(p, o.words, k);
       }
-      b.beta[static_cast<std::size_t>(o.id)] = o.score + lm;
+      beta[static_cast<std::size_t>(o.id)] = o.score + lm;
     }
   }
-  if (windows) add_window_bounds(p, contexts, bos, preceders, before, after, shorts, prefixes, b, work);
-  if (p.has_reordering()) {
-    const std::vector<double> tops = reordering_bounds(p);
-    for (std::size_t id = 0; id < count; ++id) {
-      b.beta[id] += tops[id];
-      for (std::size_t o = 0; o < static_cast<std::size_t>(b.W); ++o)
-        b.before_end[id * static_cast<std::size_t>(b.W) + o] += tops[id];
-    }
-  }
-  // Lemma 5: </s> after the contexts of every phrase that can end a derivation (any, under
-  // Moses' semantics).
-  b.eos = n == 0 ? joins.get(bos, p.eos_option()).score : -kInf;
+  return beta;
+}
+
+// Lemma 5: </s> after the contexts of every phrase that can end a derivation (any, under Moses'
+// semantics), one unit a join.
+double eos_bound(const Problem& p, BosJoins& joins, int bos, const std::vector<ContextSet>& after, Work& work) {
+  const int n = p.n();
+  const int d = std::min(p.d(), n + 2);
+  double eos = n == 0 ? joins.get(bos, p.eos_option()).score : -kInf;
   for (int a = 1; a <= n; ++a)
-    for (const Option& q : by_start[static_cast<std::size_t>(a)])
+    for (const Option& q : p.by_start()[static_cast<std::size_t>(a)])
       if (p.moses() || p.end() - q.t - 1 <= d)
         for (int m : after[static_cast<std::size_t>(q.id)]) {
           work();
-          b.eos = std::max(b.eos, joins.get(m, p.eos_option()).score);
+          eos = std::max(eos, joins.get(m, p.eos_option()).score);
         }
-  b.work = work.done;
-  if (tapes) add_tape_bounds(p, contexts, joins, preceders, before, b);
-  // Lemma 4: cover[a][e], the best segmentation of a..e; cover[e + 1][e] = 0. A long sentence's
-  // are held by Runs (the same recurrence, so the same values; the best beta of each span, as
-  // max(beta + rest) = max(beta) + rest in floating point too, rounding being monotone).
+  return eos;
+}
+
+// Lemma 4: cover[a][e], the best segmentation of a..e by beta; cover[e + 1][e] = 0. A long
+// sentence's are held by Runs (the same recurrence, so the same values; the best beta of each
+// span, as max(beta + rest) = max(beta) + rest in floating point too, rounding being monotone).
+void add_covers(const Problem& p, ExactBounds& b) {
+  const int n = p.n();
+  const auto& by_start = p.by_start();
   if (n > MAX_FIXED_COVERAGE) {
     std::vector<std::vector<std::pair<int, double>>> spans(static_cast<std::size_t>(n) + 2);
     for (int a = 1; a <= n; ++a)
@@ -556,7 +568,7 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
         else it->second = std::max(it->second, value);
       }
     b.runs = Runs(n, std::move(spans));
-    return b;
+    return;
   }
   b.cover.assign(static_cast<std::size_t>(n) + 2, std::vector<double>(static_cast<std::size_t>(n) + 1, -kInf));
   for (int e = 0; e <= n; ++e) {
@@ -571,6 +583,39 @@ ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, 
       b.cover[static_cast<std::size_t>(a)][static_cast<std::size_t>(e)] = best;
     }
   }
+}
+
+// The heuristic's pieces over a search's contexts and joins (exact.py, bounds), in the order their
+// work is counted: the preceders, the contexts' fixpoint, the option bounds (beta), with
+// `windows` lemma 9's tables (--method exact), the reordering parts, the </s> bound; then, not
+// counted, with `tapes` the tape bounds, and the covers. windows and keep_joins are for the A*
+// of a large budget, which reads most of the fixpoint's joins again (context_fixpoint).
+ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, bool tapes = false, long cap = -1,
+                         bool windows = false, bool keep_joins = true) {
+  Work work{cap};
+  const int n = p.n(), k = p.order() - 1;
+  const int d = std::min(p.d(), n + 2);
+  const WordId bos_word = p.bos();
+  const int bos = contexts.intern(&bos_word, 1);
+  const auto preceders = list_preceders(p, d, work);
+  const ContextFixpoint f =
+      context_fixpoint(p, joins, bos, preceders, windows && window_tables_fit(d), keep_joins, work);
+  const Prefixes prefixes = long_prefixes(p, k);
+  ExactBounds b;
+  b.beta = option_bounds(p, contexts, f.before, f.best_join, prefixes, work);
+  if (windows) add_window_bounds(p, contexts, bos, preceders, f.before, f.after, f.shorts, prefixes, b, work);
+  if (p.has_reordering()) {
+    const std::vector<double> tops = reordering_bounds(p);
+    for (std::size_t id = 0; id < b.beta.size(); ++id) {
+      b.beta[id] += tops[id];
+      for (std::size_t o = 0; o < static_cast<std::size_t>(b.W); ++o)
+        b.before_end[id * static_cast<std::size_t>(b.W) + o] += tops[id];
+    }
+  }
+  b.eos = eos_bound(p, joins, bos, f.after, work);
+  b.work = work.done;
+  if (tapes) add_tape_bounds(p, contexts, joins, preceders, f.before, b);
+  add_covers(p, b);
   return b;
 }
 
