@@ -159,7 +159,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     bina.add_argument("-f", "--config", required=True, metavar="moses.ini", help="the model to binarize")
     bina.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to write")
-    bina.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    bina.add_argument("--force", action="store_true",
+                      help="replace DIR if it exists: an empty folder or a model binarize wrote, and none that holds a "
+                      "file the model reads")
     bina.add_argument(
         "--tm-score-format", choices=SCORE_FORMATS, default="prob",
         help="how the phrase table's scores are written (as for decode; default prob)",

@@ -20,7 +20,9 @@ table to its input by default, whatever its size). Each file carries its format 
 file (:mod:`fstdecode.io.binarized`): a source changed since the build is refused at load.
 
 DIR is written atomically: into a fresh sibling folder, renamed into place once complete. An
-existing DIR is refused unless ``force`` (``--force``), which replaces it whole.
+existing DIR is refused unless ``force`` (``--force``), which replaces it whole: only an empty
+folder or one binarize wrote (its moses.ini's first line says so), and never one holding a file
+the model reads.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ PHRASES_FILE = "phrase-table.bin"
 REORDERING_FILE = "reordering-table.bin"
 LM_FILE = "lm.bin"
 INI_FILE = "moses.ini"
+_HEADER_START = "# Written by fstdecode binarize"  # the first line of the moses.ini it writes
 #: How DIR/moses.ini names DIR: fstdecode reads ``${NAME}`` in a moses.ini as the ini's own folder,
 #: so a binarized model may be moved or copied whole.
 _HERE = "${MODEL_DIR}"
@@ -84,10 +87,19 @@ class Binarized:
 def binarize(options: BinarizeOptions) -> Binarized:
     """Write the binarized model of ``options.config`` to ``options.out`` (see the module docstring)."""
     start = time.perf_counter()
+    if not options.out.strip():
+        raise BinarizeError("the output folder's path (-o) is empty")
     out = os.path.abspath(options.out)
-    if os.path.lexists(out) and not options.force:
-        raise BinarizeError(f"{options.out}: exists; pass --force to replace it")
+    if os.path.lexists(out):
+        if not options.force:
+            raise BinarizeError(f"{options.out}: exists; pass --force to replace it")
+        if not _replaceable(out):
+            raise BinarizeError(
+                f"{options.out}: exists and is neither empty nor a model fstdecode binarize wrote; --force "
+                "replaces only those (remove it yourself if it is to go)")
     cfg = load_moses_ini(options.config)
+    _not_inside(options.out, [cfg.path, *(f.path for f in (*cfg.phrase_tables(), cfg.lexical_reordering(), *cfg.lms())
+                                          if f is not None)])
     parent = os.path.dirname(out)
     if not os.path.isdir(parent):
         raise BinarizeError(f"{options.out}: its folder {parent} does not exist")
@@ -98,7 +110,7 @@ def binarize(options: BinarizeOptions) -> Binarized:
     try:
         paths = _write_files(cfg, work, out, options)
         header = (
-            f"# Written by fstdecode binarize from {os.path.abspath(options.config)} (binarized tables: format "
+            f"{_HEADER_START} from {os.path.abspath(options.config)} (binarized tables: format "
             f"{_core.BINARY_TABLE_VERSION}, LM image: format {_core.LM_IMAGE_VERSION}).\n"
             "# The binarized tables and LM image are fstdecode's own formats (README.md, \"Binarized models\").\n"
         )
@@ -147,6 +159,29 @@ def _write_files(cfg, work: str, out: str, options: BinarizeOptions) -> dict[str
         model.core.write_image(*source_stamp(lm.path), os.path.join(work, name))
         paths[lm.name] = f"{_HERE}/{name}"
     return paths
+
+
+def _replaceable(out: str) -> bool:
+    """Whether --force may replace ``out``: an empty folder, or one holding a moses.ini that
+    :func:`binarize` wrote (its first line names it). A file, a link or any other folder is not."""
+    if os.path.islink(out) or not os.path.isdir(out):
+        return False
+    if not os.listdir(out):
+        return True
+    try:
+        with open(os.path.join(out, INI_FILE), encoding="utf-8") as f:
+            return f.readline().startswith(_HEADER_START)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _not_inside(out: str, inputs: list[str]) -> None:
+    """Refuse an output folder that is, or holds, a file the model reads (--force would delete it)."""
+    folder = os.path.realpath(out)
+    for path in inputs:
+        real = os.path.realpath(path)
+        if real == folder or real.startswith(folder.rstrip(os.sep) + os.sep):
+            raise BinarizeError(f"{out}: holds {path}, which the model reads; write the binarized model elsewhere")
 
 
 def _not_binarized(path: str) -> None:

@@ -459,9 +459,8 @@ def test_kenlm_binary_lm_is_referenced_as_it_is(tmp_path):
 
 def test_existing_dir_is_refused_without_force_and_replaced_with_it(tmp_path):
     ini = make_tiny(tmp_path / "model")
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "keep-me").write_text("not a model\n")
+    out = build(ini, tmp_path / "out")
+    (out / "phrase-table.bin").write_bytes(b"stale")
     before = snapshot(out)
     proc = run_cli(["binarize", "-f", str(ini), "-o", str(out)])
     one_line_error(proc, str(out), "exists; pass --force to replace it")
@@ -469,7 +468,57 @@ def test_existing_dir_is_refused_without_force_and_replaced_with_it(tmp_path):
     proc = run_cli(["binarize", "-f", str(ini), "-o", str(out), "--force"])
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted([*FILES, "moses.ini"])
+    assert (out / "phrase-table.bin").read_bytes() != b"stale"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model", "out"]  # nothing set aside is left
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = run_cli(["binarize", "-f", str(ini), "-o", str(empty), "--force"])
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in empty.iterdir()) == sorted([*FILES, "moses.ini"])
+
+
+@pytest.mark.parametrize("kind", ["other files", "a file", "the model itself", "the model's parent", "the current folder"])
+def test_force_replaces_only_an_empty_folder_or_a_binarized_model(tmp_path, kind):
+    # --force renames DIR aside and deletes it: a folder of other files, or one holding the model
+    # being binarized, would be lost.
+    ini = make_tiny(tmp_path / "parent" / "model")
+    target = {
+        "other files": tmp_path / "other",
+        "a file": tmp_path / "file.txt",
+        "the model itself": ini.parent,
+        "the model's parent": ini.parent.parent,
+        "the current folder": Path("."),
+    }[kind]
+    if kind == "other files":
+        target.mkdir()
+        (target / "keep-me").write_text("not a model\n")
+    elif kind == "a file":
+        target.write_text("not a model\n")
+    before = snapshot(tmp_path)
+    proc = run_cli(["binarize", "-f", str(ini), "-o", str(target), "--force"], cwd=tmp_path / "parent")
+    one_line_error(proc, str(target), "neither empty nor a model fstdecode binarize wrote")
+    assert snapshot(tmp_path) == before
+
+
+def test_an_output_folder_holding_a_file_the_model_reads_is_refused(tmp_path):
+    # A binarized model's folder may be replaced, but not while the model being binarized reads a
+    # file in it: --force would delete it.
+    ini = make_tiny(tmp_path / "model")
+    out = build(ini, tmp_path / "out")
+    shutil.move(tmp_path / "model" / "pt", out / "pt")
+    ini.write_text(ini.read_text(encoding="utf-8").replace("path=pt", f"path={out / 'pt'}"), encoding="utf-8")
+    before = snapshot(out)
+    proc = run_cli(["binarize", "-f", str(ini), "-o", str(out), "--force"])
+    one_line_error(proc, str(out), f"holds {out / 'pt'}, which the model reads")
+    assert snapshot(out) == before
+
+
+def test_an_empty_output_path_is_refused(tmp_path):
+    ini = make_tiny(tmp_path / "model")
+    before = snapshot(tmp_path)
+    proc = run_cli(["binarize", "-f", str(ini), "-o", "", "--force"], cwd=tmp_path / "model")
+    one_line_error(proc, "the output folder's path (-o) is empty")
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize(
