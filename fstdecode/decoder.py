@@ -158,7 +158,17 @@ class DecodeResult:
         """How far the best derivation's score lies below ``bound`` (at least 0), when both exist."""
         if bound is None or self.best is None:
             return None
-        return max(0.0, bound - self.best.search_score)
+        return max(0.0, bound - self.best.score)
+
+
+def reported_bound(bound: float | None, derivations: Sequence[Derivation], optimal: bool) -> float | None:
+    """The search's upper bound as reported beside the scorer's totals: the best derivation's own
+    score when proven (the search's sum and the scorer's may differ in the last bits), and never
+    below it otherwise, so that ``upper_bound >= score`` holds to the bit and equality means a
+    proof."""
+    if bound is None or not derivations:
+        return bound
+    return derivations[0].score if optimal else max(bound, derivations[0].score)
 
 
 class Decoder:
@@ -331,7 +341,8 @@ class Decoder:
         )
         stats = Stats(result.states, result.transitions, time.perf_counter() - start, result.phases)
         optimal = result.optimal and reason is None
-        bound = result.certified().upper_bound if reason is None else result.upper_bound
+        bound = reported_bound(result.certified().upper_bound if reason is None else result.upper_bound,
+                               derivations, optimal)
         return DecodeResult(
             id, words, derivations, optimal, stats, reason=reason, upper_bound=bound, root_bound=result.root_bound
         )

@@ -172,3 +172,17 @@ def test_the_tables_give_up_exactly_past_their_work_cap(order, data):
     assert built.status in ("", "none")  # the tables built, the A* ran to its end
     short = search(work - 1)
     assert short.status == "budget" and math.isnan(short.upper_bound) and not short.hypotheses and short.states == 0
+
+
+@pytest.mark.parametrize("method", ["prove", "exact", "dp"])
+def test_a_reported_bound_is_never_below_the_reported_score(method):
+    # The search's sum and the scorer's total may differ in the last bits; the bound reported
+    # beside the scorer's total is its score when proven and never below it (the probe found
+    # proven lines whose upper_bound was 1e-14 below their score, here 'xyz abc qqq').
+    decoder = Decoder(load_model(), method)
+    lines = ["xyz abc qqq", "das muss unsere sorge gleichermaßen sein", "das ist ein haus", "sein das muss"]
+    for line in lines:
+        got = decoder.decode(line)
+        assert got.upper_bound is not None and got.upper_bound >= got.best.score
+        if got.optimal:
+            assert got.upper_bound == got.best.score and got.gap == 0.0
