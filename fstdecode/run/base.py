@@ -18,6 +18,7 @@ from typing import Callable, Iterable, Iterator, Protocol
 
 from fstdecode.decoder import DecodeResult, Decoder
 from fstdecode.errors import FstdecodeError
+from fstdecode.io.tokens import split_tokens
 from fstdecode.run.lines import Line
 
 #: Lines per chunk when none is given: at 2-20 ms a line (the stack decoder on real models), a
@@ -218,7 +219,7 @@ class ChunkSizer:
 def decode_one(decoder: Decoder, line: Line) -> DecodeResult:
     """The result of one line: an unreadable line gives an error result, never an exception."""
     if line.error is not None:
-        return DecodeResult(line.id, (), error=line.error)
+        return DecodeResult(line.id, tuple(split_tokens(line.text)), error=line.error)
     return decoder.decode(line.text, id=line.id)
 
 

@@ -13,7 +13,8 @@ from fstdecode.errors import FstdecodeError
 
 @dataclass(frozen=True)
 class Line:
-    """Input line ``id`` (0-based): its text, or ``error`` when it could not be read as text."""
+    """Input line ``id`` (0-based): its text; with ``error``, a line that could not be read as text
+    (its text then has U+FFFD for each byte that is not UTF-8: what a failed line passes through)."""
 
     id: int
     text: str = ""
@@ -44,7 +45,8 @@ def input_lines(stream: TextIO | BinaryIO | Iterable, name: str = "<stdin>") -> 
         try:
             yield Line(no, _strip_eol(line.decode("utf-8")))
         except UnicodeDecodeError as e:
-            yield Line(no, "", f"{name}:{no + 1}: invalid UTF-8 at byte {e.start + 1} of the line; the input must be UTF-8")
+            text = _strip_eol(line.decode("utf-8", errors="replace"))  # the source passed through, U+FFFD for bad bytes
+            yield Line(no, text, f"{name}:{no + 1}: invalid UTF-8 at byte {e.start + 1} of the line; the input must be UTF-8")
 
 
 class ShardError(FstdecodeError):

@@ -9,6 +9,8 @@ is either a tiny model written here or the built-in example's files.
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import pytest
@@ -334,10 +336,24 @@ def test_invalid_utf8_on_stdin(threads):
         PYTHONUTF8="0",
     )
     err = proc.stderr
-    # The bad line fails alone: reported on stderr, an empty line in its place, the batch goes on.
+    # The bad line fails alone: reported on stderr, its source in its place (U+FFFD for the bad
+    # byte, as README's "Lines that fail alone" says), the batch goes on.
     assert proc.returncode == 0, err
     assert "Traceback" not in err
     assert err.startswith("fstdecode: warning: line 2: <stdin>:2: invalid UTF-8"), err
     assert err.count("\n") == 1
-    # one output line per input line: the bad one is empty, the others translated
-    assert proc.stdout == "this must\n\nwe\n"
+    # one output line per input line: the bad one its source, the others translated
+    assert proc.stdout == "this must\ndas\ufffd muss\nwe\n"
+
+
+@pytest.mark.parametrize("form", ["json", "nbest"])
+def test_an_invalid_utf8_line_keeps_its_source_in_every_format(form):
+    proc = run_cli(["decode", "--format", form], "das muss\n".encode() + b"das\xff|muss\n", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    first, bad = proc.stdout.splitlines()
+    if form == "json":
+        record = json.loads(bad)
+        assert record["id"] == 1 and record["source"] == record["translation"] == "das\ufffd|muss"
+        assert "invalid UTF-8" in record["error"]
+    else:  # one entry: its source as the translation, | escaped as in every n-best source
+        assert bad.startswith("1 ||| das\ufffd&#124;muss ||| "), bad
