@@ -765,7 +765,7 @@ struct State {
   int last_s;
   int row;
   int pops;
-  int kept;  // g values kept (at most nbest): with nbest 1 in `best`, else in best_
+  int kept;  // g values kept (at most nbest): with nbest 1 in `best`, else in kept_
   double h;
   double best;  // with nbest 1, the best g kept (in the line the index's probe read)
 };
@@ -1037,7 +1037,7 @@ class AStar {
       throw Stop{"more than " + std::to_string(o_.max_states) + " states (--max-states)"};
     const int id = static_cast<int>(states_list_.size());
     states_list_.push_back({cov, t, ctx, last_s, row, 0, 0, h, -kInf});
-    if (nbest_ > 1) best_.resize(best_.size() + static_cast<std::size_t>(nbest_), -kInf);
+    if (nbest_ > 1) kept_.emplace_back();
     index_.insert(hash_of(cov, t, ctx, last_s, row), id);
     return id;
   }
@@ -1052,12 +1052,13 @@ class AStar {
       st.best = g;
       return true;
     }
-    double* best = best_.data() + static_cast<std::size_t>(state) * static_cast<std::size_t>(nbest_);
+    std::vector<double>& best = kept_[static_cast<std::size_t>(state)];
     if (st.kept < nbest_) {
-      best[st.kept++] = g;
+      best.push_back(g);
+      ++st.kept;
       return true;
     }
-    double* worst = std::min_element(best, best + nbest_);
+    auto worst = std::min_element(best.begin(), best.end());
     if (g <= *worst) return false;
     *worst = g;
     return true;
@@ -1111,6 +1112,10 @@ class AStar {
       }
       ++states_list_[static_cast<std::size_t>(node.state)].pops;
       expanding_ = top.f;
+      // With nbest > 1 a state is expanded up to nbest times, so the budget counts expansions
+      // too: K paths through each of max_states states would be K times the work it bounds.
+      if (nbest_ > 1 && o_.max_states >= 0 && ++expansions_ > o_.max_states)
+        throw Stop{"more than " + std::to_string(o_.max_states) + " expansions (--max-states; with --nbest a state may be expanded once for each of its K best paths)"};
       expand(top.node, node);
       expanding_ = -kInf;
     }
@@ -1293,7 +1298,10 @@ class AStar {
   double floor_;
   space::Index index_;
   std::vector<State<C>, HugePageAllocator<State<C>>> states_list_;
-  std::vector<double> best_;  // nbest per state
+  // With nbest > 1, the g values kept at each state (at most nbest, grown as they come: a list of
+  // nbest made up front for each state took nbest x 8 bytes a state, 9 GB at --nbest 100000).
+  std::vector<std::vector<double>> kept_;
+  long expansions_ = 0;  // with nbest > 1, the expansions (a state may be expanded nbest times)
   std::vector<Node, HugePageAllocator<Node>> nodes_;
   OpenList open_{0.0, 1.0};
   // Support mode: every transition whose bound reaches the floor (to = -1: the goal), with its

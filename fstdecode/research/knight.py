@@ -26,7 +26,6 @@ jumps stay within d, in time linear in n.
 
 from __future__ import annotations
 
-import sys
 
 import math
 from pathlib import Path
@@ -36,6 +35,7 @@ from fstdecode.research.tsp import Graph, Tour, held_karp_path
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.arpa import BOS, EOS, LN10
 from fstdecode.search import signature_dp
+from fstdecode.search.base import MAX_INT_OPTION
 from fstdecode.problem.problem import SearchProblem
 
 __all__ = [
@@ -108,7 +108,7 @@ def solve_circuit(graph: Graph, d: int | None = None, max_states: int | None = N
     circuit (with jumps <= d) exists.
     """
     problem = knight_problem(graph, d)
-    result = signature_dp.search(problem, signature_dp.DpOptions(max_states=max_states or sys.maxsize))
+    result = signature_dp.search(problem, signature_dp.DpOptions(max_states=max_states or MAX_INT_OPTION))
     score, phrases = result.hypotheses[0]
     if score == -math.inf:
         return Tour(None, (), result.states, result.transitions, problem.d)

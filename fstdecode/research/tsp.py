@@ -40,7 +40,6 @@ Held–Karp (:func:`held_karp_path`) is the exact exponential reference.
 
 from __future__ import annotations
 
-import sys
 
 import math
 from dataclasses import dataclass, field
@@ -51,6 +50,7 @@ from fstdecode.research.problems import EdgeLM, word_for_word_problem
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.arpa import BOS, EOS
 from fstdecode.search import signature_dp
+from fstdecode.search.base import MAX_INT_OPTION
 from fstdecode.problem.problem import SearchError, SearchProblem
 
 __all__ = [
@@ -228,7 +228,7 @@ def solve_tsp(graph: Graph, bandwidth: int | None = None, max_states: int | None
         return Tour(0.0, (1,))
     problem = tsp_problem(graph, bandwidth)
     try:
-        result = signature_dp.search(problem, signature_dp.DpOptions(max_states=max_states or sys.maxsize))
+        result = signature_dp.search(problem, signature_dp.DpOptions(max_states=max_states or MAX_INT_OPTION))
     except SearchError as e:  # no derivation at all (cannot happen with d >= 1, kept for safety)
         raise TspError(str(e)) from None
     score, phrases = result.hypotheses[0]

@@ -45,6 +45,11 @@ DEFAULT_MAX_STATES = 200_000
 DEFAULT_BEAM_MAX_STATES = 2_000_000
 
 
+#: The largest value of an integer option: the native core's int (sizes, counts, budgets alike;
+#: a budget beyond it could not be held in memory anyway).
+MAX_INT_OPTION = 2**31 - 1
+
+
 def option(
     help: str,
     *,
@@ -57,7 +62,8 @@ def option(
 ) -> dict[str, Any]:
     """The ``metadata`` of an options field: its help, CLI flag (default ``--field-name``) and range.
 
-    ``minimum`` bounds numbers from below (inclusive); floats must also be
+    ``minimum`` bounds numbers from below (inclusive), :data:`MAX_INT_OPTION` integers from
+    above; floats must also be
     finite unless ``infinite`` (a threshold of +inf prunes nothing), and
     never NaN. ``cli=False`` keeps a field out of the command line. A help
     that does not say its default gets it appended by the CLI.
@@ -96,6 +102,8 @@ def _check_field(f: dataclasses.Field, value: Any) -> None:
     low = f.metadata.get("minimum")
     if low is not None and value < low:
         raise OptionsError(f"{name} must be >= {low:g}, got {value}")
+    if kind == "int" and value > MAX_INT_OPTION:
+        raise OptionsError(f"{name} must be <= {MAX_INT_OPTION}, got {value}")
     choices = f.metadata.get("choices")
     if choices is not None and value not in choices:
         raise OptionsError(f"{name} must be one of {', '.join(choices)}; got {value!r}")

@@ -21,6 +21,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from fstdecode.decoder import Decoder
+from fstdecode.model.model import load_model
 from fstdecode.problem.problem import SearchLimitError
 from fstdecode.reference import exhaustive
 from fstdecode.search import coverage_dp, exact
@@ -311,3 +312,22 @@ def test_distortion_bound_without_a_final_jump_is_a_consistent_lower_bound(n):
                     after = remaining_distortion_to_last(cov | span, t, n)
                     assert phi <= abs(last_t + 1 - s) + after, (cov, last_t, s, t)
                     t += 1
+
+
+@pytest.mark.parametrize("method", ["exact", "prove"])
+def test_the_budget_counts_the_k_best_expansions(method):
+    # With --nbest K the A* expands a state once for each of its K best paths: a budget of the
+    # states the search makes would let K of them cost K times the work (at --nbest 100000 a
+    # 7-word Hansards line took 9 GB). So a budget of exactly the states the whole 100-best
+    # search made stops it, short of its expansions, and says so.
+    model = load_model()
+    line = "das muss unsere sorge gleichermaßen sein"
+    whole = Decoder(model, method, nbest=100, max_states=10**7).decode(line)
+    assert whole.optimal and len(whole.derivations) == 100
+    cut = Decoder(model, method, nbest=100, max_states=whole.stats.states).decode(line)
+    assert not cut.optimal and cut.upper_bound is not None and cut.upper_bound >= whole.best.score
+    if method == "exact":
+        assert "expansions (--max-states" in cut.reason
+    # A 1-best search expands each state once: its budget of states is unchanged.
+    one = Decoder(model, method, max_states=10**7).decode(line)
+    assert Decoder(model, method, max_states=one.stats.states).decode(line).optimal

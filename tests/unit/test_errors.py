@@ -357,3 +357,20 @@ def test_an_invalid_utf8_line_keeps_its_source_in_every_format(form):
         assert "invalid UTF-8" in record["error"]
     else:  # one entry: its source as the translation, | escaped as in every n-best source
         assert bad.startswith("1 ||| das\ufffd&#124;muss ||| "), bad
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--max-states", str(2**62)],  # prove's table cap (2 x max_states) overflowed the core's int64
+        ["--method", "exact", "--max-states", str(2**63)],
+        ["--nbest", str(2**31)],
+        ["--method", "stack", "--beam-size", str(2**31)],
+    ],
+)
+def test_integer_options_beyond_the_cores_int_are_refused_in_one_line(args):
+    proc = run_cli(["decode", *args], "das muss\n", timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("fstdecode: error: ") and "must be <= 2147483647" in proc.stderr
+    assert proc.stderr.count("\n") == 1
