@@ -487,6 +487,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from fstdecode.research.demo import run_demo
 
+    try:
+        args.sentence.encode("utf-8")
+    except UnicodeEncodeError as e:  # argv's undecodable bytes arrive as lone surrogates
+        raise FstdecodeError(f"demo: the sentence is not valid UTF-8 (at character {e.start + 1})") from None
     run_demo(_load(args), args.sentence, sys.stdout)
     return 0
 

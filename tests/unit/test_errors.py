@@ -289,6 +289,11 @@ def test_negative_distortion_limit(flag):
     assert "distortion" in err
 
 
+def test_demo_sentence_not_utf8():
+    # An argument's bytes that are not UTF-8 reach Python as lone surrogates (os.fsdecode).
+    expect_error(["demo", "das \udcff muss"], "the sentence is not valid UTF-8")
+
+
 def test_negative_distortion_limit_demo():
     expect_error(["demo", "-d", "-2"], "distortion")
 
