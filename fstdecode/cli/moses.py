@@ -149,6 +149,10 @@ class MosesSettings:
         return value
 
 
+#: Settings that change no output, which fstdecode moses honours all the same (-v: its logging).
+_HONOURED_HERE = frozenset({"verbose"})
+
+
 def _check_switches(switches: Mapping[str, list[str]]) -> None:
     """Refuse switches fstdecode cannot honour; warn about those nothing depends on."""
     log = logging.getLogger("fstdecode")
@@ -164,7 +168,7 @@ def _check_switches(switches: Mapping[str, list[str]]) -> None:
         if name in _ONLY and switches[name] != [_ONLY[name]]:
             raise MosesArgsError(f"-{name} {' '.join(switches[name])}: fstdecode supports only {_ONLY[name]} "
                                  "(Moses' default)")
-        if param.treatment == NO_EFFECT:
+        if param.treatment == NO_EFFECT and name not in _HONOURED_HERE:
             log.warning("-%s is %s; nothing in the output depends on it, so fstdecode ignores it", name, param.why)
         if param.treatment == SEARCH and name not in _HONOURED_SEARCH:
             log.warning("-%s is a setting of Moses' search that fstdecode's stack search does not have; ignored", name)
@@ -216,6 +220,8 @@ def _weights(settings: MosesSettings) -> list[str]:
     values = settings.get("weight-overwrite") if "weight-overwrite" in settings.from_command_line else None
     if values is None:
         return []
+    if not values:
+        raise MosesArgsError("-weight-overwrite needs its weights, e.g. -weight-overwrite 'LM0= 0.5 TM0= 0.2 0.2'")
     parsed = parse_weight_overwrite(" ".join(values), "-weight-overwrite")
     return [f"{name}=" + ",".join(repr(v) for v in vs) for name, vs in parsed.items()]
 
@@ -278,7 +284,7 @@ def moses_args(words: Sequence[str]) -> tuple[argparse.Namespace, MosesOutput]:
         beam_size=stack if stack > 0 else 2**62, beam_threshold=-math.log(beam) if beam > 0 else math.inf,
         nbest=max(nbest_size, 1), unique=distinct,
         max_phrase_length=settings.one("max-phrase-length", int, 1),
-        honoured=_HONOURED_SEARCH | {"verbose"},
+        honoured=_HONOURED_SEARCH | _HONOURED_HERE,
     )
     opts = MosesOutput(
         nbest_path=nbest_path, nbest_size=nbest_size, distinct=distinct,

@@ -101,6 +101,7 @@ def test_moses_defaults_and_the_beam_threshold_as_a_probability_ratio(tmp_path):
         (["-lattice-samples", "f", "10"], "not supported"),
         (["-ttable-file", "0 0 0 5 pt"], "reads it from the moses.ini only"),
         (["-n-best-factor", "5"], "supports only 20"),
+        (["-weight-overwrite"], "-weight-overwrite needs its weights"),
     ],
 )
 def test_switches_fstdecode_cannot_honour_are_refused_by_name(tmp_path, words, message):
@@ -371,3 +372,19 @@ def test_an_old_format_second_lm_is_a_second_lm_feature(tmp_path):
     assert [f.name for f in model.features if f.kind == "KENLM"] == ["KENLM0", "KENLM1"]
     assert model.weights.lms == (0.5, 0.3) and model.weights.lm == 1.0
     assert model.show_weights()[:2] == ["KENLM0= 0.500000", "KENLM1= 0.300000"]
+
+
+@pytest.mark.parametrize("switch", ["-v", "-verbose"])
+def test_verbose_is_honoured_without_a_warning(tmp_path, capsys, monkeypatch, switch):
+    # -v is Moses' logging level, which fstdecode moses honours (README's parameter table): no
+    # warning that it is ignored; 0 logs errors only, 1 warnings, 2 progress.
+    ini = str(example_ini(tmp_path))
+    stdin = "das muss\n<s> x\n".encode()
+    errs = {}
+    for level in ("0", "1", "2"):
+        status, out, errs[level] = run(["moses", "-f", ini, switch, level], stdin, capsys, monkeypatch)
+        assert status == 0 and out.splitlines()[1:] == [""]  # the reserved-token line: empty, as in Moses
+        assert "ignores it" not in errs[level]
+    assert errs["0"] == ""
+    assert errs["1"].startswith("fstdecode: warning: line 2:") and errs["1"].count("\n") == 1
+    assert "fstdecode: info: " in errs["2"] and "fstdecode: warning: line 2:" in errs["2"]
