@@ -15,7 +15,10 @@ import os
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
 
-__all__ = ["check_stamp", "is_binary_table", "is_lm_image", "moses_binary_table", "open_binary_table", "source_stamp"]
+__all__ = [
+    "BINARIZED_INI_HEADER", "check_stamp", "is_binary_table", "is_lm_image", "moses_binary_table", "open_binary_table",
+    "source_stamp", "written_by_binarize",
+]
 
 #: Moses' own binary table files, by the extension Moses gives them (and looks for: a compact
 #: reordering table named without its extension is found as ``path.minlexr``, then
@@ -42,6 +45,19 @@ def moses_binary_table(path: str) -> str | None:
         return (f"{found} is {what}, which fstdecode does not read; give the text table (plain or .gz) instead, "
                 "and run fstdecode binarize -f moses.ini -o DIR for fstdecode's own binarized model")
     return None
+
+
+#: The first line of every moses.ini ``fstdecode binarize`` writes begins so.
+BINARIZED_INI_HEADER = "# Written by fstdecode binarize"
+
+
+def written_by_binarize(ini: str | os.PathLike[str]) -> bool:
+    """Whether the moses.ini ``ini`` is one ``fstdecode binarize`` wrote (its first line says so)."""
+    try:
+        with open(ini, encoding="utf-8") as f:
+            return f.readline().startswith(BINARIZED_INI_HEADER)
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def is_binary_table(path: str | os.PathLike[str]) -> bool:

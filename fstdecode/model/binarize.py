@@ -37,7 +37,7 @@ from pathlib import Path
 
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
-from fstdecode.io.binarized import is_binary_table, is_lm_image, source_stamp
+from fstdecode.io.binarized import BINARIZED_INI_HEADER, is_binary_table, is_lm_image, source_stamp, written_by_binarize
 from fstdecode.io.kenlm_binary import is_kenlm_binary
 from fstdecode.io.moses_ini import load_moses_ini, rewritten_ini
 from fstdecode.io.native_lm import NativeLM
@@ -54,7 +54,6 @@ PHRASES_FILE = "phrase-table.bin"
 REORDERING_FILE = "reordering-table.bin"
 LM_FILE = "lm.bin"
 INI_FILE = "moses.ini"
-_HEADER_START = "# Written by fstdecode binarize"  # the first line of the moses.ini it writes
 #: How DIR/moses.ini names DIR: fstdecode reads ``${NAME}`` in a moses.ini as the ini's own folder,
 #: so a binarized model may be moved or copied whole.
 _HERE = "${MODEL_DIR}"
@@ -110,7 +109,7 @@ def binarize(options: BinarizeOptions) -> Binarized:
     try:
         paths = _write_files(cfg, work, out, options)
         header = (
-            f"{_HEADER_START} from {os.path.abspath(options.config)} (binarized tables: format "
+            f"{BINARIZED_INI_HEADER} from {os.path.abspath(options.config)} (binarized tables: format "
             f"{_core.BINARY_TABLE_VERSION}, LM image: format {_core.LM_IMAGE_VERSION}).\n"
             "# The binarized tables and LM image are fstdecode's own formats (README.md, \"Binarized models\").\n"
         )
@@ -166,13 +165,7 @@ def _replaceable(out: str) -> bool:
     :func:`binarize` wrote (its first line names it). A file, a link or any other folder is not."""
     if os.path.islink(out) or not os.path.isdir(out):
         return False
-    if not os.listdir(out):
-        return True
-    try:
-        with open(os.path.join(out, INI_FILE), encoding="utf-8") as f:
-            return f.readline().startswith(_HEADER_START)
-    except (OSError, UnicodeDecodeError):
-        return False
+    return not os.listdir(out) or written_by_binarize(os.path.join(out, INI_FILE))
 
 
 def _not_inside(out: str, inputs: list[str]) -> None:

@@ -24,7 +24,7 @@ from fstdecode.io.native_lm import NativeLM
 from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, FeatureLine, MosesConfig, load_moses_ini
 from fstdecode.model.combined_lm import CombinedLM
 from fstdecode.model.decoding_paths import alternatives, check_mapping, offsets
-from fstdecode.io.binarized import is_binary_table, open_binary_table
+from fstdecode.io.binarized import is_binary_table, is_lm_image, open_binary_table, written_by_binarize
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable, PhraseTableError, load_phrase_table
 from fstdecode.io.reordering_table import ReorderingTableError, load_reordering_table
 from fstdecode.model.distortion import SEMANTICS
@@ -385,6 +385,7 @@ def load_model(
     cfg = load_moses_ini(config, ini_paths) if config is not None else None
     if cfg is not None:
         _one_feature_per_kind(cfg)
+        _binarized_files_intact(cfg)
     semantics = _semantics(distortion_semantics, config)
     if cfg is None and phrase_table is None and lm is None:
         cfg = load_moses_ini(example_dir() / "moses.ini")
@@ -630,6 +631,24 @@ def table_path(config: str | Path | None, phrase_table: str | Path | None, ini_p
     lines = load_moses_ini(config, ini_paths).phrase_tables()
     sizes = [(os.path.getsize(f.path) if os.path.isfile(f.path) else 0, f.path) for f in lines]
     return max(sizes)[1] if sizes else None
+
+
+def _binarized_files_intact(cfg) -> None:
+    """A moses.ini ``fstdecode binarize`` wrote names binarized files beside it: each of them must
+    still be one (a file cut to a few bytes no longer shows the magic, and would read as an empty
+    text table: every word copied through)."""
+    if not written_by_binarize(cfg.path):
+        return
+    here = os.path.dirname(os.path.realpath(cfg.path))
+    tables = [t for t in (*cfg.phrase_tables(), cfg.lexical_reordering()) if t is not None]
+    checks = [(t.path, is_binary_table) for t in tables]
+    checks += [(lm.path, lambda path: is_lm_image(path) or is_kenlm_binary(path)) for lm in cfg.lms()]
+    for path, binarized in checks:
+        if os.path.dirname(os.path.realpath(path)) != here or not os.path.isfile(path):
+            continue  # a file elsewhere (a KenLM binary is used where it is), or none: the reader says
+        if not binarized(path):
+            raise ModelError(f"{path}: not a binarized file, though {cfg.path} (written by fstdecode binarize) "
+                             "names it as one: it was cut short or replaced; run fstdecode binarize again")
 
 
 def binarized_tables(config: str | Path | None, phrase_table: str | Path | None, ini_paths: str = "ini") -> bool:

@@ -45,6 +45,7 @@ from fstdecode.io.phrase_table import PhraseTableError, load_phrase_table
 from fstdecode.io.reordering_table import ReorderingTableError, load_reordering_table
 from fstdecode.io.table_filter import SourceFilter
 from fstdecode.model.binarize import BinarizeError, BinarizeOptions, binarize
+from fstdecode.model.model import ModelError
 from scripts import make_big_model
 
 from shared import arpa_text, data_path, examples, run_cli
@@ -619,8 +620,8 @@ def corruptible(tiny, tmp_path) -> Path:
 
 def load_and_decode(folder: Path, name: str, data: bytes) -> str:
     """Put ``data`` as ``folder/name`` (a new file: earlier models may still map the old one),
-    then load and decode; "ok", or the loader's error (one line naming the file, or its line
-    when a file cut inside the magic is read as a text file)."""
+    then load and decode; "ok", or the loader's error (one line naming the file), or the model's
+    for a file cut inside the magic (no longer binarized, though the moses.ini says it is)."""
     path = folder / name
     tmp = folder / (name + ".new")
     tmp.write_bytes(data)
@@ -628,7 +629,7 @@ def load_and_decode(folder: Path, name: str, data: bytes) -> str:
     try:
         decode_all(folder / "moses.ini", TINY_INPUT, filtered=True)
         decode_all(folder / "moses.ini", TINY_INPUT)
-    except LOADER_ERRORS[name] as err:
+    except (LOADER_ERRORS[name], ModelError) as err:
         message = str(err)
         assert message.startswith(f"{path}:") and "\n" not in message, message
         return "error"
@@ -656,9 +657,10 @@ def sweep(folder: Path, name: str, step: int, changes: int) -> dict[str, int]:
     seen = {"ok": 0, "error": 0}
     for n in truncations(len(data), step):
         outcome = load_and_decode(folder, name, data[:n])
-        # Under 6 bytes ("fstdec") the file is read as a text file (an empty one is an empty
-        # phrase table, with a warning); from 6 on it is a binarized file cut short, refused.
-        assert outcome == "error" or n < 6, f"{name} cut to {n} bytes loaded"
+        # Under 6 bytes ("fstdec") the file no longer looks binarized, but the moses.ini binarize
+        # wrote names it as binarized (the model's error); from 6 on it is a binarized file cut
+        # short (the reader's).
+        assert outcome == "error", f"{name} cut to {n} bytes loaded"
         seen[outcome] += 1
     for i, v in byte_changes(data, changes, seed=len(name)):
         seen[load_and_decode(folder, name, data[:i] + bytes([v]) + data[i + 1:])] += 1
@@ -867,3 +869,16 @@ def test_binary_table_pickles_as_its_path(big_bin, name):
         with open(table.stamp[0], encoding="utf-8") as f:
             keep = SourceFilter([f.readline().split(" ||| ")[0].split()])
         assert again.phrases(keep.native, None).pairs_of(0) == table.phrases(keep.native, None).pairs_of(0)
+
+
+@pytest.mark.parametrize("name", ["phrase-table.bin", "reordering-table.bin", "lm.bin"])
+@pytest.mark.parametrize("size", [0, 3, 5])
+def test_a_binarized_file_cut_below_its_magic_is_an_error(tiny, tmp_path, name, size):
+    # Cut to fewer bytes than the magic, a file no longer looks binarized: without the check it
+    # read as an empty text table (every word copied through, exit 0).
+    model = tmp_path / "model"
+    shutil.copytree(tiny / "bin", model)
+    path = model / name
+    path.write_bytes(path.read_bytes()[:size])
+    proc = run_cli(["decode", "-f", str(model / "moses.ini")], "das haus\n")
+    one_line_error(proc, str(path), "not a binarized file", "run fstdecode binarize again")
