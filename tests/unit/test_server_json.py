@@ -54,6 +54,22 @@ def test_a_batch_equals_decode_format_json(http, flags, request_extra):
     assert [timeless(x) for x in got["results"]] == [timeless(x) for x in expected]
 
 
+def test_a_line_with_a_reserved_token_fails_alone_as_in_decode(http):
+    # docs/server.md: a line the decoder cannot translate is a record with `error`, as in
+    # `decode`'s output; the batch goes on (it was a 400 for the whole batch).
+    lines = ["das muss", "a ||| b", "</s>", "sein"]
+    expected = decode_json(lines=lines)
+    r = http.post("/translate", json={"lines": lines})
+    assert r.status_code == 200, r.text
+    got = r.json()["results"]
+    assert [timeless(x) for x in got] == [timeless(x) for x in expected]
+    assert [("error" in x) for x in got] == [False, True, True, False]
+    assert "reserved token(s) |||" in got[1]["error"]
+    single = http.post("/translate", json={"text": "</s>"})
+    assert single.status_code == 200 and "reserved token(s) </s>" in single.json()["error"]
+    assert http.post("/translate", json={"text": SENTENCE}).json()["translation"] == "this must also be our concern"
+
+
 def test_a_single_text_is_one_object_with_decodes_fields(http):
     expected = decode_json(lines=[SENTENCE])[0]
     got = http.post("/translate", json={"text": SENTENCE}).json()
@@ -98,8 +114,6 @@ BAD = [
     ("method not allowed", b'{"text": "das", "method": "exhaustive"}', 400, "'exhaustive' is not allowed"),
     ("method unknown", b'{"text": "das", "method": "magic"}', 400, "'magic' is not allowed"),
     ("method a list", b'{"text": "das", "method": ["stack"]}', 400, "method must be a string, got a list"),
-    ("Moses' separator", b'{"lines": ["das", "a ||| b"]}', 400, "lines[1] holds the reserved token(s) |||"),
-    ("a sentence marker", b'{"text": "</s>"}', 400, "reserved token(s) </s>"),
     ("too many lines", json.dumps({"lines": ["das"] * 9}).encode(), 413, "9 lines: a request holds at most 8"),
     ("too many characters", json.dumps({"text": "muss " * 401}).encode(), 413, "2,005 characters"),
     ("too big a body", json.dumps({"text": "a" * 25_000}).encode(), 413, "at most 20,000"),
