@@ -158,6 +158,18 @@ def test_tsp_problem_layout():
     assert problem.bigram(ids["v2"], ids["v3"]) == -math.inf  # no edge 2 -> 3
 
 
+def test_tsp_junctions_grow_with_the_path_not_its_square():
+    # The signature DP's junction table holds only the pairs within the distortion limit: about
+    # (2d + 1) per word, where a |V| x |V| table took 1 GB at 10,000 vertices.
+    n, k = 2000, 2
+    graph = Graph(n, {(i, j): float(j - i) for i in range(1, n) for j in range(i + 1, min(n, i + k) + 1)})
+    problem = tsp_problem(graph, k)
+    lam = problem.junctions()
+    entries = sum(len(row) for row in lam.values())
+    assert entries <= (2 * problem.d + 2) * (problem.n + 2)
+    assert solve_tsp(graph, k).cost == n - 1  # the path 1, 2, ..., n
+
+
 @settings(max_examples=examples(150), deadline=None)
 @given(bandwidth_graphs())
 def test_tsp_agrees_with_held_karp(case):
