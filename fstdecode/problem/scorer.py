@@ -102,7 +102,7 @@ def features(
         lms=lm.part_scores(target) if isinstance(lm, CombinedLM) else (),
         tm=tuple(tm),
         distortion=-float(distortion) if distortion else 0.0,
-        word=-float(len(target)),
+        word=-float(len(target)) + 0.0,  # no -0.0 for an empty line (Moses prints 0)
         phrase=float(len(phrases)),
         unknown=UNKNOWN_WORD_VALUE * unknown if unknown else 0.0,
         lr=reordering_features(reordering, phrases) if reordering is not None else (),

@@ -460,6 +460,7 @@ def test_json_empty_line():
     # only the LM of "<s> </s>" remains
     assert obj["features"]["lm"] == pytest.approx(reference().lm([]), abs=1e-9)
     assert obj["features"]["word"] == 0 and obj["features"]["phrase"] == 0
+    assert math.copysign(1.0, obj["features"]["word"]) == 1.0  # 0.0, not -0.0
 
 
 def test_json_score_is_optimal_on_short_sentence():
@@ -618,6 +619,9 @@ def test_nbest_failed_line_and_empty_line():
     assert entries[0][0] == 0 and entries[0][1] == "das &#124;&#124;&#124; muss" and entries[0][3] == 0.0
     assert len([e for e in entries if e[0] == 0]) == 1
     assert [e for e in entries if e[0] == 1][0][1] == ""
+    # The empty line's word penalty is 0, not -0 (Moses prints 0).
+    empty = [line for line in out_lines(proc) if line.startswith("1 ||| ")][0]
+    assert "WordPenalty0= 0 " in empty and "-0 " not in empty
 
 
 # --------------------------------------------------------------------------------------
