@@ -515,13 +515,18 @@ def _cmd_binarize(args: argparse.Namespace) -> int:
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from fstdecode.fst.tools import inspect
 
+    check_min("--nbest", args.nbest, 1)
     if args.search_graph:
-        from fstdecode.fst.search_graph import search_graph_lines
+        from fstdecode.fst.search_graph import SearchGraphError, search_graph_lines
         from fstdecode.fst.tools import read_fst
 
         stem = os.path.splitext(os.path.basename(args.file))[0]
         sentence = args.id if args.id is not None else int(stem) if stem.isdigit() else 0
-        sys.stdout.write("".join(line + "\n" for line in search_graph_lines(read_fst(args.file), sentence)))
+        try:
+            lines = search_graph_lines(read_fst(args.file), sentence)
+        except SearchGraphError as e:
+            raise SearchGraphError(f"{args.file}: {e}") from None
+        sys.stdout.write("".join(line + "\n" for line in lines))
         return 0
     inspect(args.file, sys.stdout, args.nbest)
     return 0

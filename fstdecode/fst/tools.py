@@ -81,8 +81,9 @@ def inspect(path: str | Path, out: TextIO, nbest: int = 3) -> None:
     out.write(f"output symbols: {osyms.num_symbols() if osyms else 'none'}\n")
     if osyms is None or osyms.num_symbols() < 2 or not osyms.find(1).startswith("op:"):
         return
-    out.write(f"lattice: {nbest} best derivation(s), [src_start-src_end] target (0-based):\n")
-    for rank, (labels, cost) in enumerate(read_paths(fst.shortestpath(f, nshortest=nbest)), 1):
+    paths = read_paths(fst.shortestpath(f, nshortest=nbest))
+    out.write(f"lattice: {len(paths)} best derivation(s), [src_start-src_end] target (0-based):\n")
+    for rank, (labels, cost) in enumerate(paths, 1):
         ops = [lab for lab in labels if osyms.find(lab).startswith("op:")]
         deriv = lattice_derivation(ops, osyms)
         text = " ".join(t for _, _, t in deriv)

@@ -235,6 +235,29 @@ def test_inspect_prints_lattice_derivations(tmp_path):
     assert "[0-1] we must [2-2] also [6-6] take [3-4] these criticisms [5-5] seriously" in out.stdout
 
 
+def test_inspect_counts_the_paths_it_prints_and_refuses_a_count_below_one(tmp_path):
+    run_cli("decode", "--method", "fst", "--lattice-dir", str(tmp_path), stdin="das\n")
+    out = run_cli("inspect", str(tmp_path / "0.fst"), "--nbest", "50")
+    assert out.returncode == 0, out.stderr
+    printed = len(re.findall(r"^  \d+\. score ", out.stdout, flags=re.M))
+    assert 0 < printed < 50 and f"lattice: {printed} best derivation(s)" in out.stdout
+    for bad in ("0", "-1"):
+        refused = run_cli("inspect", str(tmp_path / "0.fst"), "--nbest", bad)
+        assert refused.returncode == 2 and "--nbest must be >= 1" in refused.stderr and refused.stdout == ""
+
+
+def test_inspect_search_graph_of_a_cyclic_fst_names_the_file(tmp_path):
+    run_cli("decode", "--method", "fst", "--lattice-dir", str(tmp_path), stdin="das\n")
+    cyclic = fst.VectorFst.read(str(tmp_path / "0.fst"))
+    arc = next(iter(cyclic.arcs(cyclic.start())))
+    cyclic.add_arc(arc.nextstate, fst.Arc(arc.ilabel, arc.olabel, arc.weight, cyclic.start()))  # back to the start
+    path = tmp_path / "loop.fst"
+    cyclic.write(str(path))
+    out = run_cli("inspect", str(path), "--search-graph")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr == f"fstdecode: error: {path}: the FST has a cycle: not a lattice\n"
+
+
 def test_inspect_bad_file_is_a_clean_error(tmp_path):
     (tmp_path / "x.fst").write_text("not an fst")
     out = run_cli("inspect", str(tmp_path / "x.fst"))
