@@ -314,7 +314,9 @@ class Decoder:
                 return DecodeResult(id, tokens(text), (), False, Stats(0, 0, 0.0), f"XML markup: {e}")
             line, markup = marked.words, marked.options
         words = tokens(line)
-        if not words:  # one derivation, the empty one: optimal, its own score the bound
+        # An empty line has one derivation, the empty one: optimal, its own score the bound. (A
+        # search that writes lattices is run all the same: every line gets its DIR/<id>.fst.)
+        if not words and getattr(self.options, "lattice_dir", None) is None:
             empty = self._derivation(words, (), 0.0)
             empty = dataclasses.replace(empty, search_score=empty.score)
             return DecodeResult(id, words, (empty,), True, Stats(0, 0, 0.0), upper_bound=empty.score)

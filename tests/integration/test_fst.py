@@ -258,6 +258,16 @@ def test_inspect_search_graph_of_a_cyclic_fst_names_the_file(tmp_path):
     assert out.stderr == f"fstdecode: error: {path}: the FST has a cycle: not a lattice\n"
 
 
+def test_every_line_but_a_failed_one_gets_its_lattice_an_empty_one_too(tmp_path):
+    out = run_cli("decode", "--method", "fst", "--lattice-dir", str(tmp_path), "--format", "json",
+                  stdin="das muss\n\nder <s> x\nsein\n")
+    assert out.returncode == 0, out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0.fst", "1.fst", "3.fst"]
+    empty = json.loads(out.stdout.splitlines()[1])
+    shown = run_cli("inspect", str(tmp_path / "1.fst"))
+    assert shown.returncode == 0 and f"1. score {empty['score']:.4f}" in shown.stdout
+
+
 def test_inspect_bad_file_is_a_clean_error(tmp_path):
     (tmp_path / "x.fst").write_text("not an fst")
     out = run_cli("inspect", str(tmp_path / "x.fst"))
