@@ -137,6 +137,9 @@ class DecodeResult:
     upper_bound: float | None = None
     #: The A*'s bound before it expanded anything (``exact``, ``prove``): see :attr:`root_gap`.
     root_bound: float | None = None
+    #: Why ``prove`` left the line unproven (its state budget, or its tables' work cap), without
+    #: the warning ``reason`` gives: that is the method's normal outcome.
+    unproven: str | None = None
 
     @property
     def best(self) -> Derivation | None:
@@ -346,7 +349,8 @@ class Decoder:
         bound = reported_bound(result.certified().upper_bound if reason is None else result.upper_bound,
                                derivations, optimal)
         return DecodeResult(
-            id, words, derivations, optimal, stats, reason=reason, upper_bound=bound, root_bound=result.root_bound
+            id, words, derivations, optimal, stats, reason=reason, upper_bound=bound, root_bound=result.root_bound,
+            unproven=None if optimal else result.unproven,
         )
 
     def _over_budget(self, problem: SearchProblem, e: SearchLimitError) -> tuple[SearchResult, str]:

@@ -56,7 +56,8 @@ def _derivation_json(d: Derivation, alignment: bool = False) -> dict:
 
 def json_line(result: DecodeResult, alignment: bool = False) -> str:
     """One JSON object: id, source, translation, score, features, derivation, optimal, stats;
-    ``upper_bound`` and ``gap`` when the search proved a bound (the certificate); ``root_bound``
+    ``upper_bound`` and ``gap`` when the search proved a bound (the certificate); ``unproven``, why
+    ``prove`` left the line unproven; ``root_bound``
     and ``root_gap`` (the A*'s bound and gap before its first expansion) and ``stats.phases``
     (the seconds of ``lower``, ``bounds`` and ``search``) from the A* (``exact``, ``prove``); with
     ``alignment``, ``alignment`` as ``[source, target]`` position pairs (:meth:`Derivation.alignment`).
@@ -79,6 +80,8 @@ def json_line(result: DecodeResult, alignment: bool = False) -> str:
             obj["root_gap"] = result.root_gap
         if result.reason is not None:
             obj["reason"] = result.reason
+        if result.unproven is not None:
+            obj["unproven"] = result.unproven
         if len(result.derivations) > 1:
             obj["nbest"] = [_derivation_json(d, alignment) for d in result.derivations]
     obj["stats"] = {

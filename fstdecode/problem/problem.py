@@ -430,6 +430,8 @@ class SearchResult:
     root_bound: float | None = None
     phases: tuple[tuple[str, float], ...] = ()
     winners: tuple[tuple[tuple[Phrase, ...] | None, ...], ...] | None = None
+    #: Why a result that is no failure is not proven (``prove``'s budget or tables), else None.
+    unproven: str | None = None
 
     def certified(self) -> SearchResult:
         """This result with its certificate: a proven optimum bounds every derivation by its score."""

@@ -15,6 +15,8 @@ heuristic) then tries to prove it within ``max_states`` states. The line gets:
 * the heuristic's tables too big to build within :func:`bounds_work`: the stack decoder's
   derivations, ``optimal`` false, and no bound (the A* did not run).
 
+Unproven, the result's ``unproven`` says which (the budget, or the tables' work cap).
+
 It never claims a proof it does not have: ``optimal`` is the A*'s own verdict. With ``--nbest
 K`` the A* proves the K best (the stack decoder's K-th score is its lower bound); unproven, the
 list is the better search's K best and the bound is on the first. ``root_bound`` (the A*'s bound
@@ -24,6 +26,7 @@ tables and the A*'s expansion) come with every line.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from fstdecode.problem.problem import SearchLimitError, SearchProblem, SearchResult
@@ -76,7 +79,7 @@ def prove_search(problem: SearchProblem, options: ProveOptions = ProveOptions())
     except SearchLimitError as e:
         if e.best is None:
             raise
-        return e.best
+        return dataclasses.replace(e.best, unproven=str(e))
 
 
 register(

@@ -119,9 +119,10 @@ def test_default_json_reports_both_gaps_and_the_phases_without_warning_when_unpr
         assert math.isclose(got["gap"], got["upper_bound"] - got["score"], abs_tol=TOL)
         assert got["score"] <= exact["score"] + TOL
         if got["optimal"]:
-            assert abs(got["score"] - exact["score"]) < TOL and got["gap"] == 0
+            assert abs(got["score"] - exact["score"]) < TOL and got["gap"] == 0 and "unproven" not in got
         else:
             assert "reason" not in got and got["gap"] > 0
+            assert got["unproven"] == "more than 1 states (--max-states)"
     assert any(not got["optimal"] for got in lines)  # the budget of 1 leaves some line unproven
 
 
@@ -144,6 +145,7 @@ def test_prove_gives_up_without_a_bound_when_the_tables_outgrow_their_share(monk
     got = Decoder(model, "prove").decode(line)
     stack = Decoder(model, "stack").decode(line)
     assert not got.optimal and got.upper_bound is None and got.gap is None and got.reason is None
+    assert got.unproven.startswith("the A*'s bounds need more than 10 ")  # why, without a warning
     assert got.best.translation == stack.best.translation and got.best.score == stack.best.score
     assert got.stats.phases and dict(got.stats.phases)["search"] == 0.0
 
