@@ -161,7 +161,7 @@ def test_tsp_problem_layout():
 def test_tsp_junctions_grow_with_the_path_not_its_square():
     # The signature DP's junction table holds only the pairs within the distortion limit: about
     # (2d + 1) per word, where a |V| x |V| table took 1 GB at 10,000 vertices.
-    n, k = 2000, 2
+    n, k = 600, 2
     graph = Graph(n, {(i, j): float(j - i) for i in range(1, n) for j in range(i + 1, min(n, i + k) + 1)})
     problem = tsp_problem(graph, k)
     lam = problem.junctions()
