@@ -27,36 +27,15 @@ each step then visits ``n * pairs`` transitions: both are set beside the budget.
 
 from __future__ import annotations
 
-import json
 import statistics
-import subprocess
-import sys
 import time
 
 import numpy as np
 
-from scripts.benchlib import DOCS, HANSARDS, UN_LM, log, marked, script, write_section
+from scripts.bench_default import FLAGS, decode
+from scripts.benchlib import DOCS, HANSARDS, log, marked, script, write_section
 
-D = 4
-FLAGS = [
-    "--phrase-table", str(HANSARDS / "tm"), "--tm-score-format", "log10", "--lm", str(UN_LM),
-    "--lm-order", "3", "--distortion-limit", str(D), "--table-limit", "20", "--format", "json",
-]
-
-
-def decode(method: str | None, text: str) -> tuple[float, list[dict]]:
-    """(wall seconds, JSON lines) of one ``fstdecode decode`` process on ``text``."""
-    flags = [] if method is None else ["--method", method]
-    t = time.perf_counter()
-    out = subprocess.run(
-        [sys.executable, "-m", "fstdecode", "-q", "decode", *FLAGS, *flags],
-        input=text.encode("utf-8"), capture_output=True, check=True,
-    )
-    wall = time.perf_counter() - t
-    results = [json.loads(line) for line in out.stdout.splitlines()]
-    if len(results) != len(text.splitlines()):
-        raise SystemExit(f"{method}: {len(results)} lines out for {len(text.splitlines())} in")
-    return wall, results
+D = int(FLAGS[FLAGS.index("--distortion-limit") + 1])  # bench_default's distortion limit
 
 
 def adjacent_pairs(spans: np.ndarray, ends: np.ndarray, starts: np.ndarray, d: int) -> tuple[int, int]:
