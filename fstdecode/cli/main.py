@@ -33,7 +33,7 @@ from fstdecode.io.moses_ini import load_moses_ini, moses_boolean
 from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, Model, binarized_tables, load_model, refiltered, table_path
 from fstdecode.run import decode_filtered, decode_lines
 from fstdecode.model.distortion import SEMANTICS
-from fstdecode.search.base import METHODS
+from fstdecode.search.base import DEFAULT_MAX_STATES, METHODS
 
 DESCRIPTION = (
     "Exact phrase-based machine translation decoding under a hard distortion limit "
@@ -189,6 +189,8 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="decode the example sentence and show the DP at work")
     _model_args(demo)
     demo.add_argument("sentence", nargs="?", default="das muss unsere sorge gleichermaßen sein")
+    demo.add_argument("--max-states", type=int, default=DEFAULT_MAX_STATES, metavar="N",
+                      help=f"the signature DP's state budget (default {DEFAULT_MAX_STATES:,}); past it, an error")
     sub.add_parser(
         "moses", add_help=False,
         help="Moses' command line (also the fstdecode-moses command): fstdecode moses -f moses.ini "
@@ -491,7 +493,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         args.sentence.encode("utf-8")
     except UnicodeEncodeError as e:  # argv's undecodable bytes arrive as lone surrogates
         raise FstdecodeError(f"demo: the sentence is not valid UTF-8 (at character {e.start + 1})") from None
-    run_demo(_load(args), args.sentence, sys.stdout)
+    check_min("--max-states", args.max_states, 1)
+    run_demo(_load(args), args.sentence, sys.stdout, args.max_states)
     return 0
 
 

@@ -7,7 +7,8 @@ from typing import TextIO
 from fstdecode.decoder import Decoder
 from fstdecode.model.model import Model
 from fstdecode.search import signature_dp
-from fstdecode.problem.problem import Option
+from fstdecode.problem.problem import Option, SearchLimitError
+from fstdecode.search.base import DEFAULT_MAX_STATES
 from fstdecode.statespace.ngram import state_space
 from fstdecode.statespace.signature import replay
 
@@ -18,14 +19,20 @@ def _tape(opts: list[Option], vocab: list[str]) -> str:
     )
 
 
-def run_demo(model: Model, sentence: str, out: TextIO) -> None:
+def run_demo(model: Model, sentence: str, out: TextIO, max_states: int = DEFAULT_MAX_STATES) -> None:
     """Write the best derivation of ``sentence`` and how the signature DP built it.
 
-    Positions in the tapes are Chang & Collins' (``<s>`` = 0, token k = k+1).
+    Positions in the tapes are Chang & Collins' (``<s>`` = 0, token k = k+1). The DP (the Python
+    reference, which the demo shows state by state) stops past ``max_states`` states with
+    SearchLimitError: the demo is for short sentences.
     """
-    decoder = Decoder(model, "dp")  # the DP whose chart the demo shows
+    decoder = Decoder(model, "dp", max_states=max_states)  # the DP whose chart the demo shows
     problem = decoder.problem(sentence.split())
-    chart = signature_dp.run(problem)
+    try:
+        chart = signature_dp.run(problem, max_states=max_states)
+    except SearchLimitError as e:
+        raise SearchLimitError(f"demo: the signature DP needs {e} for this sentence; the demo is for short "
+                               "sentences (decode translates long ones)") from None
     steps = signature_dp.backtrack(chart.layers, problem.end, state_space(problem)[1], 0)
     result = decoder.decode(sentence)
     best = result.best

@@ -294,6 +294,12 @@ def test_demo_sentence_not_utf8():
     expect_error(["demo", "das \udcff muss"], "the sentence is not valid UTF-8")
 
 
+def test_demo_has_a_budget():
+    # The demo's DP is the Python reference: past its budget, one line rather than minutes and GBs.
+    expect_error(["demo", "--max-states", "10"], "the signature DP needs more than 10 states", "short sentences")
+    expect_error(["demo", "--max-states", "0"], "--max-states must be >= 1")
+
+
 def test_negative_distortion_limit_demo():
     expect_error(["demo", "-d", "-2"], "distortion")
 
