@@ -68,6 +68,7 @@ __all__ = [
     "ConvertedIni",
     "PATH_RULES",
     "load_moses_ini",
+    "moses_file_exists",
     "moses_boolean",
     "old_format_lines",
     "parse_weight_overwrite",
@@ -405,7 +406,7 @@ def _check_values(args: Mapping[str, str], kind: str, where: str) -> None:
 PATH_RULES = ("ini", "cwd")
 
 
-def _exists(path: str) -> bool:
+def moses_file_exists(path: str) -> bool:
     """Whether a model file is at ``path`` as Moses looks for one: the path itself, or with the
     extension Moses adds (``.gz``; a compact or binary reordering table's)."""
     return any(os.path.exists(path + ext) for ext in ("", ".gz", ".minlexr", ".binlexr.idx", ".minphr"))
@@ -420,10 +421,10 @@ def _resolve_path(args: dict[str, str], folder: str, rule: str = "ini") -> str |
     by_ini = os.path.normpath(os.path.join(folder, value))
     by_cwd = os.path.abspath(value)
     if rule == "cwd":
-        args["path"] = by_cwd if _exists(by_cwd) or not _exists(by_ini) else by_ini
+        args["path"] = by_cwd if moses_file_exists(by_cwd) or not moses_file_exists(by_ini) else by_ini
         return None
     args["path"] = by_ini
-    if by_cwd != by_ini and _exists(by_cwd):
+    if by_cwd != by_ini and moses_file_exists(by_cwd):
         return (
             f"path={value} is read as {by_ini} (decode resolves against the moses.ini's folder); Moses, and "
             f"fstdecode moses, would read {by_cwd} (the working directory first)"

@@ -21,7 +21,7 @@ from fstdecode.errors import FstdecodeError
 from fstdecode.io.arpa import ArpaLM
 from fstdecode.io.kenlm_binary import KenLMBinaryLM, is_kenlm_binary
 from fstdecode.io.native_lm import NativeLM
-from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, FeatureLine, MosesConfig, load_moses_ini
+from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, FeatureLine, MosesConfig, load_moses_ini, moses_file_exists
 from fstdecode.model.combined_lm import CombinedLM
 from fstdecode.model.decoding_paths import alternatives, check_mapping, offsets
 from fstdecode.io.binarized import is_binary_table, is_lm_image, open_binary_table, written_by_binarize
@@ -402,6 +402,8 @@ def load_model(
                 "option comes from it and its features are 0; give it a path (0 T 0 / 1 T 1 ...) to use it",
                 cfg.path, line.lineno, line.name)
     lm_paths, pt_path = _model_paths(cfg, lm, phrase_table, table is not None)
+    if cfg is not None:
+        _ini_files_exist(cfg, lms=lm is None, tables=phrase_table is None and table is None)
     d = _distortion_limit(distortion_limit, cfg)
     w = _weights_from_ini(cfg) if cfg is not None else Weights()
     w = w.override(list(weights), moses_names(_declared(cfg)))
@@ -631,6 +633,17 @@ def table_path(config: str | Path | None, phrase_table: str | Path | None, ini_p
     lines = load_moses_ini(config, ini_paths).phrase_tables()
     sizes = [(os.path.getsize(f.path) if os.path.isfile(f.path) else 0, f.path) for f in lines]
     return max(sizes)[1] if sizes else None
+
+
+def _ini_files_exist(cfg, lms: bool, tables: bool) -> None:
+    """A file a moses.ini names that is not there, in any form Moses would look for (the path,
+    ``.gz``, a compact table's extensions), is an error naming the ini's line: the reader would
+    name the path alone. ``lms``, ``tables``: whether the ini's LMs and phrase tables are read
+    (not replaced by ``--lm``, ``--phrase-table``)."""
+    lines = [*(cfg.lms() if lms else ()), *(cfg.phrase_tables() if tables else ()), cfg.lexical_reordering()]
+    for f in lines:
+        if f is not None and not moses_file_exists(f.path):
+            raise ModelError(f"{cfg.path}:{f.lineno}: {f.name}'s path {f.path}: no such file")
 
 
 def _binarized_files_intact(cfg) -> None:

@@ -385,3 +385,16 @@ def test_integer_options_beyond_the_cores_int_are_refused_in_one_line(args):
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith("fstdecode: error: ") and "must be <= 2147483647" in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("which, lineno", [("lm.arpa", 6), ("phrase-table", 10)])
+def test_a_missing_file_names_the_ini_line_that_names_it(tmp_path, which, lineno):
+    text = example_ini_text()
+    missing = tmp_path / "gone" / which
+    ini = tmp_path / "moses.ini"
+    ini.write_text(text.replace(str(EXAMPLE_DATA / which), str(missing)), encoding="utf-8")
+    expect_error(["decode", "-f", str(ini)], f"{ini}:{lineno}: ", f"path {missing}: no such file")
+    # A path given on the command line replaces the ini's: then nothing is missing.
+    flag = "--lm" if which == "lm.arpa" else "--phrase-table"
+    proc = run_cli(["decode", "-f", str(ini), flag, str(EXAMPLE_DATA / which)], "das muss\n", timeout=60)
+    assert proc.returncode == 0 and proc.stdout == "this must\n", proc.stderr
