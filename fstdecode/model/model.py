@@ -635,7 +635,7 @@ def table_path(config: str | Path | None, phrase_table: str | Path | None, ini_p
     return max(sizes)[1] if sizes else None
 
 
-def _ini_files_exist(cfg, lms: bool, tables: bool) -> None:
+def _ini_files_exist(cfg: MosesConfig, lms: bool, tables: bool) -> None:
     """A file a moses.ini names that is not there, in any form Moses would look for (the path,
     ``.gz``, a compact table's extensions), is an error naming the ini's line: the reader would
     name the path alone. ``lms``, ``tables``: whether the ini's LMs and phrase tables are read
@@ -646,7 +646,7 @@ def _ini_files_exist(cfg, lms: bool, tables: bool) -> None:
             raise ModelError(f"{cfg.path}:{f.lineno}: {f.name}'s path {f.path}: no such file")
 
 
-def _binarized_files_intact(cfg) -> None:
+def _binarized_files_intact(cfg: MosesConfig) -> None:
     """A moses.ini ``fstdecode binarize`` wrote names binarized files beside it: each of them must
     still be one (a file cut to a few bytes no longer shows the magic, and would read as an empty
     text table: every word copied through)."""
