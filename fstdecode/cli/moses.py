@@ -27,6 +27,7 @@ from fstdecode.io.moses_params import MODEL, NO_EFFECT, PARAMETERS, REFUSED, SEA
 from fstdecode.cli.moses_output import MosesOutput
 from fstdecode.cli.running import worker_count
 from fstdecode.run.base import DEFAULT_RETRIES
+from fstdecode.search.base import MAX_INT_OPTION
 
 __all__ = ["USAGE", "MosesArgsError", "parse_switches", "moses_args", "DEFAULT_STACK", "DEFAULT_BEAM_THRESHOLD"]
 
@@ -281,7 +282,8 @@ def moses_args(words: Sequence[str]) -> tuple[argparse.Namespace, MosesOutput]:
         xml_input=xml_mode, workers=_threads(settings), cluster=None, scheduler=None, worker_memory=None,
         tls_ca_file=None, tls_cert=None, tls_key=None, chunk_size=None, retries=DEFAULT_RETRIES, shard=None, resume=None,
         progress=None, verbose=verbose, quiet=quiet, ini_paths=paths, input_file=input_file,
-        beam_size=stack if stack > 0 else 2**62, beam_threshold=-math.log(beam) if beam > 0 else math.inf,
+        beam_size=stack if stack > 0 else MAX_INT_OPTION,  # 0: no limit, as in Moses
+        beam_threshold=-math.log(beam) if beam > 0 else math.inf,
         nbest=max(nbest_size, 1), unique=distinct,
         max_phrase_length=settings.one("max-phrase-length", int, 1),
         honoured=_HONOURED_SEARCH | _HONOURED_HERE,

@@ -19,6 +19,7 @@ from fstdecode.cli.moses import DEFAULT_STACK, MosesArgsError, moses_args, parse
 from fstdecode.io.moses_ini import MosesIniError, load_moses_ini
 from fstdecode.io.moses_params import PARAMETERS, SHORT_NAMES
 from fstdecode.model.model import load_model
+from fstdecode.search.base import MAX_INT_OPTION
 
 from shared import EXAMPLE_DATA, data_path
 
@@ -82,7 +83,7 @@ def test_moses_defaults_and_the_beam_threshold_as_a_probability_ratio(tmp_path):
     assert (args.method, args.beam_size, args.beam_threshold) == ("stack", DEFAULT_STACK, pytest.approx(math.log(1e5)))
     assert args.workers == 1 and args.ini_paths == "cwd" and opts.nbest_path is None
     args, _ = moses_args(["-f", str(example_ini(tmp_path)), "-b", "0.001", "-s", "0", "-threads", "3"])
-    assert args.beam_threshold == pytest.approx(math.log(1000)) and args.beam_size >= 2**62 and args.workers == 3
+    assert args.beam_threshold == pytest.approx(math.log(1000)) and args.beam_size == MAX_INT_OPTION and args.workers == 3
     # mert-moses.pl writes --decoder-flags back into the tuned ini under the name as typed: [s], [b]
     args, _ = moses_args(["-f", str(example_ini(tmp_path, "\n[s]\n7\n[b]\n0.5\n"))])
     assert args.beam_size == 7 and args.beam_threshold == pytest.approx(math.log(2))
@@ -388,3 +389,11 @@ def test_verbose_is_honoured_without_a_warning(tmp_path, capsys, monkeypatch, sw
     assert errs["0"] == ""
     assert errs["1"].startswith("fstdecode: warning: line 2:") and errs["1"].count("\n") == 1
     assert "fstdecode: info: " in errs["2"] and "fstdecode: warning: line 2:" in errs["2"]
+
+
+@pytest.mark.parametrize("words", [["-s", "0"], ["-stack", "0"]])
+def test_stack_zero_decodes_without_a_limit(tmp_path, capsys, monkeypatch, words):
+    # README's table: stack 0 is honoured as no limit (the probe found it refused once the
+    # integer options were capped at the core's int).
+    status, out, err = run(["moses", "-f", str(example_ini(tmp_path)), *words], "das muss\n".encode(), capsys, monkeypatch)
+    assert status == 0 and out == "this must \n", err
