@@ -221,6 +221,13 @@ class MosesConfig:
         """The LexicalReordering feature, or None; more than one is an error."""
         return self.single("LexicalReordering")
 
+    def model_files(self, lms: bool = True, tables: bool = True) -> tuple[FeatureLine, ...]:
+        """The features that name a model file: the LMs (with ``lms``), the phrase tables (with
+        ``tables``) and the reordering table, in that order."""
+        reordering = self.lexical_reordering()
+        return (*(self.lms() if lms else ()), *(self.phrase_tables() if tables else ()),
+                *((reordering,) if reordering is not None else ()))
+
     def weight(self, name: str, default: tuple[float, ...]) -> tuple[float, ...]:
         """The weights of feature ``name``, or ``default`` when it has no [weight] line."""
         return self.weights.get(name, default)

@@ -97,8 +97,7 @@ def binarize(options: BinarizeOptions) -> Binarized:
                 f"{options.out}: exists and is neither empty nor a model fstdecode binarize wrote; --force "
                 "replaces only those (remove it yourself if it is to go)")
     cfg = load_moses_ini(options.config)
-    _not_inside(options.out, [cfg.path, *(f.path for f in (*cfg.phrase_tables(), cfg.lexical_reordering(), *cfg.lms())
-                                          if f is not None)])
+    _not_inside(options.out, [cfg.path, *(f.path for f in cfg.model_files())])
     parent = os.path.dirname(out)
     if not os.path.isdir(parent):
         raise BinarizeError(f"{options.out}: its folder {parent} does not exist")

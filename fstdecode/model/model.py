@@ -640,9 +640,8 @@ def _ini_files_exist(cfg: MosesConfig, lms: bool, tables: bool) -> None:
     ``.gz``, a compact table's extensions), is an error naming the ini's line: the reader would
     name the path alone. ``lms``, ``tables``: whether the ini's LMs and phrase tables are read
     (not replaced by ``--lm``, ``--phrase-table``)."""
-    lines = [*(cfg.lms() if lms else ()), *(cfg.phrase_tables() if tables else ()), cfg.lexical_reordering()]
-    for f in lines:
-        if f is not None and not moses_file_exists(f.path):
+    for f in cfg.model_files(lms, tables):
+        if not moses_file_exists(f.path):
             raise ModelError(f"{cfg.path}:{f.lineno}: {f.name}'s path {f.path}: no such file")
 
 
@@ -653,13 +652,12 @@ def _binarized_files_intact(cfg: MosesConfig) -> None:
     if not written_by_binarize(cfg.path):
         return
     here = os.path.dirname(os.path.realpath(cfg.path))
-    tables = [t for t in (*cfg.phrase_tables(), cfg.lexical_reordering()) if t is not None]
-    checks = [(t.path, is_binary_table) for t in tables]
-    checks += [(lm.path, lambda path: is_lm_image(path) or is_kenlm_binary(path)) for lm in cfg.lms()]
-    for path, binarized in checks:
+    for f in cfg.model_files():
+        path = f.path
         if os.path.dirname(os.path.realpath(path)) != here or not os.path.isfile(path):
             continue  # a file elsewhere (a KenLM binary is used where it is), or none: the reader says
-        if not binarized(path):
+        binarized = (is_lm_image(path) or is_kenlm_binary(path)) if f.kind == "KENLM" else is_binary_table(path)
+        if not binarized:
             raise ModelError(f"{path}: not a binarized file, though {cfg.path} (written by fstdecode binarize) "
                              "names it as one: it was cut short or replaced; run fstdecode binarize again")
 

@@ -44,12 +44,12 @@ def parse_call(body: bytes, limits: RequestLimits, default_method: str) -> JsonC
     if ("text" in obj) == ("lines" in obj):
         raise RequestError("give exactly one of 'text' (a sentence) and 'lines' (a list of sentences)")
     if "text" in obj:
-        lines = (check_text(obj["text"], "text", reserved=True),)
+        lines = (check_text(obj["text"], "text", allow_reserved=True),)
     else:
         given = obj["lines"]
         if not isinstance(given, list):
             raise RequestError("'lines' must be a list of strings")
-        lines = tuple(check_text(x, f"lines[{i}]", reserved=True) for i, x in enumerate(given))
+        lines = tuple(check_text(x, f"lines[{i}]", allow_reserved=True) for i, x in enumerate(given))
     check_size(lines, limits)
     nbest = check_nbest(obj.get("nbest", 1), "nbest", limits, minimum=1)
     align = obj.get("align", False)

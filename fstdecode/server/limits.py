@@ -51,12 +51,12 @@ class RequestLimits:
     allow_methods: tuple[str, ...]
 
 
-def check_text(text: object, where: str, reserved: bool = False) -> str:
+def check_text(text: object, where: str, allow_reserved: bool = False) -> str:
     """``text`` when it is a sentence the decoder may take, else RequestError naming ``where``.
 
     A sentence is a string of valid Unicode (no unpaired surrogate, which JSON's ``\\ud800`` can
     carry) with none of the reserved tokens (``<s>``, ``</s>``: the LM's markers; ``|||``: Moses'
-    field separator), unless ``reserved``: then the decoder fails that line alone, as ``decode``
+    field separator), unless ``allow_reserved``: then the decoder fails that line alone, as ``decode``
     does (the JSON API). Invariant of the result: ``text.encode("utf-8")`` succeeds.
     """
     if not isinstance(text, str):
@@ -65,7 +65,7 @@ def check_text(text: object, where: str, reserved: bool = False) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError as e:
         raise RequestError(f"{where} is not valid Unicode: an unpaired surrogate at character {e.start}") from None
-    found = [] if reserved else sorted({w for w in split_tokens(text) if w in RESERVED_TOKENS})
+    found = [] if allow_reserved else sorted({w for w in split_tokens(text) if w in RESERVED_TOKENS})
     if found:
         raise RequestError(
             f"{where} holds the reserved token(s) {' '.join(found)} (the LM's sentence markers and Moses' "
