@@ -438,17 +438,10 @@ class Completion {
     if (j >= p_.end()) return 0.0;  // the goal
     double h = b_.suffix[static_cast<std::size_t>(j) + 1] + eos_;
     if (ends) h += lr_suffix_[static_cast<std::size_t>(j) + 1] + sp_.pending_bound(sigs, ends, r);
-    long jumps = 0;  // signature_beam's "bound": each tape left by >= j - t, entered by >= j + 2 - s
-    // At j = n the <s> tape is left by the jump into </s>: uncharged without charge_final.
-    const bool free_final = j == n_ && !p_.charge_final();
-    for (int i = 0; i < r; ++i) {
-      if (sigs[i].s != 0) {
-        h += tape(sigs[i]);
-        jumps += j + 2 - sigs[i].s;
-      }
-      if (sigs[i].t < j && !(free_final && sigs[i].s == 0)) jumps += j - sigs[i].t;
-    }
-    if (p_.eta() >= 0.0) return h - p_.eta() * static_cast<double>(jumps);
+    for (int i = 0; i < r; ++i)
+      if (sigs[i].s != 0) h += tape(sigs[i]);
+    if (p_.eta() >= 0.0)  // signature_beam's "bound" (statespace.h, least_jumps)
+      return h - p_.eta() * static_cast<double>(least_jumps(sigs, r, j, n_, p_.charge_final()));
     return h - p_.eta() * d_ * (n_ - j + r);
   }
 

@@ -112,12 +112,9 @@ class Heuristic {
           beta += start_word(sig.a);
         }
       }
-      if (kind_ != BeamHeuristic::Unigram) {
-        // At j = n the <s> tape is left by the jump into </s>: uncharged without charge_final.
-        if (sig.t < j && !(sig.s == 0 && j == sp_.n && !sp_.p.charge_final())) beta -= eta * (j - sig.t);
-        if (sig.s != 0) beta -= eta * (j + 2 - sig.s);
-      }
     }
+    if (kind_ != BeamHeuristic::Unigram)
+      beta -= eta * static_cast<double>(space::least_jumps(sigs, r, j, sp_.n, sp_.p.charge_final()));
     return beta;
   }
 

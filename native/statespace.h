@@ -61,6 +61,30 @@ inline int gap_canonical(int M, const int* los, int n) {
   return *std::lower_bound(los, los + n, M);
 }
 
+// The least total jump still charged to the open tapes sigs[0..r) of a state at j (n words):
+// a tape ending at t < j is left by a jump of at least j - t (what follows its end is a phrase
+// placed after j, or </s>), one starting at s > 0 is entered by a jump of at least j + 2 - s.
+// Without charge_final (Moses' semantics, no [early-distortion-cost]) the jump into </s> is free:
+// at j = n it leaves the <s> tape; before n it leaves whichever tape ends last, which may be any
+// tape but <s>'s (a phrase placed after j follows <s>'s end), so the largest such leaving charge
+// is not counted (statespace/signature.py's least_jumps).
+inline long least_jumps(const Sig* sigs, int r, int j, int n, bool charge_final) {
+  long total = 0, free_leave = 0;
+  for (int i = 0; i < r; ++i) {
+    const Sig& g = sigs[i];
+    if (g.s != 0) total += j + 2 - g.s;
+    if (g.t >= j) continue;
+    const long leave = j - g.t;
+    if (charge_final) total += leave;
+    else if (g.s == 0) total += j == n ? 0 : leave;
+    else {
+      total += leave;
+      free_leave = std::max(free_leave, leave);
+    }
+  }
+  return total - free_leave;
+}
+
 // Two 8-byte compares (a Sig has no padding: 4 + 4 + 4 x 2 bytes).
 inline bool operator==(const Sig& x, const Sig& y) {
   std::uint64_t u[2], v[2];

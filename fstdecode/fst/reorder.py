@@ -281,11 +281,10 @@ class Completion:
         h = self.b.suffix[j + 1] + self.eos
         if self.lr:
             h += self.lr_suffix[j + 1] + lexreo.pending_bound(sigs)
-        jumps = 0
         for sig in sigs:
             if sig[0] != 0:
                 h += self._tape(sig)
-            jumps += least_jumps(p, j, sig)
+        jumps = least_jumps(p, j, sigs)
         if p.eta >= 0:
             return h - p.eta * jumps
         return h - p.eta * self.d * (p.n - j + len(sigs))

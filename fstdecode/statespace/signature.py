@@ -60,17 +60,28 @@ def final_charge(problem: SearchProblem, jump: int) -> float:
     return problem.eta * jump if problem.charge_final else 0.0
 
 
-def least_jumps(problem: SearchProblem, j: int, sig: tuple) -> int:
-    """The least total jump that the tape ``sig`` of a state at ``j`` is still charged: a tape
-    ending at t < j is left by a jump of at least j − t, since what follows it is a phrase placed
-    after j, or ``</s>`` at j = n (free under Moses' semantics, which charge no final jump); one
-    starting at s > 0 is entered by a jump of at least j + 2 − s."""
-    total = 0
-    if sig[2] < j and (j < problem.n or sig[0] != 0 or problem.charge_final):
-        total += j - sig[2]
-    if sig[0] != 0:
-        total += j + 2 - sig[0]
-    return total
+def least_jumps(problem: SearchProblem, j: int, sigs: Sigs) -> int:
+    """The least total jump that the open tapes ``sigs`` of a state at ``j`` are still charged.
+
+    A tape ending at t < j is left by a jump of at least j − t, since what follows its end is a
+    phrase placed after j, or ``</s>``; one starting at s > 0 is entered by a jump of at least
+    j + 2 − s. Moses' semantics without early distortion cost charge no jump into ``</s>``: at
+    j = n it leaves the ``<s>`` tape; before n it leaves whichever tape ends last, which may be
+    any tape but ``<s>``'s (a phrase placed after j follows that one's end), so the largest of
+    those tapes' leaving charges is not counted (native/statespace.h's ``least_jumps``)."""
+    total = free = 0
+    for sig in sigs:
+        s, t = sig[0], sig[2]
+        if s != 0:
+            total += j + 2 - s
+        if t >= j:
+            continue
+        if problem.charge_final or (s == 0 and j < problem.n):
+            total += j - t
+        elif s != 0:
+            total += j - t
+            free = max(free, j - t)
+    return total - free
 
 
 def tape_roles(sigs: Sigs, j: int, t: int, d: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:

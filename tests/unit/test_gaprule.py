@@ -148,6 +148,24 @@ def test_no_jump_into_eos_is_owed_under_moses(tmp_path):
         problem = Decoder(model, "dp").problem(tuple("u v w x y z".split()))
         n = problem.n
         bos_tape = (0, problem.bos, n - 2, problem.bos)
-        assert least_jumps(problem, n, bos_tape) == owed
-        assert least_jumps(problem, n - 1, bos_tape) == 1  # before n a phrase follows it: charged
-        assert least_jumps(problem, n, (n, 1, n, 1)) == 2  # entered from a phrase before it
+        assert least_jumps(problem, n, (bos_tape,)) == owed
+        assert least_jumps(problem, n - 1, (bos_tape,)) == 1  # before n a phrase follows it: charged
+        assert least_jumps(problem, n, ((n, 1, n, 1),)) == 2  # entered from a phrase before it
+
+
+def test_the_free_final_jump_may_leave_any_tape_but_the_bos_one(tmp_path):
+    # Before n, the tape that ends last (left by the jump into </s>) may be any open tape but
+    # <s>'s: under Moses' semantics without early distortion cost, the largest of their leaving
+    # charges is owed by no completion ("sorge gleichermaßen sein": order 2 3 1, and at j = 2 the
+    # tape (1, 1) is left by </s>).
+    paper = model_of(tmp_path, None)
+    moses = dataclasses.replace(paper, distortion_semantics="moses", semantics_given=True)
+    early = dataclasses.replace(moses, early_distortion_cost=True)
+    for model, owed in ((paper, 1 + 3), (early, 1 + 3), (moses, 3)):
+        problem = Decoder(model, "dp").problem(tuple("u v w x y z".split()))
+        bos, tape = (0, problem.bos, 2, problem.bos), (1, 1, 1, 1)  # at j = 2: <s> x2, and x1 alone
+        # <s>'s end (2) owes nothing at j = 2; the tape (1, 1) is left by >= 1 and entered by >= 3.
+        assert least_jumps(problem, 2, (bos, tape)) == owed
+        # Two tapes that may end last: only the larger leaving charge is free.
+        two = (bos, (1, 1, 1, 1), (3, 1, 3, 1))  # at j = 5: ends 1 and 3 owe 4 and 2; entries 6 and 4
+        assert least_jumps(problem, 5, two) == (4 + 2 + 6 + 4 + 3) - (4 if model is moses else 0)
