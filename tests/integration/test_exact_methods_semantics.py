@@ -85,6 +85,7 @@ def test_probe_line_translated_under_moses_semantics():
         assert got.best.score == pytest.approx(-12.068, abs=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("semantics,early", SEMANTICS)
 @settings(max_examples=examples(25), **SETTINGS)
@@ -112,3 +113,13 @@ def test_random_trigram_models_proven_at_the_oracle(method, data):
     model, sentence = data.draw(random_case(max_n=4, max_d=3, order=3, any_sign=True))
     for semantics, early in SEMANTICS:
         assert_proves_the_oracle(under(model, semantics, early), sentence, method)
+
+
+def test_a_compiled_p_decodes_the_probe_line(tmp_path):
+    # README's `compile -o P.fst`, then `decode --method fst --phrase-fst P.fst`: the same cascade.
+    from shared import run_cli
+
+    p = tmp_path / "P.fst"
+    assert run_cli(["compile", "-f", EXAMPLE_INI, "-o", str(p)], "").returncode == 0
+    proc = run_cli(["decode", "-f", EXAMPLE_INI, "--method", "fst", "--phrase-fst", str(p)], "sorge gleichermaßen sein\n")
+    assert proc.returncode == 0 and proc.stdout == "also be concern\n" and proc.stderr == ""
