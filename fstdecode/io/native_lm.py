@@ -3,10 +3,10 @@
 :class:`NativeLM` is a drop-in for :class:`ArpaLM`: it accepts and refuses the same files,
 with the same :class:`ArpaError` messages, and returns the same floats, bit for bit (the core
 computes every value with the same double operations, in the same order). It reads the file
-through :mod:`fstdecode.io.files` as ArpaLM does, then hands the bytes to the C++ reader
+once through :mod:`fstdecode.io.files` as ArpaLM does, then hands the bytes to the C++ reader
 (``fstdecode._native.core.NgramLM.parse_arpa``), about 15x faster than the Python
-parser. When the C++ reader refuses a file, the Python parser reads it again to raise its own
-message, so every error a user sees is ArpaLM's.
+parser. When the C++ reader refuses a file, the Python parser parses the same bytes to raise its
+own message, so every error a user sees is ArpaLM's (and a pipe is not read twice).
 
 Words are interned to integer ids in the core; :meth:`NativeLM.index` gives a word's id and
 :attr:`NativeLM.core` the core model, for native code that scores over ids.
@@ -17,32 +17,18 @@ its tables: unpickling reads the ARPA file again (see :meth:`NativeLM.__reduce__
 
 from __future__ import annotations
 
-import gzip
 import os
-import zlib
 from collections.abc import Sequence
 
 from fstdecode._native import core as _core
 from fstdecode.io.arpa import ArpaError, ArpaLM
-from fstdecode.io.binarized import check_stamp, is_lm_image
-from fstdecode.io.files import open_binary
+from fstdecode.io.binarized import check_stamp, is_lm_image, verify_checksum
+from fstdecode.io.files import is_regular, read_text_bytes, split_lines
 
 __all__ = ["NativeLM"]
 
 # The core takes max_order as a C int; larger values mean "the file's order" anyway.
 _INT_MAX = 2**31 - 1
-
-
-def _read(path: str, max_order: int | None) -> bytes:
-    """The file's bytes, un-gzipped; every problem raises ArpaLM's ArpaError for it."""
-    try:
-        with open_binary(path, ArpaError) as stream:
-            return stream.read()
-    except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as err:
-        failure = err  # corrupt gzip data, a failing disk, ...
-    # ArpaLM streams the file line by line, so its message names the line that failed.
-    ArpaLM.from_file(path, max_order)
-    raise ArpaError(f"{path}: cannot read: {failure}")
 
 
 class NativeLM:
@@ -84,7 +70,13 @@ class NativeLM:
         self._max_order = max_order
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
-        """Pickle as "re-read the file": ``_reload(path, source, max_order, order, counts)``."""
+        """Pickle as "re-read the file": ``_reload(path, source, max_order, order, counts)``; ArpaError
+        for a file that cannot be read again (a pipe or FIFO: its data are gone)."""
+        if os.path.exists(self._source) and not is_regular(self._source):
+            raise ArpaError(
+                f"{self.path}: another process (a --cluster worker) reads the language model's file again, and a pipe "
+                "or FIFO can be read only once; give a regular file"
+            )
         return _reload, (self.path, self._source, self._max_order, self.order, self.counts)
 
     def __copy__(self) -> NativeLM:
@@ -112,12 +104,12 @@ class NativeLM:
             ArpaLM.from_file(spath, max_order)  # raises its ArpaError
         if is_lm_image(spath):
             return cls._from_image(spath, max_order)
-        data = _read(spath, max_order)
+        data = read_text_bytes(spath, ArpaError)  # read once: a pipe works
         limit = 0 if max_order is None or max_order > _INT_MAX else max_order
         try:
             core = _core.NgramLM.parse_arpa(data, limit)
         except _core.ArpaFormatError as err:
-            ArpaLM.from_file(spath, max_order)  # raises the canonical ArpaError
+            ArpaLM.from_lines(spath, split_lines(data, spath, ArpaError), max_order)  # raises the canonical ArpaError
             raise ArpaError(f"{spath}: {err} (the Python reader accepts this file: please report)") from None
         return cls(spath, core, max_order=max_order)
 
@@ -125,6 +117,7 @@ class NativeLM:
     def _from_image(cls, path: str, max_order: int | None) -> NativeLM:
         """An LM image (``fstdecode binarize``), mapped (``_core.ImageLM``); read up to ``max_order``
         by a view of the same tables at that order (ImageLM.restrict, no copy)."""
+        verify_checksum(path, ArpaError)
         try:
             core, stamp = _core.ImageLM.map_image(path)
         except _core.LmImageError as err:

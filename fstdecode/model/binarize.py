@@ -10,6 +10,8 @@ DIR holds, for the moses.ini's features:
 * ``lm.bin``: the LM image (native/lm_image.h) of an ARPA LM, queried in place and answering
   bit for bit as the ARPA reader (its scores kept as the file's decimals); a KenLM binary LM is
   used as it is (the new moses.ini names the original file);
+* ``checksums.crc32c``: the CRC-32C and size of each binarized file, checked before a process
+  trusts the file's values (:func:`fstdecode.io.binarized.verify_checksum`; ``fstdecode verify DIR``);
 * ``moses.ini``: the original's every feature (name and arguments), weight and section, in the
   current format, naming the binarized files ``${MODEL_DIR}/FILE`` (fstdecode reads ``${...}`` as
   the ini's own folder, so DIR may be moved whole); any other path made absolute.
@@ -29,15 +31,23 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
+import signal
+import socket
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
-from fstdecode.io.binarized import BINARIZED_INI_HEADER, is_binary_table, is_lm_image, source_stamp, written_by_binarize
+from fstdecode.io.binarized import (
+    BINARIZED_INI_HEADER, is_binary_table, is_lm_image, source_stamp, write_checksums, written_by_binarize,
+)
 from fstdecode.io.kenlm_binary import is_kenlm_binary
 from fstdecode.io.moses_ini import load_moses_ini, rewritten_ini
 from fstdecode.io.native_lm import NativeLM
@@ -100,25 +110,34 @@ def binarize(options: BinarizeOptions) -> Binarized:
     _not_inside(options.out, [cfg.path, *(f.path for f in cfg.model_files())])
     parent = os.path.dirname(out)
     if not os.path.isdir(parent):
-        raise BinarizeError(f"{options.out}: its folder {parent} does not exist")
-    work = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.", dir=parent)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(work, 0o777 & ~umask)  # mkdtemp's folder is private; DIR is an ordinary folder
-    try:
-        paths = _write_files(cfg, work, out, options)
-        header = (
-            f"{BINARIZED_INI_HEADER} from {os.path.abspath(options.config)} (binarized tables: format "
-            f"{_core.BINARY_TABLE_VERSION}, LM image: format {_core.LM_IMAGE_VERSION}).\n"
-            "# The binarized tables and LM image are fstdecode's own formats (README.md, \"Binarized models\").\n"
-        )
-        Path(work, INI_FILE).write_text(rewritten_ini(options.config, paths, header), encoding="utf-8")
-        files = tuple(sorted((name, os.path.getsize(os.path.join(work, name))) for name in os.listdir(work)))
-        _move_into_place(work, out)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+        raise BinarizeError(f"{options.out}: its folder {parent} " + ("is not a folder" if os.path.lexists(parent) else "does not exist"))
+    _remove_stale(out)
+    with _stopped_cleanly():
+        work = _work_folder(out, options.out)
+        try:
+            files = _build(cfg, work, out, options)
+        except BaseException as e:
+            shutil.rmtree(work, ignore_errors=True)
+            failed = _write_error(e, options.out)
+            if failed is not None:
+                raise failed from None
+            raise
     return Binarized(options.out, files, time.perf_counter() - start)
+
+
+def _build(cfg, work: str, out: str, options: BinarizeOptions) -> tuple[tuple[str, int], ...]:
+    """Write the model into ``work``, then move it to ``out``; the files written and their sizes."""
+    paths = _write_files(cfg, work, out, options)
+    header = (
+        f"{BINARIZED_INI_HEADER} from {os.path.abspath(options.config)} (binarized tables: format "
+        f"{_core.BINARY_TABLE_VERSION}, LM image: format {_core.LM_IMAGE_VERSION}).\n"
+        "# The binarized tables and LM image are fstdecode's own formats (README.md, \"Binarized models\").\n"
+    )
+    Path(work, INI_FILE).write_text(rewritten_ini(options.config, paths, header), encoding="utf-8")
+    write_checksums(work, [name for name in os.listdir(work) if name != INI_FILE])
+    files = tuple(sorted((name, os.path.getsize(os.path.join(work, name))) for name in os.listdir(work)))
+    _move_into_place(work, out)
+    return files
 
 
 def _write_files(cfg, work: str, out: str, options: BinarizeOptions) -> dict[str, str]:
@@ -187,11 +206,121 @@ def _move_into_place(work: str, out: str) -> None:
     if not os.path.lexists(out):
         os.rename(work, out)
         return
-    aside = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.old.", dir=os.path.dirname(out))
+    aside = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.old.{_owner()}.", dir=os.path.dirname(out))
     os.rmdir(aside)
-    os.rename(out, aside)
-    os.rename(work, out)
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)  # no DIR between the two renames: a signal waits
+    try:
+        os.rename(out, aside)
+        os.rename(work, out)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
     if os.path.isdir(aside) and not os.path.islink(aside):
         shutil.rmtree(aside, ignore_errors=True)
     else:
         os.remove(aside)
+
+
+#: The signals that end a binarize, its work folder removed first (:func:`_stopped_cleanly`).
+_STOPS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
+def _owner() -> str:
+    """The tag in the names of this process's hidden folders beside DIR: ``HOST-PID``
+    (:func:`_remove_stale` reads it)."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def _work_folder(out: str, shown: str) -> str:
+    """A fresh folder beside ``out`` to write the model into: ``.NAME.HOST-PID.xxxxxxxx``, with
+    the permissions of an ordinary folder. ``shown``: ``out`` as the user wrote it."""
+    parent = os.path.dirname(out)
+    try:
+        work = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.{_owner()}.", dir=parent)
+    except OSError as e:  # /proc, a read-only or full file system
+        raise BinarizeError(f"{shown}: cannot write in its folder {parent}: {e.strerror}") from None
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(work, 0o777 & ~umask)  # mkdtemp's folder is private; DIR is an ordinary folder
+    return work
+
+
+def _write_error(error: BaseException, shown: str) -> BinarizeError | None:
+    """A write into the work folder that failed (a full disk, a quota) as one line naming DIR
+    (``shown``), else None: an OSError, or the core's RuntimeError ``PATH: cannot write: REASON``
+    (native/binary_table.cpp, native/lm_image.cpp)."""
+    if isinstance(error, OSError) and error.strerror:
+        name = os.path.basename(error.filename) if isinstance(error.filename, str) else None
+        return BinarizeError(f"{shown}: cannot write{' ' + name if name else ''}: {error.strerror}")
+    if isinstance(error, RuntimeError) and ": cannot write: " in str(error):
+        path, _, reason = str(error).partition(": cannot write: ")
+        return BinarizeError(f"{shown}: cannot write {os.path.basename(path)}: {reason}")
+    return None
+
+
+def _remove_stale(out: str) -> None:
+    """Remove the hidden folders beside ``out`` that a binarize of the same DIR on this machine
+    left when it was killed past cleaning up (SIGKILL, a crash, a power cut): named as
+    :func:`_work_folder` and :func:`_move_into_place` name them, their process gone. Another
+    machine's (a shared file system) and a live process's are left alone."""
+    parent, name = os.path.split(out)
+    pattern = re.compile(rf"\.{re.escape(name)}\.(?:old\.)?{re.escape(socket.gethostname())}-([0-9]+)\.[a-z0-9_]{{8}}")
+    try:
+        entries = os.listdir(parent)
+    except OSError:
+        return
+    for entry in entries:
+        m = pattern.fullmatch(entry)
+        if m is None or _alive(int(m.group(1))):
+            continue
+        path = os.path.join(parent, entry)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+            _LOG.info("removed %s, left by binarize process %s, which ended before cleaning up", path, m.group(1))
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (another user's counts)."""
+    if pid <= 0:  # (0 and below name process groups: not a binarize's folder, so kept)
+        return True
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # (no process has a number that large)
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class _Stopped(BaseException):
+    """A SIGTERM or SIGHUP that arrived while binarize wrote: unwinds to remove the work folder."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def _stopped_cleanly() -> Iterator[None]:
+    """Run the body with SIGTERM and SIGHUP raising :class:`_Stopped` (where their action is the
+    default, to end the process), so that the body's cleanup runs; then end the process by that
+    signal, as its default action would have. (SIGINT raises KeyboardInterrupt already.) Only
+    the main thread sets signal handlers: in another, the body runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise _Stopped(signum)
+
+    saved = {sig: signal.signal(sig, stop) for sig in _STOPS[:2] if signal.getsignal(sig) == signal.SIG_DFL}
+    try:
+        yield
+    except _Stopped as e:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        saved = {}
+        os.kill(os.getpid(), e.signum)  # the default action: ended by the signal (exit 128 + N to a shell)
+        raise SystemExit(128 + e.signum) from None  # (only if the signal was not delivered at once)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
