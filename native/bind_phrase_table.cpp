@@ -153,33 +153,35 @@ void bind_phrase_table(py::module_& m) {
   m.def(
       "read_phrase_table",
       [](const std::string& path, int score_format, int num_features, SourceFilter* filter, const py::object& keep,
-         const py::object& progress) {
+         const py::object& progress, std::size_t max_line, const std::string& too_long) {
         if (score_format < SCORE_PROB || score_format > SCORE_LOG10) throw py::value_error("score_format: 0, 1 or 2");
         const KeepSource k = optional_function<KeepSource>(keep);
         const Progress p = optional_function<Progress>(progress);
         py::gil_scoped_release unlocked;
-        return std::make_shared<PhraseStore>(
-            read_phrase_table(path, static_cast<ScoreFormat>(score_format), num_features, filter, k, p));
+        return std::make_shared<PhraseStore>(read_phrase_table(path, static_cast<ScoreFormat>(score_format), num_features,
+                                                               filter, k, p, LineLimit{max_line, too_long}));
       },
       "Reads a Moses text phrase table (plain or gzip). score_format: 0 prob, 1 ln, 2 log10; "
       "num_features < 0: the first line's count; filter: a SourceFilter or None; keep: a predicate "
-      "on source word lists or None; progress(bytes, lines) or None.",
+      "on source word lists or None; progress(bytes, lines) or None; a line longer than max_line "
+      "bytes raises TableFileError('path:line' + too_long).",
       py::arg("path"), py::arg("score_format"), py::arg("num_features"), py::arg("filter"), py::arg("keep"),
-      py::arg("progress"));
+      py::arg("progress"), py::arg("max_line"), py::arg("too_long"));
 
   m.def(
       "read_reordering_table",
       [](const std::string& path, int num_scores, bool conditioned_on_target, SourceFilter* filter,
-         const py::object& keep, const py::object& progress) {
+         const py::object& keep, const py::object& progress, std::size_t max_line, const std::string& too_long) {
         const KeepSource k = optional_function<KeepSource>(keep);
         const Progress p = optional_function<Progress>(progress);
         py::gil_scoped_release unlocked;
-        return std::make_shared<ReorderingStore>(
-            read_reordering_table(path, num_scores, conditioned_on_target, filter, k, p));
+        return std::make_shared<ReorderingStore>(read_reordering_table(path, num_scores, conditioned_on_target, filter,
+                                                                       k, p, LineLimit{max_line, too_long}));
       },
-      "Reads a Moses lexicalized reordering table (plain or gzip); num_scores < 0: the first line's.",
+      "Reads a Moses lexicalized reordering table (plain or gzip); num_scores < 0: the first line's; "
+      "max_line, too_long: as read_phrase_table's.",
       py::arg("path"), py::arg("num_scores"), py::arg("conditioned_on_target"), py::arg("filter"), py::arg("keep"),
-      py::arg("progress"));
+      py::arg("progress"), py::arg("max_line"), py::arg("too_long"));
 }
 
 }  // namespace fstdecode

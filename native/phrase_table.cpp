@@ -218,8 +218,8 @@ PhraseStore PhraseStore::limited(int limit, const LanguageModel& lm, const std::
 class PhraseTableReader {
  public:
   PhraseTableReader(const std::string& path, ScoreFormat format, int num_features, SourceFilter* filter,
-                    const KeepSource& keep, const Progress& progress)
-      : lines_(path), format_(format), expected_(num_features), filter_(filter), keep_(keep), progress_(progress) {
+                    const KeepSource& keep, const Progress& progress, const LineLimit& limit)
+      : lines_(path, limit), format_(format), expected_(num_features), filter_(filter), keep_(keep), progress_(progress) {
     store_.path_ = path;
   }
 
@@ -257,6 +257,9 @@ class PhraseTableReader {
     split_tokens(fields_[1], target_);
     if (source_.empty()) fail(line, "empty source phrase");
     if (target_.empty()) fail(line, "empty target phrase");
+    if (line.find('\0') != std::string_view::npos) fail(line, "a NUL byte");
+    for (const auto& w : target_)
+      if (w == "<s>" || w == "</s>") fail(line, "an LM sentence marker in the target phrase");
     split_tokens(fields_[2], tokens_);
     if (expected_ < 0) {
       if (tokens_.empty()) fail(line, "no scores");
@@ -465,8 +468,8 @@ class PhraseTableReader {
 };
 
 PhraseStore read_phrase_table(const std::string& path, ScoreFormat format, int num_features, SourceFilter* filter,
-                              const KeepSource& keep, const Progress& progress) {
-  PhraseStore store = PhraseTableReader(path, format, num_features, filter, keep, progress).read();
+                              const KeepSource& keep, const Progress& progress, const LineLimit& limit) {
+  PhraseStore store = PhraseTableReader(path, format, num_features, filter, keep, progress, limit).read();
   return store;
 }
 
@@ -495,8 +498,8 @@ const double* ReorderingStore::find(const std::vector<std::string>& source, cons
 class ReorderingTableReader {
  public:
   ReorderingTableReader(const std::string& path, int num_scores, bool with_target, SourceFilter* filter,
-                        const KeepSource& keep, const Progress& progress)
-      : lines_(path), expected_(num_scores), filter_(filter), keep_(keep), progress_(progress) {
+                        const KeepSource& keep, const Progress& progress, const LineLimit& limit)
+      : lines_(path, limit), expected_(num_scores), filter_(filter), keep_(keep), progress_(progress) {
     store_.path_ = path;
     store_.with_target_ = with_target;
   }
@@ -586,8 +589,9 @@ class ReorderingTableReader {
 };
 
 ReorderingStore read_reordering_table(const std::string& path, int num_scores, bool conditioned_on_target,
-                                      SourceFilter* filter, const KeepSource& keep, const Progress& progress) {
-  return ReorderingTableReader(path, num_scores, conditioned_on_target, filter, keep, progress).read();
+                                      SourceFilter* filter, const KeepSource& keep, const Progress& progress,
+                                      const LineLimit& limit) {
+  return ReorderingTableReader(path, num_scores, conditioned_on_target, filter, keep, progress, limit).read();
 }
 
 }  // namespace fstdecode

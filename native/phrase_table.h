@@ -24,6 +24,7 @@
 
 #include "language_model.h"
 #include "lm.h"
+#include "text_lines.h"
 
 namespace fstdecode {
 
@@ -140,9 +141,10 @@ class PhraseStore {
   std::unordered_map<std::string, int> index_;  // source word ids (4 bytes each) -> handle
 };
 
-// Reads a phrase table (path: plain or gzip). num_features < 0: the first line's count.
+// Reads a phrase table (path: plain or gzip). num_features < 0: the first line's count. A line
+// with a NUL byte, or whose target phrase holds <s> or </s>, is refused (TableLineError).
 PhraseStore read_phrase_table(const std::string& path, ScoreFormat format, int num_features, SourceFilter* filter,
-                              const KeepSource& keep, const Progress& progress);
+                              const KeepSource& keep, const Progress& progress, const LineLimit& limit);
 
 // A lexicalized reordering table: rows of num_scores() ln(p) values floored at -100, keyed by
 // (source, target), or by source alone for a table conditioned on the source only (`f`). A key
@@ -172,6 +174,7 @@ class ReorderingStore {
 };
 
 ReorderingStore read_reordering_table(const std::string& path, int num_scores, bool conditioned_on_target,
-                                      SourceFilter* filter, const KeepSource& keep, const Progress& progress);
+                                      SourceFilter* filter, const KeepSource& keep, const Progress& progress,
+                                      const LineLimit& limit);
 
 }  // namespace fstdecode

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 namespace fstdecode {
 
@@ -31,7 +32,7 @@ gzFile gz(void* p) { return static_cast<gzFile>(p); }
 
 }  // namespace
 
-TextLines::TextLines(const std::string& path) : path_(path), buf_(kChunk) {
+TextLines::TextLines(const std::string& path, LineLimit limit) : path_(path), limit_(std::move(limit)), buf_(kChunk) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw TextFileError(cannot_read(path, errno));
   struct stat st {};
@@ -89,7 +90,8 @@ bool TextLines::fill() {
     end_ -= begin_;
     begin_ = 0;
   }
-  if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);  // a line longer than the buffer
+  if (end_ == buf_.size())  // a line longer than the buffer: next() has checked that end_ <= the limit
+    buf_.resize(std::max(end_ + 1, std::min(buf_.size() * 2, limit_.bytes + kChunk)));
   const std::size_t want = std::min<std::size_t>(buf_.size() - end_, std::numeric_limits<int>::max());
   errno = 0;
   const int got = gzread(gz(gz_), buf_.data() + end_, static_cast<unsigned>(want));
@@ -114,16 +116,20 @@ bool TextLines::fill() {
   return true;
 }
 
+void TextLines::too_long() const { throw TextFileError(path_ + ":" + std::to_string(lineno_ + 1) + limit_.message); }
+
 bool TextLines::next(std::string_view& line) {
   std::size_t scanned = begin_;
   for (;;) {
     const void* nl = std::memchr(buf_.data() + scanned, '\n', end_ - scanned);
     if (nl != nullptr) {
       const std::size_t at = static_cast<const char*>(nl) - buf_.data();
+      if (at - begin_ > limit_.bytes) too_long();
       line = std::string_view(buf_.data() + begin_, at - begin_);
       begin_ = at + 1;
       break;
     }
+    if (end_ - begin_ > limit_.bytes) too_long();  // before the buffer grows past the limit
     scanned = end_ - begin_;  // offsets move with the tail in fill()
     if (!fill()) {
       if (begin_ == end_) return false;

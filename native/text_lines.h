@@ -9,6 +9,9 @@
 // "path:line: corrupt or truncated gzip data (...); re-compress the file", naming the line the
 // good data stops in, with Python's gzip wording where zlib's maps to it); whether a line is
 // valid UTF-8 is the caller's question (valid_utf8), so that the Python layer words that error.
+// A line longer than LineLimit::bytes (its "\n" not counted) throws TextFileError "path:line"
+// followed by LineLimit::message, as soon as that many bytes are read without a newline: memory
+// stays bounded by the limit whatever the file (the Python layer gives both, fstdecode/io/files.py).
 #pragma once
 
 #include <cstddef>
@@ -23,9 +26,15 @@ struct TextFileError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The longest line a reader takes, and what follows "path:line" in the error for a longer one.
+struct LineLimit {
+  std::size_t bytes = std::size_t{64} << 20;
+  std::string message = ": line too long";
+};
+
 class TextLines {
  public:
-  explicit TextLines(const std::string& path);
+  explicit TextLines(const std::string& path, LineLimit limit = {});
   ~TextLines();
   TextLines(const TextLines&) = delete;
   TextLines& operator=(const TextLines&) = delete;
@@ -43,7 +52,9 @@ class TextLines {
 
  private:
   bool fill();  // reads more into buf_; false at the end of the file
+  [[noreturn]] void too_long() const;  // the error for line lineno_ + 1, longer than the limit
   std::string path_;
+  LineLimit limit_;
   void* gz_ = nullptr;  // gzFile
   std::vector<char> buf_;
   std::size_t begin_ = 0, end_ = 0;  // unread bytes: buf_[begin_, end_)

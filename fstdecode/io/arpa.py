@@ -57,6 +57,8 @@ _UNK_ALIASES = ("<UNK>",)
 _SPACE = f"[{re.escape(ASCII_WHITESPACE)}]"
 _COUNT_RE = re.compile(rf"ngram{_SPACE}+([0-9]+){_SPACE}*={_SPACE}*([0-9]+)")
 _SECTION_RE = re.compile(r"\\([0-9]+)-grams:")
+#: Digits at most in a header's count or order: 10^20 n-grams is more than any disk holds (KenLM's counts are 64-bit).
+_MAX_DIGITS = 20
 
 Ngram = tuple[str, ...]
 
@@ -151,7 +153,15 @@ class ArpaLM:
             spath = os.fsdecode(spath)
         if max_order is not None and max_order < 1:
             raise ArpaError(f"{spath}: max_order must be >= 1, got {max_order}")
-        return _Parser(spath, read_lines(spath, ArpaError), max_order).parse()
+        return cls.from_lines(spath, read_lines(spath, ArpaError), max_order)
+
+    @classmethod
+    def from_lines(cls, path: str, lines: list[str], max_order: int | None = None) -> ArpaLM:
+        """:meth:`from_file` of the lines read from ``path`` already (``lines[i]`` is line ``i + 1``,
+        as :func:`~fstdecode.io.files.read_lines` gives them): the file is not read again."""
+        if max_order is not None and max_order < 1:
+            raise ArpaError(f"{path}: max_order must be >= 1, got {max_order}")
+        return _Parser(path, lines, max_order).parse()
 
     def restrict(self, order: int) -> ArpaLM:
         """Return a model using only n-grams up to ``order`` (1 <= order <= self.order).
@@ -289,6 +299,13 @@ class _Parser:
     def error(self, lineno: int, what: str) -> ArpaError:
         return ArpaError(f"{self.path}:{lineno}: {what}")
 
+    def number(self, lineno: int, digits: str) -> int:
+        """A header's count or order (ASCII digits); ArpaError past :data:`_MAX_DIGITS` digits, which
+        no real model needs and which Python's ``int()`` may refuse with a ValueError."""
+        if len(digits) > _MAX_DIGITS:
+            raise self.error(lineno, f"a number of {len(digits):,} digits ({digits[:12]}...): no ARPA file is that large")
+        return int(digits)
+
     def next_nonblank(self) -> tuple[int, str] | None:
         """Advance past blank lines; return (lineno, stripped line) or None at EOF."""
         lines = self.lines
@@ -325,7 +342,7 @@ class _Parser:
             m = _COUNT_RE.fullmatch(line)
             if m is None:
                 raise self.error(lineno, f"malformed count line in \\data\\: {line[:60]!r}")
-            n, count = int(m.group(1)), int(m.group(2))
+            n, count = self.number(lineno, m.group(1)), self.number(lineno, m.group(2))
             if n != len(declared) + 1:
                 raise self.error(
                     lineno,
@@ -374,7 +391,7 @@ class _Parser:
             return lineno
         m = _SECTION_RE.fullmatch(line)
         if m is not None:
-            k = int(m.group(1))
+            k = self.number(lineno, m.group(1))
             if not 1 <= k <= file_order:
                 raise self.error(
                     lineno, f"section \\{k}-grams: has an order not declared in \\data\\ "
@@ -466,7 +483,7 @@ class _Parser:
         lineno, line = got
         if line != "\\end\\":
             m = _SECTION_RE.fullmatch(line)
-            if m is not None and int(m.group(1)) > file_order:
+            if m is not None and self.number(lineno, m.group(1)) > file_order:
                 raise self.error(
                     lineno, f"section \\{m.group(1)}-grams: has an order not declared in \\data\\ "
                     f"(declared orders 1..{file_order})"

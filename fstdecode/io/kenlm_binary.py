@@ -32,6 +32,7 @@ from typing import Any
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.arpa import BOS, UNK
+from fstdecode.io.files import is_regular
 
 __all__ = ["KENLM_MAGIC", "KenLMBinaryLM", "KenLMError", "is_kenlm_binary"]
 
@@ -44,7 +45,10 @@ class KenLMError(FstdecodeError):
 
 
 def is_kenlm_binary(path: str | os.PathLike[str]) -> bool:
-    """True iff ``path`` is a readable file that starts with :data:`KENLM_MAGIC`."""
+    """True iff ``path`` is a readable regular file that starts with :data:`KENLM_MAGIC` (a pipe or
+    FIFO is not opened: a KenLM binary is mapped, so it is a regular file)."""
+    if not is_regular(path):
+        return False
     try:
         with open(path, "rb") as stream:
             return stream.read(len(KENLM_MAGIC)) == KENLM_MAGIC

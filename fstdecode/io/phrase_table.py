@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.binarized import is_binary_table, moses_binary_table, open_binary_table
-from fstdecode.io.files import decode_line
+from fstdecode.io.files import check_kind, decode_line, line_too_long, max_line_bytes
 from fstdecode.io.table_filter import SourceFilter
 from fstdecode.io.tokens import split_tokens
 from fstdecode.io.values import parse_number
@@ -43,6 +43,7 @@ __all__ = [
     "alignment_points",
     "line_error",
     "load_phrase_table",
+    "native_line_limit",
     "native_vocabulary",
 ]
 
@@ -53,6 +54,8 @@ SCORE_FORMATS = ("prob", "ln", "log10")
 """Accepted ``score_format`` values: probabilities (Moses), natural logs, log10."""
 
 _FIELD_SEPARATOR = "|||"
+#: Words no target phrase may hold (the core refuses them too): the LM's sentence markers.
+_SENTENCE_MARKERS = ("<s>", "</s>")
 _LOG = logging.getLogger("fstdecode")
 _LN10 = math.log(10.0)
 
@@ -305,6 +308,17 @@ def _split_line(
         raise PhraseTableError(f"{where}: empty source phrase; every pair needs source words")
     if not target:
         raise PhraseTableError(f"{where}: empty target phrase; every pair needs target words")
+    if "\0" in text:
+        raise PhraseTableError(
+            f"{where}: a NUL byte at column {len(text[: text.index(chr(0))].encode()) + 1}; "
+            "a phrase table is text (is the file binary, or cut?)"
+        )
+    markers = sorted({w for w in target if w in _SENTENCE_MARKERS})
+    if markers:
+        raise PhraseTableError(
+            f"{where}: the target phrase holds the LM sentence marker {' '.join(markers)}, which is no word of a "
+            "translation; escape it (&lt;s&gt;, as Moses' escape-special-chars.perl writes it) or drop the line"
+        )
     return source, target, split_tokens(fields[2]), fields[3] if len(fields) > 3 else ""
 
 
@@ -540,15 +554,23 @@ def _text_store(
     path: str, score_format: str, num_features: int | None, native_filter: object, keep: object, progress: object
 ) -> "_core.PhraseStore":
     """The pairs of a text table the core reads (kept by the filter); its refused line worded here."""
+    check_kind(path, PhraseTableError)
     try:
         return _core.read_phrase_table(
             path, SCORE_FORMATS.index(score_format), -1 if num_features is None else num_features,
-            native_filter, keep, progress,
+            native_filter, keep, progress, *native_line_limit(),
         )
     except (_core.TableLineError, _core.TableFileError) as err:
         raise line_error(
             err, path, PhraseTableError, lambda text, where, n, first: _check_line(text, where, score_format, n, first)
         ) from None
+
+
+def native_line_limit() -> tuple[int, str]:
+    """``(max_line, too_long)`` for the core's table readers: the line limit and what follows
+    ``path:line`` in its message (:func:`~fstdecode.io.files.line_too_long`)."""
+    limit = max_line_bytes()
+    return limit, line_too_long("", limit)
 
 
 def _binary_store(path: str, native_filter: object, keep: object) -> "_core.PhraseStore":

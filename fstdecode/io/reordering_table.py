@@ -25,7 +25,8 @@ from typing import Any
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.binarized import is_binary_table, moses_binary_table, open_binary_table
-from fstdecode.io.phrase_table import LOWEST_SCORE, line_error, native_vocabulary
+from fstdecode.io.files import check_kind
+from fstdecode.io.phrase_table import LOWEST_SCORE, line_error, native_line_limit, native_vocabulary
 from fstdecode.io.tokens import split_tokens
 from fstdecode.io.values import parse_number
 
@@ -167,9 +168,11 @@ def load_reordering_table(
     if is_binary_table(path_str):
         store = _binary_rows(path_str, conditioned_on_target, native_filter, keep)
         return ReorderingTable(path_str, store.num_scores, conditioned_on_target, store=store)
+    check_kind(path_str, ReorderingTableError)
     try:
         store = _core.read_reordering_table(
-            path_str, -1 if num_scores is None else num_scores, conditioned_on_target, native_filter, keep, progress
+            path_str, -1 if num_scores is None else num_scores, conditioned_on_target, native_filter, keep, progress,
+            *native_line_limit(),
         )
     except (_core.TableLineError, _core.TableFileError) as err:
         raise line_error(

@@ -49,6 +49,7 @@ from typing import Mapping, Sequence
 from fstdecode.research.problems import EdgeLM, word_for_word_problem
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.arpa import BOS, EOS
+from fstdecode.io.files import read_lines
 from fstdecode.search import signature_dp
 from fstdecode.search.base import MAX_INT_OPTION
 from fstdecode.problem.problem import SearchError, SearchProblem
@@ -172,13 +173,9 @@ def parse_graph(text: str, name: str = "<graph>", vertices: int | None = None, b
 
 
 def read_graph(path: str | Path, vertices: int | None = None, bandwidth: int | None = None) -> Graph:
-    """:func:`parse_graph` on a UTF-8 file; raises TspError naming the file when it cannot be read."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TspError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise TspError(f"{path}: cannot read: {e}") from None
+    """:func:`parse_graph` on a UTF-8 file (plain or gzip, :func:`~fstdecode.io.files.read_lines`); raises
+    TspError naming the file (and line) when it cannot be read."""
+    text = "\n".join(read_lines(path, TspError))  # once, each line bounded (a pipe works, /dev/zero is refused)
     return parse_graph(text, str(path), vertices, bandwidth)
 
 
@@ -226,6 +223,13 @@ def solve_tsp(graph: Graph, bandwidth: int | None = None, max_states: int | None
     """
     if graph.n == 1:
         return Tour(0.0, (1,))
+    usable = sum(1 for u, v in graph.weights if v != 1 and u != graph.n and u != v)
+    if usable < graph.n - 1:  # a 1-n path through all n vertices takes n - 1 edges: none, and nothing allocated
+        return Tour(None, (), 0, 0, distortion_limit_for_bandwidth(graph.bandwidth if bandwidth is None else bandwidth))
+    budget = max_states or MAX_INT_OPTION
+    if graph.n - 1 > budget:  # the DP keeps at least one state per vertex after the first
+        raise TspError(f"{graph.n:,} vertices: the DP needs at least {graph.n - 1:,} states, more than its budget "
+                       f"of {budget:,} (--max-states)")
     problem = tsp_problem(graph, bandwidth)
     try:
         result = signature_dp.search(problem, signature_dp.DpOptions(max_states=max_states or MAX_INT_OPTION))

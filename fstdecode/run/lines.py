@@ -3,12 +3,14 @@ and the split of an input file into shards (``--shard I/N``)."""
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from dataclasses import dataclass
 from typing import BinaryIO, Iterable, Iterator, TextIO
 
 from fstdecode.errors import FstdecodeError
+from fstdecode.io.files import line_too_long, max_line_bytes
 
 
 @dataclass(frozen=True)
@@ -35,18 +37,46 @@ def input_lines(stream: TextIO | BinaryIO | Iterable, name: str = "<stdin>") -> 
 
     A binary stream (or a text stream's ``buffer``) is decoded as UTF-8, as
     the model files are; a line that is not valid UTF-8 becomes a Line with
-    ``error`` naming ``name`` and the line number (1-based), and reading goes on.
+    ``error`` naming ``name`` and the line number (1-based), and reading goes on. So does a line
+    longer than :func:`~fstdecode.io.files.max_line_bytes` (its text empty; the rest of it is
+    skipped unread into memory). A byte-order mark at the start of the input is dropped, as in
+    model files.
     """
     raw = getattr(stream, "buffer", stream)
-    for no, line in enumerate(raw):
-        if isinstance(line, str):
-            yield Line(no, _strip_eol(line))
+    lines = _bounded(raw, name) if hasattr(raw, "readline") and not isinstance(raw, io.TextIOBase) else raw
+    for no, line in enumerate(lines):
+        if isinstance(line, Line):
+            yield Line(no, line.text, line.error)
             continue
+        if isinstance(line, str):
+            yield Line(no, _strip_eol(line.removeprefix(_BOM) if no == 0 else line))
+            continue
+        if no == 0:
+            line = line.removeprefix(_BOM_BYTES)
         try:
             yield Line(no, _strip_eol(line.decode("utf-8")))
         except UnicodeDecodeError as e:
             text = _strip_eol(line.decode("utf-8", errors="replace"))  # the source passed through, U+FFFD for bad bytes
             yield Line(no, text, f"{name}:{no + 1}: invalid UTF-8 at byte {e.start + 1} of the line; the input must be UTF-8")
+
+
+_BOM = "\ufeff"
+_BOM_BYTES = _BOM.encode("utf-8")
+
+
+def _bounded(raw: BinaryIO, name: str) -> Iterator[bytes | Line]:
+    """The lines of the binary stream ``raw``, each read with at most the line limit in memory; a
+    longer line is a :class:`Line` with its error (its id set by the caller), the rest of it skipped."""
+    limit = max_line_bytes()
+    no = 0
+    while line := raw.readline(limit + 1):
+        no += 1
+        if len(line) > limit and not line.endswith(b"\n"):
+            while (rest := raw.readline(1 << 20)) and not rest.endswith(b"\n"):
+                pass
+            yield Line(no - 1, "", line_too_long(f"{name}:{no}", limit))
+            continue
+        yield line
 
 
 class ShardError(FstdecodeError):
