@@ -5,9 +5,11 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import itertools
 import logging
 import os
+import resource
 import sys
 from typing import BinaryIO, Iterator, TextIO
 
@@ -15,6 +17,7 @@ from fstdecode.cli import output
 from fstdecode.cli.options import check_min
 from fstdecode.cli.progress import wanted
 from fstdecode.errors import FstdecodeError
+from fstdecode.io.files import is_regular
 from fstdecode.run import Line, Runner, SerialRunner, input_lines, runner_for
 from fstdecode.run.base import DASK_TASK_SECONDS, DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES
 from fstdecode.run.lines import count_lines, parse_shard, shard_span
@@ -104,6 +107,9 @@ def input_range(args: argparse.Namespace, runner: Runner) -> tuple[Iterator[Line
         start, stop = shard_span(total, shard)
     done = 0
     if args.resume:
+        if os.path.exists(args.resume) and not is_regular(args.resume):
+            raise FstdecodeError(f"{args.resume}: --resume reads, cuts and appends to its file, so it must be a regular "
+                                 "file, not a device, a pipe or a FIFO; give a file (a new name starts afresh)")
         done, cut = output.resume_point(args.resume, args.format, first_id=start)
         if stop is not None and done > stop - start:
             raise FstdecodeError(f"{args.resume}: holds {done} results, more than the {stop - start} input lines; is it this input's output?")
@@ -130,6 +136,18 @@ def _standard_input(threaded: bool) -> BinaryIO | TextIO:
         return os.fdopen(os.dup(sys.stdin.fileno()), "rb")
     except (AttributeError, OSError, ValueError):  # no file descriptor (a StringIO in a test)
         return sys.stdin
+
+
+def out_of_files(error: OSError) -> str | None:
+    """The one error line for an OSError that says the process ran out of file descriptors
+    (EMFILE: its own limit, ``ulimit -n``; ENFILE: the system's), else None. Each ``--workers``
+    worker holds a pipe and its process's sentinel, so a low limit fails as the pool starts."""
+    if error.errno not in (errno.EMFILE, errno.ENFILE):
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    limit = "no limit" if soft == resource.RLIM_INFINITY else f"{soft}"
+    return (f"{error.strerror.lower()} (this process may open {limit}: ulimit -n); raise the limit "
+            "(e.g. ulimit -n 4096), or run fewer --workers")
 
 
 def output_stream(args: argparse.Namespace) -> TextIO:

@@ -21,9 +21,11 @@ from fstdecode.cli.options import add_search_flags, search_options
 from fstdecode.cli.running import worker_count
 from fstdecode.decoder import DEFAULT_METHOD, XML_INPUT_MODES, Derivation
 from fstdecode.errors import FstdecodeError
+from fstdecode.run.base import missing_module
 from fstdecode.model.model import Model
 from fstdecode.search.base import METHODS, SearchOptions, flag_of
-from fstdecode.server.options import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CHARS, ServerOptions
+from fstdecode.server.options import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CHARS, NO_METHODS, ServerOptions
+from fstdecode.server.options import Error as OptionsError
 from fstdecode.server.service import Formats, ModelSetup
 
 #: The state budget of every method on the server when ``--max-states`` is not given: the default
@@ -80,13 +82,27 @@ def run(args: argparse.Namespace, load: Callable[[], Model], per_sentence: bool 
     """``fstdecode serve``: check the flags, load the model (``load``, again on SIGHUP), serve.
     ``per_sentence``: ``load`` reads the binarized tables filtered to nothing, and each sentence
     decodes with them filtered to its words (:class:`~fstdecode.server.service.ModelSetup`)."""
-    from fstdecode.server.run import serve  # (uvicorn and starlette load with the command)
+    serve = _server()
 
     options = server_options(args)
     setup = ModelSetup(load, method_options(args, options.allow_methods), options.method, writers(), args.xml_input,
                        per_sentence)
     logging.getLogger("fstdecode.server").setLevel(logging.ERROR if args.quiet else logging.INFO)
     return serve(options, setup)
+
+
+def _server() -> Callable[[ServerOptions, ModelSetup], int]:
+    """:func:`fstdecode.server.run.serve`, imported with the command (uvicorn and starlette load
+    only for it); a package of the server's that is missing (an install that skipped the
+    dependencies) gives one error line naming what to install."""
+    try:
+        from fstdecode.server.run import serve
+    except ImportError as e:
+        package = (e.name or "").partition(".")[0]
+        if not package or package == "fstdecode":
+            raise
+        raise FstdecodeError(missing_module(f"fstdecode serve needs {package}", e, f"pip install --upgrade {package}")) from None
+    return serve
 
 
 def server_options(args: argparse.Namespace) -> ServerOptions:
@@ -108,6 +124,8 @@ def server_options(args: argparse.Namespace) -> ServerOptions:
 def allowed_methods(text: str | None, method: str) -> tuple[str, ...]:
     """``--allow-methods``' list (default: stack and ``method``), each a registered method."""
     names = ["stack", method] if text is None else [m.strip() for m in text.split(",") if m.strip()]
+    if not names:
+        raise OptionsError(NO_METHODS)
     for name in names:
         if name not in METHODS:
             raise FstdecodeError(f"--allow-methods: unknown method {name!r}; choose from {', '.join(METHODS)}")

@@ -242,3 +242,10 @@ def check_chunk_size(size: int | None) -> None:
 def check_retries(retries: int) -> None:
     if retries < 0:
         raise RunError(f"--retries must be >= 0, got {retries}")
+
+
+def missing_module(needs: str, error: ImportError, install: str) -> str:
+    """The one error line for a feature whose Python package is not installed: what needs what
+    (``needs``), the ImportError's own words, and the command that installs it (``--cluster``'s
+    and ``serve``'s wording)."""
+    return f"{needs} ({error}): {install}"

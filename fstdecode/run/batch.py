@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from fstdecode.decoder import DecodeError, DecodeResult, Decoder
-from fstdecode.run.base import DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES, Progress, Runner, RunError
+from fstdecode.run.base import DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES, Progress, Runner, RunError, missing_module
 from fstdecode.run.lines import Line
 from fstdecode.run.local import ProcessRunner, SerialRunner
 
@@ -45,7 +45,7 @@ def runner_for(
     try:
         from fstdecode.run.dask import ClusterSpec, DaskRunner
     except ImportError as e:
-        raise RunError(f"--cluster and --scheduler need Dask ({e}): {CLUSTER_EXTRA}") from None
+        raise RunError(missing_module("--cluster and --scheduler need Dask", e, CLUSTER_EXTRA)) from None
     return DaskRunner(ClusterSpec(local, scheduler, dashboard=dashboard, **dask_options), chunk_size, retries)
 
 

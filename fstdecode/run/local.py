@@ -13,9 +13,12 @@ only the chunk it held, which goes to a fresh worker; a chunk whose worker died 
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
+import os
 import signal
+import sys
 from collections import deque
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -41,6 +44,9 @@ from fstdecode.run.lines import Line
 
 log = logging.getLogger("fstdecode")
 
+#: Seconds a stopped worker gets to end after SIGTERM before it is killed (SIGKILL).
+STOP_SECONDS = 5
+
 
 class SerialRunner:
     """Decodes in this process, one line after the other."""
@@ -56,23 +62,51 @@ class SerialRunner:
         """Nothing to release."""
 
 
-def _serve(decoder: Decoder, conn: Connection, inherited: list[Connection]) -> None:
-    """A worker's life: receive ``(index, lines)``, send ``(index, results, exception)``; stop on None or EOF."""
+def _serve(decoder: Decoder, conn: Connection, inherited: list[Connection], parent: int) -> None:
+    """A worker's life: receive ``(index, lines)``, send ``(index, results, exception)``; stop on None,
+    on EOF, or when the parent has gone (its pipe closed, or the kernel's signal of :func:`_die_with_parent`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C, quietly
-    for other in inherited:  # the other workers' pipe ends, copied by fork: only the parent keeps them
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # the parent's handlers (fork copies them) are not a worker's
+        signal.signal(sig, signal.SIG_DFL)
+    _die_with_parent(parent)
+    for other in inherited:  # the pipe ends copied by fork (the others' and this worker's parent end): the parent's
         other.close()
     while True:
         try:
             message = conn.recv()
-        except EOFError:
+        except (EOFError, OSError):
             return
         if message is None:
             return
         index, lines = message
         try:
-            conn.send((index, decode_chunk(decoder, lines), None))
+            answer = (index, decode_chunk(decoder, lines), None)
         except Exception as e:  # a bug in a search: the parent raises it, as a serial run would
-            conn.send((index, None, RunError(f"{type(e).__name__}: {e}")))
+            answer = (index, None, RunError(f"{type(e).__name__}: {e}"))
+        try:
+            conn.send(answer)
+        except OSError:  # the parent has gone: nobody waits for the answer
+            return
+
+
+#: Linux's prctl option that has the kernel signal a process when its parent ends (<linux/prctl.h>).
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """On Linux, have the kernel send this worker SIGTERM when its parent ends, however it ends
+    (SIGKILL included, which leaves it no time to stop its workers); end at once if it already has.
+    Elsewhere a worker notices at its next read, when the parent's end of its pipe is closed.
+    (Linux's "parent" is the thread that forked: a pool left by a thread that then ends loses its
+    workers, and the next :meth:`ProcessRunner.map` starts new ones.)"""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):  # no prctl in this libc: the pipe's EOF is left
+        return
+    if os.getppid() != parent:  # the parent ended before the request was in
+        os._exit(1)
 
 
 @dataclass
@@ -151,9 +185,9 @@ class ProcessRunner:
 
     def _spawn(self, decoder: Decoder) -> _Worker:
         parent, child = multiprocessing.Pipe()
-        inherited = [w.conn for w in self._pool]
+        inherited = [w.conn for w in self._pool] + [parent]
         process = multiprocessing.get_context("fork").Process(
-            target=_serve, args=(decoder, child, inherited), daemon=True, name="fstdecode-worker"
+            target=_serve, args=(decoder, child, inherited, os.getpid()), daemon=True, name="fstdecode-worker"
         )
         process.start()
         child.close()
@@ -208,16 +242,20 @@ class ProcessRunner:
     def _replace(self, k: int, decoder: Decoder) -> int | None:
         """Reap worker ``k`` and start a fresh one in its place; the dead one's exit code."""
         old = self._pool[k]
-        old.process.join(5)
+        old.process.join(STOP_SECONDS)
         old.conn.close()
         self._pool[k] = self._spawn(decoder)
         return old.process.exitcode
 
     def _stop(self) -> None:
+        """End every worker (SIGTERM; SIGKILL for one still there after :data:`STOP_SECONDS`) and reap it."""
         for w in self._pool:
             w.process.terminate()
         for w in self._pool:
-            w.process.join(5)
+            w.process.join(STOP_SECONDS)
+            if w.process.is_alive():
+                w.process.kill()
+                w.process.join(STOP_SECONDS)
             w.conn.close()
         self._pool = []
 

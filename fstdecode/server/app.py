@@ -69,6 +69,10 @@ def build_app(state: ServerState) -> Starlette:
     return app
 
 
+#: The answer (JSON: HTTP 503; XML-RPC: a fault) to a request still waiting when SIGTERM's drain timeout ends.
+STOPPING = ("the server is stopping: its drain timeout ended before this request's translation was ready; "
+            "send it again once the server is back")
+
 #: The characters of a request's text that ``--log-text`` logs (a whole 100,000-character text is no log line).
 LOGGED_CHARS = 500
 
@@ -94,6 +98,10 @@ def _endpoint(state: ServerState, name: str, handler: Handler, refuse: Callable[
         except RequestError as e:
             response, outcome, status = _refused(refuse, e, state), OUTCOMES.get(e.status, "bad_request"), e.status
             _log_line(log.warning, ex, status, str(e), state.options.log_text)
+        except asyncio.CancelledError:  # uvicorn, at the end of SIGTERM's drain timeout: answer, and stop here
+            response, outcome, status = refuse(RequestError(STOPPING, 503, FAULT_LIMIT)), "stopping", 503
+            response.headers["Connection"] = "close"
+            state.stopped_requests += 1  # (said in the drain timeout's one log line, not a line each)
         except Exception as e:  # a bug must not take the server down: answer, log, go on
             log.exception("internal error on %s from %s", name, ex.client)
             error = RequestError(f"internal error: {type(e).__name__}", 500, FAULT_INTERNAL)
@@ -184,6 +192,7 @@ async def decode_lines(request: Request, state: ServerState, lines: Sequence[str
     except PoolError as e:
         raise RequestError(str(e), 503, FAULT_LIMIT) from None
     gathered = asyncio.gather(*(asyncio.wrap_future(f) for f in futures))
+    gathered.add_done_callback(_retrieved)
     watcher = asyncio.ensure_future(_disconnected(request))
     try:
         done, _ = await asyncio.wait({gathered, watcher}, return_when=asyncio.FIRST_COMPLETED)
@@ -196,6 +205,14 @@ async def decode_lines(request: Request, state: ServerState, lines: Sequence[str
         raise RequestError("the client disconnected before its translation was ready", 499, FAULT_LIMIT)
     state.metrics.sentences(len(lines))
     return service, list(gathered.result())
+
+
+def _retrieved(gathered: asyncio.Future) -> None:
+    """Mark the gathered decodes' outcome as seen: when the client left (or the server stops),
+    they end cancelled with nobody to read them, and asyncio would log "_GatheringFuture
+    exception was never retrieved" at exit, after the request's own line."""
+    if not gathered.cancelled():
+        gathered.exception()
 
 
 def _cancel(futures: list[Future]) -> None:
@@ -217,7 +234,7 @@ async def _rpc2(request: Request, state: ServerState, ex: Exchange) -> Response:
     opts = state.options
     body = await read_body(request, opts.max_body_bytes, opts.client_timeout)
     method, params = xmlrpc.parse_call(body)
-    call = xmlrpc.translate_call(method, params, state.limits)
+    call = xmlrpc.translate_call(method, params, state.limits, state.service.default_nbest)
     ex.lines, ex.chars, ex.text = 1, len(call.text), call.text
     check_size([call.text], state.limits)
     line_request = LineRequest(opts.method, max(1, call.nbest), call.distinct)
@@ -266,7 +283,10 @@ async def _health(request: Request, state: ServerState, ex: Exchange) -> Respons
         "model": state.service.summary(),
         "reload": {"count": status.count, "last_failed": status.failed, "error": status.error, "at": status.at},
         "threads": state.options.threads,
-        "queue": {"admitted": state.pool.admission.admitted, "capacity": state.options.capacity},
+        # The queue is the sentences waiting for a thread, as in the start-up line and --queue-size;
+        # those admitted are the waiting and the decoding ones (a request beyond that capacity: 503).
+        "queue": {"waiting": state.pool.waiting, "capacity": state.options.queue_size},
+        "admitted": {"sentences": state.pool.admission.admitted, "capacity": state.options.capacity},
         "uptime_seconds": round(time.time() - state.started, 3),
     }
     return Response(json.dumps(body, ensure_ascii=False), media_type=jsonapi.CONTENT_TYPE)

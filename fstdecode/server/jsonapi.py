@@ -17,6 +17,8 @@ from fstdecode.decoder import DecodeResult
 from fstdecode.server.limits import RequestError, RequestLimits, check_method, check_nbest, check_size, check_text
 
 KEYS = ("text", "lines", "nbest", "align", "method")
+#: The most digits of an integer in a request (far more than any field's value may have).
+MAX_INT_DIGITS = 18
 CONTENT_TYPE = "application/json"
 
 
@@ -66,7 +68,7 @@ def _load(body: bytes) -> Any:
     except UnicodeDecodeError as e:
         raise RequestError(f"the body is not valid UTF-8 (byte {e.start})") from None
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_int=_bounded_int)
     except RequestError:
         raise
     except json.JSONDecodeError as e:
@@ -82,6 +84,15 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise RequestError(f"the key {key!r} is given twice")
         out[key] = value
     return out
+
+
+def _bounded_int(digits: str) -> int:
+    """A JSON integer of at most :data:`MAX_INT_DIGITS` digits (Python refuses to read one of over
+    4,300 with a ValueError, and no field of a request holds more than a few)."""
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise RequestError(f"the request holds an integer of {len(digits.lstrip('-')):,} digits; "
+                           f"this server reads integers of at most {MAX_INT_DIGITS} digits")
+    return int(digits)
 
 
 def _no_constant(name: str) -> Any:

@@ -19,6 +19,10 @@ DEFAULT_MAX_CHARS = 100_000
 DEFAULT_MAX_BODY_BYTES = 1 << 20
 
 
+#: The error of an ``--allow-methods`` that names none (``''``, ``,``).
+NO_METHODS = "--allow-methods names no method; give one or more, comma-separated (e.g. stack,exact)"
+
+
 class Error(FstdecodeError):
     """A server setting out of its range (the command line says it on one line, exit status 2)."""
 
@@ -73,7 +77,7 @@ class ServerOptions:
         if (self.certfile is None) != (self.keyfile is None):
             raise Error("--certfile and --keyfile come together (TLS needs both)")
         if not self.allow_methods:
-            raise Error("--allow-methods names no method")
+            raise Error(NO_METHODS)
         if self.method not in self.allow_methods:
             raise Error(f"--method {self.method} is not in --allow-methods ({','.join(self.allow_methods)})")
         if self.token is not None and not (self.token and self.token.isascii() and self.token.isprintable()

@@ -27,7 +27,7 @@ from fstdecode.errors import FstdecodeError
 from fstdecode.server.app import build_app
 from fstdecode.server.options import ServerOptions
 from fstdecode.server.service import ModelSetup
-from fstdecode.server.state import ServerState, describe
+from fstdecode.server.state import ServerState, describe, nbest_note
 
 log = logging.getLogger("fstdecode.server")
 
@@ -116,6 +116,9 @@ def serve(options: ServerOptions, setup: ModelSetup) -> int:
         signal.SIGHUP: signal.signal(signal.SIGHUP, lambda _s, _f: state.reload_in_background()),
     }
     try:
+        note = nbest_note(state.service)
+        if note is not None:
+            log.warning("%s", note)
         print(f"fstdecode: serving {describe(state.service)}; {options.threads} thread(s), queue {options.queue_size}, "
               f"on {scheme}://{_url_host(options.host)}:{sock.getsockname()[1]} "
               "(XML-RPC /RPC2, JSON /translate, /health, /metrics)", file=sys.stderr, flush=True)
@@ -153,8 +156,10 @@ def _finish(state: ServerState) -> int:
     """After uvicorn stopped: drop queued work; leave at once if some is still decoding (the drain
     timed out), else exit normally."""
     state.pool.shutdown(wait=False)
+    if state.pool.running or state.stopped_requests:
+        log.warning("drain timeout (%g s): %d request(s) answered that the server is stopping; %d sentence(s) still "
+                    "decoding are abandoned", state.options.drain_timeout, state.stopped_requests, state.pool.running)
     if state.pool.running:
-        log.warning("drain timeout: %d sentence(s) still decoding are abandoned", state.pool.running)
         logging.shutdown()
         sys.stderr.flush()
         os._exit(0)  # the decoding threads cannot be stopped; do not wait for them
@@ -176,10 +181,20 @@ def _url_host(host: str) -> str:
 
 
 def _uvicorn_logging() -> None:
-    """uvicorn's warnings and errors through fstdecode's handler (one format on stderr)."""
+    """uvicorn's warnings and errors through fstdecode's handler (one format on stderr), less the
+    one that the drain timeout's own line says (:func:`_finish`)."""
     ours = logging.getLogger("fstdecode").handlers
     for name in ("uvicorn", "uvicorn.error"):
         logger = logging.getLogger(name)
         logger.handlers[:] = list(ours)
         logger.setLevel(logging.WARNING)
         logger.propagate = False
+        if not any(isinstance(f, _SaidByFinish) for f in logger.filters):
+            logger.addFilter(_SaidByFinish())
+
+
+class _SaidByFinish(logging.Filter):
+    """Drops uvicorn's "Cancel N running task(s), timeout graceful shutdown exceeded" (an ERROR)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Cancel %s running task(s)")

@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping
 from fstdecode.decoder import DecodeResult, Decoder, Derivation
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.table_filter import SourceFilter
-from fstdecode.model.model import Model, mapped_tables, refiltered
+from fstdecode.model.model import NO_LIMIT, UNLIMITED, Model, mapped_tables, refiltered
 from fstdecode.run.filtered import batch_filter, decode_filtered
 from fstdecode.run.lines import Line
 from fstdecode.search.base import SearchOptions
@@ -155,6 +155,12 @@ class Service:
             return self.moses_scores
         return self.setup.formats.moses_scores(self.filtered_model(batch_filter([Line(0, text)])))
 
+    @property
+    def default_nbest(self) -> tuple[int, bool]:
+        """The n-best size (0: none) and distinctness of an XML-RPC request that asks for none: the
+        moses.ini's ``[n-best-list]``, as mosesserver takes it (its file is not written)."""
+        return self.model.nbest_size or 0, self.model.nbest_distinct
+
     def json_line(self, result: DecodeResult, alignment: bool) -> str:
         return self.setup.formats.json_line(result, alignment)
 
@@ -166,7 +172,7 @@ class Service:
             "phrase_pairs": self.phrase_pairs,
             "tables": "binarized, filtered to each sentence" if self.setup.per_sentence else "loaded whole",
             "lm_order": m.lm.order,
-            "distortion_limit": m.distortion_limit,
+            "distortion_limit": NO_LIMIT if m.distortion_limit == UNLIMITED else m.distortion_limit,  # (-1: none)
             "features": [f.name for f in m.features],
             "method": self.setup.method,
             "methods": sorted(self.setup.options),

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 
 from fstdecode.errors import FstdecodeError
+from fstdecode.model.model import NO_LIMIT
 from fstdecode.server.limits import Admission, RequestLimits
 from fstdecode.server.metrics import Metrics
 from fstdecode.server.options import ServerOptions
@@ -21,6 +22,29 @@ from fstdecode.server.pool import WorkerPool
 from fstdecode.server.service import ModelSetup, Service
 
 log = logging.getLogger("fstdecode.server")
+
+
+class Error(FstdecodeError):
+    """A model the server's limits cannot serve (its moses.ini's n-best size over --max-nbest)."""
+
+
+def checked(service: Service, options: ServerOptions) -> Service:
+    """``service``, when every request the server takes can be answered with it; else Error."""
+    size = service.default_nbest[0]
+    if size > options.max_nbest:
+        raise Error(f"{service.model.name}: [n-best-list] asks the {size} best of each XML-RPC request, over "
+                    f"--max-nbest {options.max_nbest}; raise --max-nbest, or lower the ini's size")
+    return service
+
+
+def nbest_note(service: Service) -> str | None:
+    """The start-up's word on a moses.ini ``[n-best-list]`` (None without one): what it does here."""
+    size, distinct = service.default_nbest
+    if not size:
+        return None
+    return (f"{service.model.name}: [n-best-list]: an XML-RPC request without 'nbest' gets the {size}"
+            f"{' distinct' if distinct else ''} best, as from mosesserver; its file is not written (each reply "
+            "holds its list) and the JSON API's default stays 1")
 
 
 @dataclass(frozen=True)
@@ -40,12 +64,14 @@ class ServerState:
     def __init__(self, options: ServerOptions, setup: ModelSetup) -> None:
         self.options = options
         self.setup = setup
-        self.service = Service(setup)  # a model that cannot load stops the start-up (exit 2)
+        self.service = checked(Service(setup), options)  # a model that cannot load stops the start-up (exit 2)
         self.limits = RequestLimits(options.max_chars, options.max_lines, options.max_nbest, options.allow_methods)
         self.pool = WorkerPool(options.threads, Admission(options.capacity, options.retry_after))
         self.metrics = Metrics(self._gauges)
         self.reload_status = ReloadStatus()
         self.started = time.time()
+        #: Requests answered "the server is stopping" at the end of SIGTERM's drain timeout.
+        self.stopped_requests = 0
         self._requests = 0
         self._count_lock = threading.Lock()
         self._reload_lock = threading.Lock()
@@ -72,7 +98,9 @@ class ServerState:
             "fstdecode_requests_in_flight": ("Requests being answered.", self.in_flight),
             "fstdecode_queue_length": ("Sentences admitted and waiting for a decoding thread.", pool.waiting),
             "fstdecode_sentences_decoding": ("Sentences being decoded.", pool.running),
-            "fstdecode_queue_capacity": ("Sentences admitted at most (threads + queue size).", self.options.capacity),
+            "fstdecode_queue_capacity": ("Sentences that may wait for a thread (--queue-size).", self.options.queue_size),
+            "fstdecode_admitted_capacity": ("Sentences admitted at most, decoding and waiting (threads + queue size).",
+                                            self.options.capacity),
             "fstdecode_threads": ("Decoding threads.", self.options.threads),
             "fstdecode_last_reload_failed": ("1 when the last model reload failed (the old model serves).",
                                              int(self.reload_status.failed)),
@@ -105,7 +133,7 @@ class ServerState:
         start = time.perf_counter()
         count = self.reload_status.count + 1
         try:
-            service = Service(self.setup)
+            service = checked(Service(self.setup), self.options)
         except Exception as e:  # any failure (a bad file, memory): the old model keeps serving
             why = f"{type(e).__name__}: {e}" if not isinstance(e, FstdecodeError) else str(e)
             self.reload_status = ReloadStatus(count, True, why, time.time())
@@ -123,5 +151,6 @@ def describe(service: Service) -> str:
     """One line on the model: its name, table, LM, distortion limit and methods."""
     s = service.summary()
     tables = " (binarized, filtered to each sentence)" if service.setup.per_sentence else ""
+    limit = "no distortion limit (-1)" if s["distortion_limit"] == NO_LIMIT else f"distortion limit {s['distortion_limit']}"
     return (f"model {s['name']}: {s['phrase_pairs']:,} phrase pairs{tables}, LM order {s['lm_order']}, "
-            f"distortion limit {s['distortion_limit']}, methods {','.join(s['methods'])} (default {s['method']})")
+            f"{limit}, methods {','.join(s['methods'])} (default {s['method']})")

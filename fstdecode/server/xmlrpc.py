@@ -68,12 +68,14 @@ class TranslateCall:
 def parse_call(body: bytes) -> tuple[str, tuple[Any, ...]]:
     """``(method name, params)`` of an XML-RPC call, parsed by defusedxml's expat parser (no
     DTD, no entity, no external reference); RequestError (fault -503) naming what is malformed."""
-    unmarshaller = xmlrpc.client.Unmarshaller()
+    unmarshaller = _Unmarshaller()
     parser = DefusedExpatParser(unmarshaller, forbid_dtd=True)
     try:
         parser.feed(body)
         parser.close()
         params = unmarshaller.close()
+    except RequestError:
+        raise
     except xmlrpc.client.Fault:
         raise RequestError("malformed XML-RPC request: a fault is a reply, not a call", 400, FAULT_PARSE) from None
     except Exception as e:  # expat's, defusedxml's and the unmarshaller's errors alike: untrusted input
@@ -84,14 +86,31 @@ def parse_call(body: bytes) -> tuple[str, tuple[Any, ...]]:
     return method, params
 
 
+class _Unmarshaller(xmlrpc.client.Unmarshaller):
+    """The standard unmarshaller, but a struct that names a member twice is refused (the standard one
+    keeps the last value, the JSON API refuses a repeated key: both protocols refuse it alike)."""
+
+    def _end_struct(self, data: str) -> None:
+        names = self._stack[self._marks[-1]::2]  # (the members, name and value in turn, since the mark)
+        repeated = next((name for i, name in enumerate(names) if name in names[:i]), None)
+        if repeated is not None:
+            raise RequestError(f"the struct member {repeated!r} is given twice", 400, FAULT_PARSE)
+        xmlrpc.client.Unmarshaller.end_struct(self, data)
+
+    dispatch = {**xmlrpc.client.Unmarshaller.dispatch, "struct": _end_struct}
+
+
 def _reason(e: Exception) -> str:
     """A parse error's reason, on one line and short (it is logged and sent back)."""
     text = " ".join(str(e).split()) or type(e).__name__
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-def translate_call(method: str, params: tuple[Any, ...], limits: RequestLimits) -> TranslateCall:
-    """The ``translate`` request of a call, checked; RequestError naming the first problem."""
+def translate_call(method: str, params: tuple[Any, ...], limits: RequestLimits,
+                   default_nbest: tuple[int, bool] = (0, False)) -> TranslateCall:
+    """The ``translate`` request of a call, checked; RequestError naming the first problem.
+    ``default_nbest``: the n-best size and distinctness of a request that gives no ``nbest`` (and
+    no ``nbest-distinct``), as mosesserver takes them from its moses.ini's ``[n-best-list]``."""
     if method != "translate":
         raise RequestError(f"no method {method!r} on this server; it serves 'translate'", 400, FAULT_NO_METHOD)
     if len(params) != 1 or not isinstance(params[0], dict):
@@ -109,8 +128,9 @@ def translate_call(method: str, params: tuple[Any, ...], limits: RequestLimits) 
     if "text" not in request:
         raise RequestError("missing source text: translate needs a 'text' member", 400, FAULT_PARSE)
     text = check_text(request["text"], "text")
-    nbest = check_nbest(request["nbest"], "nbest", limits) if "nbest" in request else 0
-    return TranslateCall(text, nbest, "align" in request, "word-align" in request, "nbest-distinct" in request)
+    nbest = check_nbest(request["nbest"], "nbest", limits) if "nbest" in request else default_nbest[0]
+    distinct = "nbest-distinct" in request or default_nbest[1]
+    return TranslateCall(text, nbest, "align" in request, "word-align" in request, distinct)
 
 
 def surface(d: Derivation) -> str:

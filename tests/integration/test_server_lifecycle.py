@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import xmlrpc.client
 from pathlib import Path
 
 import httpx
@@ -111,16 +112,37 @@ def _refused(url: str) -> bool:
 
 
 def test_sigterm_past_the_drain_timeout_abandons_the_work_and_exits():
-    with Served("-f", str(EXAMPLE_DATA / "moses.ini"), "--allow-methods", "stack,exhaustive",
+    """The clients still waiting at the drain timeout get an answer in their protocol (JSON: 503 and
+    an error; XML-RPC: a fault), not uvicorn's bare 500; the log holds one line, no traceback."""
+    with Served("-f", str(EXAMPLE_DATA / "moses.ini"), "--allow-methods", "exhaustive,stack",
                 "--drain-timeout", "0.5") as server:
-        threading.Thread(target=_ignore_errors(lambda: httpx.post(
-            server.url + "/translate", json={"text": EIGHT, "method": "exhaustive"}, timeout=60)), daemon=True).start()
+        answers: dict[str, httpx.Response] = {}
+        rpc = xmlrpc.client.dumps(({"text": SEVEN},), "translate").encode()
+        calls = {
+            "json": lambda: httpx.post(server.url + "/translate", json={"text": EIGHT, "method": "exhaustive"}, timeout=60),
+            "xmlrpc": lambda: httpx.post(server.url + "/RPC2", content=rpc, timeout=60),  # queued behind it
+        }
+        clients = [threading.Thread(target=_ignore_errors(lambda k=k, f=f: answers.setdefault(k, f())), daemon=True)
+                   for k, f in calls.items()]
+        clients[0].start()
         wait_for(lambda: gauge(server.url, "fstdecode_sentences_decoding") == 1, what="the decode to start")
+        clients[1].start()
+        wait_for(lambda: gauge(server.url, "fstdecode_queue_length") == 1, what="the XML-RPC call to queue")
         start = time.monotonic()
         server.signal(signal.SIGTERM)
         assert server.stop() == 0
         assert time.monotonic() - start < 4  # not the 5 s the sentence needs
-        assert "still decoding are abandoned" in server.stderr
+        for client in clients:
+            client.join(10)
+        assert answers["json"].status_code == 503
+        assert "the server is stopping" in answers["json"].json()["error"]
+        assert answers["xmlrpc"].status_code == 200
+        with pytest.raises(xmlrpc.client.Fault, match="the server is stopping"):
+            xmlrpc.client.loads(answers["xmlrpc"].content)
+        assert "Traceback" not in server.stderr and "ERROR" not in server.stderr, server.stderr
+        logged = [line for line in server.lines if "serving" not in line]
+        assert logged == ["fstdecode: warning: drain timeout (0.5 s): 2 request(s) answered that the server is "
+                          "stopping; 1 sentence(s) still decoding are abandoned\n"], server.stderr
 
 
 def _ignore_errors(f):

@@ -80,6 +80,46 @@ def test_pool_survives_a_worker_killed_from_outside(stack_decoder, expected):
     assert out == expected
 
 
+#: A parent of two workers that prints their ids after its first line, then waits for input that never comes.
+_PARENT = """
+import time
+from fstdecode import Decoder, load_model
+from fstdecode.run import ProcessRunner, decode_lines
+
+def lines():
+    yield "das muss"
+    time.sleep(60)
+
+runner = ProcessRunner(2, chunk_size=1)
+for result in decode_lines(Decoder(load_model(), "stack"), lines(), runner):
+    print(*runner.pids, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_workers_end_with_a_parent_killed_outright():
+    """A parent that SIGKILL ends has no time to stop its workers: they end by themselves (they once
+    waited for good, each holding its own copy of the parent's end of its pipe)."""
+    import psutil
+
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE, cwd=ROOT)
+    workers = []
+    try:
+        workers = [psutil.Process(int(pid)) for pid in parent.stdout.readline().split()]
+        assert len(workers) == 2
+        parent.kill()
+        parent.wait(timeout=10)
+        gone, alive = psutil.wait_procs(workers, timeout=5)
+        assert not alive, f"workers left running: {alive}"
+    finally:
+        for p in [parent, *workers]:  # (this test's own processes, by their ids, on a failure)
+            try:
+                p.kill()
+            except (ProcessLookupError, psutil.NoSuchProcess):
+                pass
+        parent.wait(timeout=10)
+
+
 def test_pool_fails_clearly_on_a_chunk_that_always_kills_its_worker(stack_decoder):
     # Line id 37 (0-based) falls in chunk 9 of 4 lines, ids 36-39: input lines 37-40 as a user counts them.
     with pytest.raises(RunError, match=r"input lines 37-40: a worker died decoding them 3 times \(killed by SIGKILL"):
@@ -353,6 +393,7 @@ def _no_seconds(out: str, fmt: str) -> str:
     return "\n".join(json.dumps(row) for row in rows)
 
 
+@pytest.mark.slow
 def test_cli_shards_concatenate_to_the_whole_run(input_file, full_outputs):
     parts = []
     for i in range(1, 4):
@@ -371,6 +412,7 @@ def test_cli_shard_needs_a_file():
 
 # text and json: one line per result; nbest: a group of lines per result.
 @pytest.mark.parametrize("fmt", ["text", pytest.param("json", marks=pytest.mark.slow), "nbest"])  # json: as text, one line a result
+@pytest.mark.slow
 def test_cli_resume_after_a_cut_write_equals_the_whole_run(input_file, full_outputs, tmp_path, fmt):
     whole = full_outputs[fmt].encode()
     for cut in (0, len(whole) // 3, len(whole) // 2 + 5, len(whole)):  # nothing, mid-line cuts, everything
@@ -448,12 +490,14 @@ def test_cli_pool_answers_a_slow_input_line_by_line(expected):
     assert answers == expected[:3] and rest == []
 
 
+@pytest.mark.slow
 def test_cli_workers_and_threads_alias(input_file, full_outputs):
     for flag in ("--workers", "--threads"):
         proc = cli([flag, "2", "--chunk-size", "3"], input_file)
         assert proc.returncode == 0 and proc.stdout == full_outputs["text"]
 
 
+@pytest.mark.slow
 def test_cli_progress_bar(input_file, full_outputs):
     shown = cli(["--progress"], input_file)
     assert shown.stdout == full_outputs["text"]
@@ -462,6 +506,7 @@ def test_cli_progress_bar(input_file, full_outputs):
     assert hidden.stderr == cli([], input_file).stderr and f"/{len(LINES)}" not in hidden.stderr
 
 
+@pytest.mark.slow
 def test_cli_without_dask_says_what_to_install(tmp_path):
     """A ``distributed`` that fails to import, as when the cluster extra is not installed."""
     (tmp_path / "distributed").mkdir()
@@ -486,6 +531,7 @@ def test_cli_without_dask_says_what_to_install(tmp_path):
     (["--cluster", "local:x"], "--cluster takes local:N"),
     (["--cluster", "foo:2"], "--cluster takes local:N"),
 ])
+@pytest.mark.slow
 def test_cli_bad_run_flags(args, message):
     proc = run_cli(["decode", *args], "das\n")
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
@@ -501,6 +547,7 @@ def test_cli_bad_run_flags(args, message):
     pytest.param("http://127.0.0.1:8786", "unknown scheme 'http'", marks=pytest.mark.slow),
     ("", "--scheduler takes a scheduler's address"),
 ])
+@pytest.mark.slow
 def test_cli_bad_scheduler(target, message):
     pytest.importorskip("distributed", reason="--scheduler needs the cluster extra")
     proc = run_cli(["decode", "--scheduler", target], "das\n", timeout=20)

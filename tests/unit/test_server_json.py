@@ -110,6 +110,10 @@ BAD = [
     ("nbest zero", b'{"text": "das", "nbest": 0}', 400, "nbest must be >= 1"),
     ("nbest negative", b'{"text": "das", "nbest": -3}', 400, "nbest must be >= 1, got -3"),
     ("nbest over the cap", b'{"text": "das", "nbest": 11}', 400, "at most 10"),
+    # Issue 38, defect 6: Python's int() refuses 4,300+ digits with a ValueError (it was HTTP 500).
+    ("nbest of 5,000 digits", b'{"text": "das", "nbest": ' + b"9" * 5000 + b"}", 400,
+     "an integer of 5,000 digits; this server reads integers of at most 18 digits"),
+    ("nbest of 19 digits", b'{"text": "das", "nbest": -' + b"1" * 19 + b"}", 400, "an integer of 19 digits"),
     ("align a string", b'{"text": "das", "align": "yes"}', 400, "align must be true or false"),
     ("method not allowed", b'{"text": "das", "method": "exhaustive"}', 400, "'exhaustive' is not allowed"),
     ("method unknown", b'{"text": "das", "method": "magic"}', 400, "'magic' is not allowed"),
@@ -163,6 +167,23 @@ def test_health_names_the_model_and_the_last_reload(http, state):
                                          "PhraseDictionaryMemory0"]
     assert got["model"]["methods"] == ["exact", "stack"] and got["model"]["method"] == "stack"
     assert got["reload"] == {"count": 0, "last_failed": False, "error": None, "at": None}
+
+
+def test_health_and_metrics_say_the_queue_and_the_limit_as_the_start_up_line_does():
+    """Issue 38: /health gave the queue's capacity as 65 (threads + queue) beside the start-up line's
+    "queue 64"; ``-d -1`` was shown as "distortion limit 2147483647"."""
+    from fstdecode.model.model import load_model
+    from fstdecode.server.state import describe
+
+    state = make_state(load=lambda: load_model(EXAMPLE_INI, distortion_limit=-1), threads=2, queue_size=5)
+    http = client(state)
+    got = http.get("/health").json()
+    assert got["queue"] == {"waiting": 0, "capacity": 5}  # --queue-size, the start-up line's "queue 5"
+    assert got["admitted"] == {"sentences": 0, "capacity": 7}  # decoding and waiting at most
+    assert metrics(http)["fstdecode_queue_capacity"] == 5 and metrics(http)["fstdecode_admitted_capacity"] == 7
+    assert got["model"]["distortion_limit"] == -1
+    line = describe(state.service)
+    assert "no distortion limit (-1)" in line and "2147483647" not in line
 
 
 SAMPLE = re.compile(r'^[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? (-?[0-9.e+-]+|NaN)$')

@@ -118,6 +118,8 @@ def test_quantiles_by_nearest_rank():
     (["--threads", "0"], "--threads must be an integer >= 1"),
     (["--threads", "many"], "give a number of workers"),
     (["--allow-methods", "stack,magic"], "--allow-methods: unknown method 'magic'"),
+    (["--allow-methods", ""], "--allow-methods names no method; give one or more"),  # (issue 38: an IndexError)
+    (["--allow-methods", " , "], "--allow-methods names no method; give one or more"),
     (["--method", "exact", "--allow-methods", "stack"], "--method exact is not in --allow-methods"),
     (["--certfile", "cert.pem"], "--certfile and --keyfile come together"),
     (["--token", "a", "--token-file", "f"], "give --token or --token-file, not both"),

@@ -15,6 +15,7 @@ import xmlrpc.client
 import pytest
 
 from fstdecode.decoder import DecodeResult
+from fstdecode.errors import FstdecodeError
 
 from serving import LINES, SENTENCE, aligned_example, client, make_state, load_example
 from shared import run_cli
@@ -139,6 +140,43 @@ def test_nbest_equals_fstdecode_moses_nbest(http, ini, distinct):
             assert len({e["hyp"] for e in entries}) == len(entries)
 
 
+def test_an_empty_line_scores_0_in_every_feature_and_in_total(http):
+    # Defect 7: its totalScore was 0.0 beside KENLM0= -3.10627. As in Moses (and fstdecode moses),
+    # the empty line's one hypothesis is the initial one, which no feature scores.
+    (entry,) = call(http, {"text": "", "nbest": 3})["nbest"]
+    assert entry["hyp"] == "" and entry["totalScore"] == 0.0
+    names = [t for t in entry["fvals"].split() if t.endswith("=")]
+    assert names == ["KENLM0=", "Distortion0=", "WordPenalty0=", "PhraseDictionaryMemory0="]
+    assert [t for t in entry["fvals"].split() if not t.endswith("=")] == ["0"] * 5
+
+
+def test_an_ini_n_best_list_is_each_calls_default_as_in_mosesserver(ini, tmp_path):
+    """mosesserver starts each request from the moses.ini's options: its ``[n-best-list] FILE N
+    distinct`` gives every call without ``nbest`` the N distinct best (NBestOptions::update), and
+    FILE is not written (issue 38: the section was ignored without a word)."""
+    from fstdecode.model.model import load_model
+    from fstdecode.server.state import nbest_note
+
+    from pathlib import Path
+
+    listed = Path(ini).with_name("listed.ini")  # (beside the tables its relative paths name)
+    listed.write_text(open(ini, encoding="utf-8").read() + f"\n[n-best-list]\n{tmp_path / 'nbest.txt'}\n3\ndistinct\n",
+                      encoding="utf-8")
+    state = make_state(load=lambda: load_model(str(listed)))
+    http = client(state)
+    expected = moses_nbest(ini, 3, distinct=True)
+    for i, line in enumerate(LINES[:-1]):
+        entries = call(http, {"text": line})["nbest"]
+        assert [e["hyp"] for e in entries] == [fields[1] for fields in expected[i]]
+    assert len(call(http, {"text": SENTENCE, "nbest": 5})["nbest"]) == 5  # the request's own size wins
+    assert set(call(http, {"text": SENTENCE, "nbest": 0})) == {"text"}
+    assert "results" not in http.post("/translate", json={"text": SENTENCE}).json()  # JSON: one result, as before
+    assert not (tmp_path / "nbest.txt").exists()
+    assert "an XML-RPC request without 'nbest' gets the 3 distinct best" in nbest_note(state.service)
+    with pytest.raises(FstdecodeError, match=r"\[n-best-list\] asks the 3 best .* over --max-nbest 2"):
+        make_state(load=lambda: load_model(str(listed)), max_nbest=2)
+
+
 def test_nbest_zero_gives_no_list(http):
     assert set(call(http, {"text": SENTENCE, "nbest": 0})) == {"text"}
 
@@ -172,11 +210,15 @@ EXTERNAL = (b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/p
             b"<methodName>translate</methodName><params><param><value><struct><member><name>text</name>"
             b"<value><string>&e;</string></value></member></struct></value></param></params></methodCall>")
 GOOD = xmlrpc.client.dumps(({"text": "das muss"},), "translate").encode("utf-8")
+#: A struct that gives ``text`` twice (xmlrpc.client.dumps cannot write one): refused, as the JSON API
+#: refuses a repeated key (issue 38: the standard unmarshaller kept the last one, "sein").
+TWICE = GOOD.replace(b"</member>", b"</member><member><name>text</name><value><string>sein</string></value></member>")
 
 # Each case: the body (or params), the fault code and a fragment of its message. Every case is one
 # kind of bad request in issue 26's list.
 BAD = [
     ("truncated XML", GOOD[:-30], None, -503, "malformed XML-RPC request"),
+    ("text given twice", TWICE, None, -503, "the struct member 'text' is given twice"),
     ("a DTD with entities (a billion laughs)", BOMB, None, -503, "malformed"),
     ("an external entity", EXTERNAL, None, -503, "malformed"),
     ("invalid UTF-8", GOOD.replace(b"das muss", b"das \xff\xfe muss"), None, -503, "malformed"),
