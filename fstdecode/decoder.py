@@ -9,7 +9,8 @@
 Every returned :class:`Derivation` carries the features and total computed
 by the scorer (:mod:`fstdecode.problem.scorer`) from its strings, never the
 search's own running sum; ``search_score`` keeps the latter so that tests
-can hold the two together.
+can hold the two together. The empty derivation (of an empty line) scores 0 in
+every feature and in total, as in Moses (:meth:`Decoder._derivation`).
 """
 
 from __future__ import annotations
@@ -298,7 +299,7 @@ class Decoder:
         """Decode one sentence (a string is whitespace-tokenized).
 
         Raises DecodeError only when ``line`` is not text (bytes, None, a
-        non-string, empty or whitespace-holding token; :func:`tokens`) or ``id`` is not a line
+        non-string, a lone surrogate, empty or whitespace-holding token; :func:`tokens`) or ``id`` is not a line
         number, and WriteError when an output the search writes (``--lattice-dir``)
         cannot be written. Otherwise never raises: an empty line gives an
         empty translation; reserved tokens, or a search that finds no
@@ -307,6 +308,8 @@ class Decoder:
         """
         if isinstance(id, bool) or not isinstance(id, int) or id < 0:
             raise DecodeError(f"decode(): id must be an integer >= 0 (the 0-based line number), got {id!r}")
+        if isinstance(line, str):
+            _check_text(line, "the line")
         start = time.perf_counter()
         markup: tuple[XmlOption, ...] = ()
         if self.xml_input != "pass-through":
@@ -372,12 +375,26 @@ class Decoder:
         self, words: tuple[str, ...], phrases: tuple[Phrase, ...], search_score: float,
         winners: tuple[tuple[Phrase, ...] | None, ...] | None = None,
     ) -> Derivation:
+        """The derivation ``phrases`` of ``words`` with the scorer's features and total; the empty
+        derivation (of an empty line) has every feature 0 and total 0, as in Moses: its only
+        hypothesis is the initial one, which no feature scores (not even the LM's ``</s>``:
+        Hypothesis' seed constructor and SearchNormal::Decode), so Moses prints 0 for each."""
         m = self.model
         feats, total = score_derivation(
             len(words), phrases, self.lm, m.weights, reordering=m.reordering,
             semantics=self.semantics, early_distortion_cost=m.early_distortion_cost,
         )
+        if not phrases:
+            feats, total = _unscored(feats), 0.0
         return Derivation(words, phrases, feats, total, search_score, winners)
+
+
+def _unscored(f: Features) -> Features:
+    """``f`` with every value 0 (each list keeping its length, so outputs keep their layout)."""
+    return dataclasses.replace(f, **{
+        k.name: tuple(0.0 for _ in v) if isinstance(v, tuple) else 0.0
+        for k in dataclasses.fields(f) for v in (getattr(f, k.name),)
+    })
 
 
 def _rebuild_decoder(model: Model, method: str, options: SearchOptions, settings: dict[str, Any]) -> Decoder:
@@ -400,18 +417,33 @@ def tokens(line: str | Sequence[str]) -> tuple[str, ...]:
     sequence of byte values and a sequence means the same as its tokens joined by spaces.
     """
     if isinstance(line, str):
+        _check_text(line, "the line")
         return tuple(split_tokens(line))
     if isinstance(line, (bytes, bytearray)) or not isinstance(line, Sequence):
         raise DecodeError(f"decode() takes a str or a sequence of str, got {type(line).__name__}; decode bytes first")
     for i, w in enumerate(line):
         if not isinstance(w, str):
             raise DecodeError(f"decode() takes a str or a sequence of str; token {i} is {type(w).__name__}")
+        _check_text(w, f"token {i}")
         if not is_token(w):
             raise DecodeError(
                 f"decode(): token {i} ({w!r}) is {'empty' if not w else 'more than one token (it holds whitespace)'}; "
                 "pass the sentence as one str to have it split"
             )
     return tuple(line)
+
+
+def _check_text(text: str, what: str) -> None:
+    """Raise DecodeError if ``text`` is not text that UTF-8 can write: a lone surrogate (``'\\ud800'``;
+    undecodable bytes read with ``errors="surrogateescape"`` give them too) can reach neither the
+    core nor an output."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise DecodeError(
+            f"decode(): {what} is not valid text: a lone surrogate {text[e.start]!r} at character {e.start + 1}; "
+            "decode the bytes it came from with errors='strict' or 'replace'"
+        ) from None
 
 
 def decode(model: Model, sentence: str, method: str = DEFAULT_METHOD, **options: Any) -> DecodeResult:

@@ -6,7 +6,8 @@
 Errors in files or flags print one ``fstdecode: error: ...`` line naming
 the file and line, and exit with status 2; warnings print as
 ``fstdecode: warning: ...``. Ctrl-C exits with status 130, quietly, after
-writing the lines already decoded.
+writing the lines already decoded; SIGTERM and SIGHUP to a run of several
+workers stop the workers and exit 143 and 129 (:mod:`fstdecode.cli.stopping`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ import logging
 import os
 import signal
 import sys
-from typing import Sequence
+from typing import Callable, Sequence
 
 from fstdecode import __version__
-from fstdecode.cli import moses_output, output, running, streams
+from fstdecode.cli import moses_output, output, running, stopping, streams
 from fstdecode.cli import serve as serve_cli
 from fstdecode.cli.moses_output import MosesOutput
 from fstdecode.cli.options import add_search_flags, check_min, search_options
@@ -30,8 +31,10 @@ from fstdecode.io.phrase_table import SCORE_FORMATS
 from fstdecode.io.binarized import is_binary_table
 from fstdecode.io.table_filter import DEFAULT_CHUNK_LINES, FILTER_THRESHOLD_BYTES, SourceFilter
 from fstdecode.io.moses_ini import load_moses_ini, moses_boolean
-from fstdecode.model.model import DEFAULT_DISTORTION_LIMIT, Model, binarized_tables, load_model, refiltered, table_path
-from fstdecode.run import decode_filtered, decode_lines
+from fstdecode.model.model import (
+    DEFAULT_DISTORTION_LIMIT, Model, binarized_tables, check_refilterable, load_model, refiltered, table_path,
+)
+from fstdecode.run import SerialRunner, decode_filtered, decode_lines
 from fstdecode.model.distortion import SEMANTICS
 from fstdecode.search.base import DEFAULT_MAX_STATES, METHODS
 
@@ -51,12 +54,13 @@ def _model_args(p: argparse.ArgumentParser) -> None:
         "--distortion-limit", "-d", type=int, metavar="D",
         help=f"hard distortion limit; -1: no limit, as in Moses (default: moses.ini's, else {DEFAULT_DISTORTION_LIMIT})",
     )
-    g.add_argument(
+    weight = g.add_argument(
         "--weight", action="append", default=[], metavar="NAME=VALUE",
         help="feature weight, repeatable: lm, tm (comma list, one per table column), distortion, word, phrase, "
         "unknown, lr (comma list, one per LexicalReordering feature) "
         "(default: moses.ini's, else lm=1 tm=1 distortion=1 word=0 phrase=0 unknown=1)",
     )
+    p.set_defaults(weight_flag=weight.option_strings[0])  # named in the weights' errors
     g.add_argument(
         "--distortion-semantics", choices=SEMANTICS,
         help="moses: Moses' distortion limit rule, no jump into </s>; paper: Chang & Collins' (every jump, "
@@ -166,6 +170,12 @@ def _parser() -> argparse.ArgumentParser:
         "--tm-score-format", choices=SCORE_FORMATS, default="prob",
         help="how the phrase table's scores are written (as for decode; default prob)",
     )
+    veri = sub.add_parser(
+        "verify",
+        help="check a binarized model's files against the checksums binarize wrote (each process that opens "
+        "them checks them once too)",
+    )
+    veri.add_argument("folder", metavar="DIR", help="a folder fstdecode binarize wrote")
     insp = sub.add_parser("inspect", help="summarise an FST; print a lattice's best derivations")
     insp.add_argument("file", metavar="FILE")
     insp.add_argument("--nbest", type=int, default=3, metavar="K", help="best paths to print for a lattice (default 3)")
@@ -226,6 +236,7 @@ def _load(args: argparse.Namespace, table=None, source_vocabulary=None):
         distortion_semantics=args.distortion_semantics,
         ini_paths=getattr(args, "ini_paths", "ini"),
         honoured=getattr(args, "honoured", ()),
+        weight_flag=args.weight_flag,
     )
 
 
@@ -283,6 +294,7 @@ class _FilteredDecoders:
     def __call__(self, keep: SourceFilter) -> Decoder:
         if self.model is None:
             self.model = _load(self.args, source_vocabulary=keep)
+            check_refilterable(self.model)  # before the first batch is written
         else:
             self.model = refiltered(self.model, keep)
         return _decoder(self.args, self.model)
@@ -387,27 +399,39 @@ def _cmd_decode(args: argparse.Namespace, moses: MosesOutput | None = None) -> i
         out = streams.Guarded(out, args.resume)
     sides = _side_outputs(args, moses)
     writers = None
-    try:
-        flag = False if args.quiet and args.progress is None else args.progress
-        with progress_bar(flag, total=total, initial=done) as bar:
-            # The bar counts the lines of chunks as they finish decoding (told by the runner), not
-            # the lines written, which wait for the chunks before them.
-            for result in results(bar.completed if bar.active else None):
-                if writers is None:  # the weights and features are the same for every batch
-                    writers = _writers(args, moses, current(), out, sides)
-                _report(result, output.FAILED_LINE if moses is None or moses.side_only else moses_output.FAILED_LINE)
-                for stream, write in writers:
-                    stream.write(write(result))
-                    stream.flush()
-                bar.written(result)
-    finally:
-        runner.close()
+    written = done
+    # SIGTERM and SIGHUP stop the workers (not the process alone), after the result being written.
+    stop = stopping.StopOnSignals(active=not isinstance(runner, SerialRunner))
+    with stop:
         try:
-            if out is not sys.stdout:
-                out.close()
+            flag = False if args.quiet and args.progress is None else args.progress
+            with progress_bar(flag, total=total, initial=done) as bar:
+                # The bar counts the lines of chunks as they finish decoding (told by the runner), not
+                # the lines written, which wait for the chunks before them.
+                for result in results(bar.completed if bar.active else None):
+                    with stop.held():  # written whole, to the output and every side file
+                        if writers is None:  # the weights and features are the same for every batch
+                            writers = _writers(args, moses, current(), out, sides)
+                        in_moses = moses is not None and not moses.side_only
+                        _report(result, moses_output.FAILED_LINE if in_moses else output.FAILED_LINE,
+                                moses_output.moses_reason if in_moses else str)
+                        for stream, write in writers:
+                            stream.write(write(result))
+                            stream.flush()
+                        written += 1
+                        bar.written(result)
+        except stopping.Terminated as e:
+            e.written = written
+            raise
         finally:
-            for stream in sides.values():
-                stream.close()
+            with stop.held():  # a signal now waits for the workers to be stopped
+                runner.close()
+            try:
+                if out is not sys.stdout:
+                    out.close()
+            finally:
+                for stream in sides.values():
+                    stream.close()
     return 0
 
 
@@ -463,14 +487,15 @@ def _writers(args: argparse.Namespace, moses: MosesOutput | None, model: Model, 
     return main_writer + [(stream, side[key]) for key, stream in sides.items()]
 
 
-def _report(result: DecodeResult, failed: str = output.FAILED_LINE) -> None:
+def _report(result: DecodeResult, failed: str = output.FAILED_LINE, words: Callable[[str], str] = str) -> None:
     """Say on stderr what the output line alone does not: a failed line (``failed`` says what
-    its output holds), or one over budget; with -v, every line's outcome."""
+    its output holds), or one over budget, each as ``words`` puts it (the command's flags); with
+    -v, every line's outcome."""
     log = logging.getLogger("fstdecode")
     if result.error is not None:
-        log.warning("line %d: %s; %s", result.id + 1, result.error, failed)
+        log.warning("line %d: %s; %s", result.id + 1, words(result.error), failed)
     elif result.reason is not None:
-        log.warning("line %d: %s", result.id + 1, result.reason)
+        log.warning("line %d: %s", result.id + 1, words(result.reason))
     else:
         log.info(
             "line %d: %d derivation(s), %s, %d states, %.3f s", result.id + 1, len(result.derivations),
@@ -515,6 +540,14 @@ def _cmd_binarize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from fstdecode.io.binarized import BinarizedFileError, verify_folder
+
+    for name, checksum in verify_folder(args.folder, BinarizedFileError):
+        print(f"{os.path.join(args.folder, name)}: OK (CRC-32C {checksum.crc:08x}, {checksum.size:,} bytes)")
+    return 0
+
+
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from fstdecode.fst.tools import inspect
 
@@ -555,7 +588,7 @@ def _cmd_tsp(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "decode": _cmd_decode, "demo": _cmd_demo, "compile": _cmd_compile, "binarize": _cmd_binarize,
-    "inspect": _cmd_inspect, "tsp": _cmd_tsp, "serve": _cmd_serve,
+    "inspect": _cmd_inspect, "tsp": _cmd_tsp, "serve": _cmd_serve, "verify": _cmd_verify,
 }
 
 
@@ -646,8 +679,18 @@ def _run(command) -> int:
     except BrokenPipeError:  # `| head`: stop quietly, and keep Python from complaining at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
         return 0
+    except OSError as e:  # out of file descriptors (ulimit -n, --workers N): a limit to raise, not a bug
+        if not running.out_of_files(e):
+            raise
+        print(f"fstdecode: error: {running.out_of_files(e)}", file=sys.stderr)
+        streams.drop_unwritten_output()
+        return 2
     except KeyboardInterrupt:
         return 130
+    except stopping.Terminated as e:  # SIGTERM, SIGHUP: the workers are stopped, the lines before them written
+        done = "" if e.written is None else f", with the results of the first {e.written} input line(s) written"
+        logging.getLogger("fstdecode").warning("stopped by %s%s; the workers are stopped", e, done)
+        return e.status
     finally:
         sys.stdout = saved
         # A Ctrl-C after this point finds the run over: keep it from printing a traceback at exit.

@@ -23,7 +23,9 @@ from typing import Mapping, Sequence
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.moses_ini import MosesConfig, load_moses_ini, moses_boolean, parse_weight_overwrite
-from fstdecode.io.moses_params import MODEL, NO_EFFECT, PARAMETERS, REFUSED, SEARCH, long_name
+from fstdecode.io.moses_params import (
+    HONOURED_SEARCH, MODEL, NO_EFFECT, NOT_IN_STACK_SEARCH, PARAMETERS, REFUSED, SEARCH, long_name,
+)
 from fstdecode.cli.moses_output import MosesOutput
 from fstdecode.cli.running import worker_count
 from fstdecode.run.base import DEFAULT_RETRIES
@@ -34,9 +36,6 @@ __all__ = ["USAGE", "MosesArgsError", "parse_switches", "moses_args", "DEFAULT_S
 #: Moses' defaults (moses/TypeDef.h, StaticData): stack 200 hypotheses, beam threshold 1e-5.
 DEFAULT_STACK = 200
 DEFAULT_BEAM_THRESHOLD = 1e-5
-
-#: Search settings the stack search honours (the others of moses_params' SEARCH are warned about).
-_HONOURED_SEARCH = frozenset({"stack", "beam-threshold", "threads", "max-phrase-length", "search-algorithm"})
 
 #: Switches of the command line only (Moses reads them from a moses.ini too; these are honoured).
 _SWITCHES = frozenset({"config", "input-file", "show-weights", "weight-overwrite", "inputtype", "distortion-limit",
@@ -53,8 +52,8 @@ Moses' command line: switches with one dash, Moses' long or short names and mean
 moses.ini's sections of the same names. Reads plain text (stdin, or -input-file), decodes with
 fstdecode's stack search under Moses' defaults, and writes what Moses writes.
 
-  -f, -config FILE              the moses.ini (relative paths: the working directory first,
-                                then the ini's folder, as Moses)
+  -f, -config FILE              the moses.ini (relative paths: from the working directory
+                                only, as Moses; not found there is an error)
   -i, -input-file FILE          read the sentences from FILE (default: stdin)
   -show-weights                 print the features' weights as Moses does, then exit
   -weight-overwrite 'N= v ...'  replace the named features' weights (one argument)
@@ -171,8 +170,8 @@ def _check_switches(switches: Mapping[str, list[str]]) -> None:
                                  "(Moses' default)")
         if param.treatment == NO_EFFECT and name not in _HONOURED_HERE:
             log.warning("-%s is %s; nothing in the output depends on it, so fstdecode ignores it", name, param.why)
-        if param.treatment == SEARCH and name not in _HONOURED_SEARCH:
-            log.warning("-%s is a setting of Moses' search that fstdecode's stack search does not have; ignored", name)
+        if param.treatment == SEARCH and name not in HONOURED_SEARCH:
+            log.warning("-%s %s", name, NOT_IN_STACK_SEARCH)
 
 
 def _merged(switches: Mapping[str, list[str]], cfg: MosesConfig) -> MosesSettings:
@@ -216,15 +215,19 @@ def _threads(settings: MosesSettings) -> int:
     return threads
 
 
+#: Moses' weight switch, named in the errors and warnings of the weights it gives.
+WEIGHT_FLAG = "-" + PARAMETERS["weight-overwrite"].name
+
+
 def _weights(settings: MosesSettings) -> list[str]:
-    """``-weight-overwrite 'Name= v ...'`` as ``--weight Name=v,v`` assignments (Moses' names)."""
+    """``-weight-overwrite 'Name= v ...'`` as ``Name= v v`` assignments (Moses' names and form), one per feature."""
     values = settings.get("weight-overwrite") if "weight-overwrite" in settings.from_command_line else None
     if values is None:
         return []
     if not values:
-        raise MosesArgsError("-weight-overwrite needs its weights, e.g. -weight-overwrite 'LM0= 0.5 TM0= 0.2 0.2'")
-    parsed = parse_weight_overwrite(" ".join(values), "-weight-overwrite")
-    return [f"{name}=" + ",".join(repr(v) for v in vs) for name, vs in parsed.items()]
+        raise MosesArgsError(f"{WEIGHT_FLAG} needs its weights, e.g. {WEIGHT_FLAG} 'LM0= 0.5 TM0= 0.2 0.2'")
+    parsed = parse_weight_overwrite(" ".join(values), WEIGHT_FLAG)
+    return [f"{name}= " + " ".join(repr(v) for v in vs) for name, vs in parsed.items()]  # as Moses writes them
 
 
 def _verbosity(settings: MosesSettings) -> tuple[int, bool]:
@@ -276,7 +279,8 @@ def moses_args(words: Sequence[str]) -> tuple[argparse.Namespace, MosesOutput]:
     input_file = settings.one("input-file", str)
     args = argparse.Namespace(
         command="moses", config=config[0], phrase_table=None, lm=None, lm_order=None, distortion_limit=dl,
-        weight=_weights(settings), distortion_semantics=None, tm_score_format=None, table_limit=ttl,
+        weight=_weights(settings), weight_flag=WEIGHT_FLAG, distortion_semantics=None, tm_score_format=None,
+        table_limit=ttl,
         filter=None, filter_chunk=None, method="stack", format="text", print_alignment_info=False,
         alignment_output_file=None, show_weights="show-weights" in switches or settings.flag("show-weights"),
         xml_input=xml_mode, workers=_threads(settings), cluster=None, scheduler=None, worker_memory=None,
@@ -286,7 +290,7 @@ def moses_args(words: Sequence[str]) -> tuple[argparse.Namespace, MosesOutput]:
         beam_threshold=-math.log(beam) if beam > 0 else math.inf,
         nbest=max(nbest_size, 1), unique=distinct,
         max_phrase_length=settings.one("max-phrase-length", int, 1),
-        honoured=_HONOURED_SEARCH | _HONOURED_HERE,
+        honoured=HONOURED_SEARCH | _HONOURED_HERE,
     )
     opts = MosesOutput(
         nbest_path=nbest_path, nbest_size=nbest_size, distinct=distinct,

@@ -15,14 +15,29 @@ The grammar of each output, with the Moses source it follows, is in docs/moses-o
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from fstdecode.decoder import DecodeResult, Derivation
+from fstdecode.io.moses_params import PARAMETERS
 from fstdecode.model.features import MOSES_KINDS, MosesFeature
+from fstdecode.search.base import SearchOptions, flag_of
 
 
 #: What the output holds for a line that failed (said on stderr beside the error).
 FAILED_LINE = "its 1-best line is empty and it has no n-best entry, as in Moses"
+
+
+def moses_reason(reason: str) -> str:
+    """A line's warning (``reason`` or ``error``) as ``fstdecode moses`` words it: the state budget's
+    flag of ``decode`` (``--max-states``), which this command does not take, becomes what does
+    bound the search here (a stack size) and where the budget can be raised."""
+    budget = flag_of(next(f for f in fields(SearchOptions) if f.name == "max_states"))
+    stack = "-" + PARAMETERS["stack"].short
+    return reason.replace(
+        f"({budget})",
+        f"(fstdecode moses' budget per line: a stack size, {stack} N with N > 0, keeps the search within it; "
+        f"fstdecode decode --method stack {budget} N raises it)",
+    )
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Callable
 
 from fstdecode.decoder import DecodeResult, Derivation
 from fstdecode.errors import FstdecodeError
+from fstdecode.io.files import line_too_long, max_line_bytes
 from fstdecode.model.features import MosesFeature, Weights, moses_layout
 
 FORMATS = ("text", "json", "nbest")
@@ -199,8 +200,11 @@ def resume_point(path: str, fmt: str, first_id: int = 0) -> tuple[int, int]:
     """
     results, offset, group, group_start = 0, 0, None, 0
     try:
+        limit = max_line_bytes()
         with open(path, "rb") as f:  # line by line: the output may be far larger than memory
-            for no, line in enumerate(f, 1):
+            for no, line in enumerate(iter(lambda: f.readline(limit + 1), b""), 1):
+                if len(line) > limit and not line.endswith(b"\n"):
+                    raise OutputError(line_too_long(f"{path}:{no}", limit))
                 if not line.endswith(b"\n"):  # a cut write
                     break
                 if fmt == "nbest":

@@ -103,8 +103,27 @@ class FstSearcher:
         if o.lattice_dir is not None:
             from fstdecode.fst.fstio import write_fst_file  # (pywrapfst, loaded with the method)
 
-            write_fst_file(out.lattice, os.path.join(o.lattice_dir, f"{problem.id}.fst"))
+            lattice = out.lattice if problem.sentence.words else _unweighted(out.lattice)
+            write_fst_file(lattice, os.path.join(o.lattice_dir, f"{problem.id}.fst"))
         return out.result
+
+
+def _unweighted(lattice):  # (a pywrapfst MutableFst)
+    """``lattice`` with every weight One: an empty line's lattice, whose one derivation (the empty
+    one) scores 0 as every output of the line says (Decoder._derivation: Moses scores nothing for
+    an empty line, not even the LM's ``</s>``)."""
+    from pywrapfst import Arc, Weight
+
+    lattice = lattice.copy()
+    one = Weight.one(lattice.weight_type())
+    for state in lattice.states():
+        arcs = [Arc(a.ilabel, a.olabel, one, a.nextstate) for a in lattice.arcs(state)]
+        lattice.delete_arcs(state)
+        for a in arcs:
+            lattice.add_arc(state, a)
+        if lattice.final(state) != Weight.zero(lattice.weight_type()):
+            lattice.set_final(state, one)
+    return lattice
 
 
 register(

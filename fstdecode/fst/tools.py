@@ -88,4 +88,4 @@ def inspect(path: str | Path, out: TextIO, nbest: int = 3) -> None:
         deriv = lattice_derivation(ops, osyms)
         text = " ".join(t for _, _, t in deriv)
         spans = " ".join(f"[{a}-{b}] {t}" for a, b, t in deriv)
-        out.write(f"  {rank}. score {-cost:.4f}  {text}\n     {spans}\n")
+        out.write(f"  {rank}. score {0.0 - cost:.4f}  {text}\n     {spans}\n")

@@ -39,9 +39,13 @@ Every other section is kept verbatim in :attr:`MosesConfig.other`.
 
 ``${NAME}`` (any name) in any value is replaced by the absolute path of the
 folder holding the ini file, and relative ``path=`` values of features are
-resolved against that folder. The n-best path is an output file and is kept as
-written (Moses opens it relative to the working directory). Whether feature
-files exist is not checked here; their loaders report missing files.
+resolved against that folder (``decode``'s rule), or, with ``paths="cwd"``
+(``fstdecode moses``), against the working directory alone, as Moses opens them
+(:data:`PATH_RULES`). The n-best path is an output file and is kept as written
+(Moses opens it relative to the working directory). Whether feature files exist
+is not checked here, except that under "cwd" a relative path not found from the
+working directory is an error (Moses fails there too); their loaders report other
+missing files.
 """
 
 from __future__ import annotations
@@ -54,7 +58,9 @@ from types import MappingProxyType
 
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.files import numbered_lines
-from fstdecode.io.moses_params import NO_EFFECT, PARAMETERS, REFUSED, SEARCH, SHORT_NAMES, long_name
+from fstdecode.io.moses_params import (
+    HONOURED_SEARCH, NO_EFFECT, NOT_IN_STACK_SEARCH, PARAMETERS, REFUSED, SEARCH, SHORT_NAMES, long_name,
+)
 from fstdecode.io.values import parse_weight
 
 __all__ = [
@@ -105,6 +111,31 @@ _BINARY_TABLE = ("Moses' binary table formats are not read: give the text table 
                  "PhraseDictionaryMemory, and run fstdecode binarize -f moses.ini -o DIR for fstdecode's own "
                  "binarized model, which loads in seconds")
 
+# Moses' SRILM and IRSTLM wrappers score n-grams otherwise than its KenLM one (moses/LM/Ken.cpp,
+# which fstdecode's LM reader follows), so reading their files as KenLM would change the LM feature
+# without a word. Each refusal, of a [feature] line or of an old-format [lmodel-file] type (which
+# Moses converts into that [feature] line: Parameter::ConvertWeightArgsLM), says how to read the
+# file with KenLM instead: as Moses then reads it too.
+# * SRILM (moses/LM/SRI.cpp, LanguageModelSRI::GetValue): every log probability goes through
+#   FloorScore (at least LOWEST_SCORE, -100), and a word the LM lacks is SRILM's <unk> index: with
+#   no <unk> in the file its probability is 0, floored to -100, where KenLM gives the missing <unk>
+#   log10 -100 (-230.26); a <unk> the file has, SRILM keeps and uses as KenLM does. Moses knows
+#   SRILM only when built with it (moses/FF/Factory.cpp, LM_SRI).
+# * IRSTLM (moses/LM/IRST.cpp, LanguageModelIRST::GetValue): IRSTLM's own dictionary gives an
+#   unknown word its OOV code and the dub= penalty, and a short context is padded with </s> <s>.
+_KENLM_INSTEAD = ("to read the file with KenLM, write KENLM for {kind} on its [feature] line, or make the "
+                  "[lmodel-file] type 8: Moses then reads it with KenLM too")
+_LM_REFUSED: Mapping[str, str] = MappingProxyType(
+    {
+        "SRILM": "Moses' SRILM wrapper, [lmodel-file] type 0, floors each log probability at -100 and scores a word "
+        "missing from an LM without <unk> -100, where KenLM scores it -230.26; " + _KENLM_INSTEAD.format(kind="SRILM"),
+        "IRSTLM": "Moses' IRSTLM wrapper, [lmodel-file] type 1, scores unknown words by IRSTLM's rule, with its OOV "
+        "code and dub= penalty, and pads short contexts with </s> <s>, unlike KenLM; "
+        + _KENLM_INSTEAD.format(kind="IRSTLM"),
+    }
+)
+"""Why each of Moses' other n-gram LMs is refused, and how to read its file with KenLM instead."""
+
 _HINTS: Mapping[str, str] = MappingProxyType(
     {
         "PhraseDictionaryBinary": _BINARY_TABLE,
@@ -113,8 +144,8 @@ _HINTS: Mapping[str, str] = MappingProxyType(
         "ProbingPT": _BINARY_TABLE,
         "InputFeature": "lattice and confusion-network input is not supported; "
         "for plain-text input remove this line and its weight",
-        "SRILM": "use KENLM with an ARPA file instead",
-        "IRSTLM": "use KENLM with an ARPA file instead",
+        "SRILM": _LM_REFUSED["SRILM"],
+        "IRSTLM": _LM_REFUSED["IRSTLM"],
         "PhraseDictionaryMultiModel": "several tables combined into one are not supported",
     }
 )
@@ -408,27 +439,46 @@ def _check_values(args: Mapping[str, str], kind: str, where: str) -> None:
 
 
 #: How relative ``path=`` values resolve: against the ini's folder (``decode``'s documented
-#: rule), or against the working directory first and then the ini's folder (Moses' rule, which
-#: opens the path as written: ``fstdecode moses``).
+#: rule), or against the working directory alone (Moses' rule: ``fstdecode moses``). Moses opens
+#: a feature's path as written (InputFileStream, KenLM's loader), so a relative one is found from
+#: the working directory or not at all ("Can't read"); under "cwd" a file not found there is an
+#: error, which names the file of that name beside the ini when there is one.
 PATH_RULES = ("ini", "cwd")
 
 
+def _moses_file(path: str) -> str | None:
+    """The file Moses would open for ``path``: the path itself, or with the extension Moses adds
+    (``.gz``; a compact or binary reordering table's); None when there is none."""
+    for ext in ("", ".gz", ".minlexr", ".binlexr.idx", ".minphr"):
+        if os.path.exists(path + ext):
+            return path + ext
+    return None
+
+
 def moses_file_exists(path: str) -> bool:
-    """Whether a model file is at ``path`` as Moses looks for one: the path itself, or with the
-    extension Moses adds (``.gz``; a compact or binary reordering table's)."""
-    return any(os.path.exists(path + ext) for ext in ("", ".gz", ".minlexr", ".binlexr.idx", ".minphr"))
+    """Whether a model file is at ``path`` as Moses looks for one (:func:`_moses_file`)."""
+    return _moses_file(path) is not None
 
 
-def _resolve_path(args: dict[str, str], folder: str, rule: str = "ini") -> str | None:
+def _resolve_path(args: dict[str, str], folder: str, rule: str, where: str) -> str | None:
     """Make a relative ``path`` absolute by ``rule`` (:data:`PATH_RULES`); returns a warning when
-    the other rule would have found another file (else None)."""
+    the other rule would have found another file (else None). Under "cwd", a path not found from
+    the working directory raises MosesIniError naming ``where``."""
     value = args.get("path")
     if value is None or os.path.isabs(value):
         return None
     by_ini = os.path.normpath(os.path.join(folder, value))
     by_cwd = os.path.abspath(value)
     if rule == "cwd":
-        args["path"] = by_cwd if moses_file_exists(by_cwd) or not moses_file_exists(by_ini) else by_ini
+        if not moses_file_exists(by_cwd):
+            beside = _moses_file(by_ini)
+            raise MosesIniError(
+                f"{where}: path={value} is not found from the working directory {os.getcwd()}; Moses resolves "
+                "relative paths from there"
+                + (f"; a file of that name is beside the ini: {beside} — give an absolute path or run from the "
+                   "ini's folder" if beside is not None else "")
+            )
+        args["path"] = by_cwd
         return None
     args["path"] = by_ini
     if by_cwd != by_ini and moses_file_exists(by_cwd):
@@ -454,7 +504,7 @@ def _parse_features(
         kind, *tokens = text.split()
         args = _parse_args(tokens, kind, where)
         _check_values(args, kind, where)
-        moved = _resolve_path(args, folder, rule)
+        moved = _resolve_path(args, folder, rule, where)
         if moved is not None:
             warnings.append(f"{where}: {moved}")
         name = args.get("name")
@@ -625,19 +675,27 @@ def _parse_bool(entries: list[tuple[int, str]] | None, name: str, path: str) -> 
 
 def _parse_nbest(
     entries: list[tuple[int, str]] | None, path: str, header: int
-) -> tuple[str | None, int | None, bool]:
-    """``path size [distinct]`` (one line or several) -> (path as written, size >= 1, distinct)."""
+) -> tuple[str | None, int | None, bool, tuple[str, ...]]:
+    """(path as written, size >= 1, distinct, warnings) of [n-best-list], read as Moses reads it:
+    each line is one value (Parameter::ReadConfigFile), the output path, then the size (its
+    leading integer: NBestOptions' Scan<size_t>), then, optionally, ``distinct`` on a third line.
+
+    Fewer than two lines (``nbest.txt 100`` on one line) is an error: Moses says "wrong format"
+    there and writes no list. What Moses ignores (words after the size, so ``100 distinct`` is a
+    plain list; a third line other than ``distinct``; more lines) is kept out, with a warning.
+    """
     if entries is None:
-        return None, None, False
-    tokens = _tokens(entries)
-    distinct = len(tokens) == 3 and tokens[2][1] == "distinct"
-    if len(tokens) != 2 and not distinct:
+        return None, None, False, ()
+    values = [(lineno, " ".join(text.split())) for lineno, text in entries if text.strip()]
+    if len(values) < 2:
         lineno = _section_line(entries, header)
         raise MosesIniError(
             f"{path}:{lineno}: [n-best-list] needs an output path and a size, and optionally the word "
-            f"'distinct'; found {' '.join(t for _, t in tokens)!r}"
+            f"'distinct', each on a line of its own (Moses reads each line as one value); "
+            f"found {' / '.join(v for _, v in values)!r}"
         )
-    (_, nbest_path), (lineno, size_text) = tokens[:2]
+    (_, nbest_path), (lineno, size_line) = values[:2]
+    size_text, _, rest = size_line.partition(" ")
     try:
         size = int(size_text)
     except ValueError:
@@ -646,7 +704,14 @@ def _parse_nbest(
         raise MosesIniError(
             f"{path}:{lineno}: n-best size {size_text!r} must be a positive integer"
         )
-    return nbest_path, size, distinct
+    distinct = len(values) > 2 and values[2][1] == "distinct"
+    ignored = ([(lineno, rest)] if rest else []) + values[3 if distinct else 2:]
+    warnings = tuple(
+        f"{path}:{n}: [n-best-list] {text!r} is ignored, as Moses ignores it (it reads the path, the size and "
+        "'distinct' each from a line of its own); the list is " + ("distinct" if distinct else "not distinct")
+        for n, text in ignored
+    )
+    return nbest_path, size, distinct, warnings
 
 
 def _header_lines(lines: Iterable[tuple[int, str]]) -> dict[str, int]:
@@ -671,9 +736,11 @@ def _header_lines(lines: Iterable[tuple[int, str]]) -> dict[str, int]:
 #   (when [weight-p] is present), WordPenalty, UnknownWordPenalty, and one phrase table per
 #   [ttable-file] line. Each is named as an unnamed [feature] line is: Kind + a per-kind count.
 # * [lmodel-file] ``type factor order path``: type 0 (SRILM), 1 (IRSTLM), 8 (KenLM) or 9
-#   (KenLM, lazily loaded); the LM weights are [weight-l], one per LM. Moses names the feature
-#   by its type (SRILM0, IRSTLM0, KENLM0: Parameter::ConvertWeightArgsLM), and so its weight,
-#   n-best field and -show-weights line; fstdecode reads each as KENLM with that name.
+#   (KenLM, lazily loaded); Moses refuses any other ("Unkown language model type id"). The LM
+#   weights are [weight-l], one per LM. Moses turns each line into a [feature] line of its kind
+#   (SRILM, IRSTLM or KENLM: Parameter::ConvertWeightArgsLM) and names its weight by the kind and
+#   the line's index among all LMs (SRILM0, KENLM1). The SRILM and IRSTLM lines are then refused
+#   as their [feature] lines are (_LM_REFUSED: they score unlike KenLM).
 # * [weight-d]: the Distance weight first, then each [distortion-file] table's weights in turn.
 #   A [distortion-file] line is ``inputfactor-outputfactor type num-features path``.
 # * [ttable-file] ``implementation input-factor output-factor num-scores path``; [weight-t]
@@ -724,8 +791,7 @@ SEARCH_ONLY_SECTIONS = frozenset(name for name, param in PARAMETERS.items() if p
 #: [search-algorithm] values of phrase-based decoding (normal stack search, cube pruning).
 _PHRASE_BASED_SEARCH = ("0", "1")
 
-# [lmodel-file] type code -> what Moses calls it (the feature's name); fstdecode reads each as a
-# KENLM feature.
+# [lmodel-file] type code -> the feature kind Moses makes of it (Parameter::ConvertWeightArgsLM).
 _LM_TYPES: Mapping[str, str] = MappingProxyType({"0": "SRILM", "1": "IRSTLM", "8": "KENLM", "9": "KENLM"})
 
 # [ttable-file] implementation code -> Moses' feature kind.
@@ -827,18 +893,18 @@ class _OldFormat:
             kind, factor, order, path = self.fields(lineno, text, "lmodel-file", 4, form)[:4]
             if kind not in _LM_TYPES:
                 raise MosesIniError(
-                    f"{self.where(lineno)}: LM type {kind!r} is not supported; use 0 (SRILM), 1 (IRSTLM), "
-                    "8 or 9 (KenLM): each reads an ARPA file, and 8 or 9 a KenLM binary"
+                    f"{self.where(lineno)}: LM type {kind!r} is not supported; Moses knows 0 (SRILM), 1 (IRSTLM), "
+                    "8 and 9 (KenLM; 9 loads lazily) and refuses others too: use 8 (an ARPA file or a KenLM binary)"
                 )
             self.count(order, lineno, "LM order")
             lazy = " lazyken=1" if kind == "9" else " lazyken=0" if kind == "8" else ""
             weight = self.take(values, index, 1, "weight-l", f"[lmodel-file] has {len(models)} LM(s)")
             # Moses names the weight (so the n-best and -show-weights name) by its LM kind and the
-            # line's index among all LMs: SRILM0 for a type-0 line. fstdecode reads every kind as
-            # KENLM, so a SRILM or IRSTLM line keeps Moses' name through name=.
+            # line's index among all LMs: KENLM1 for the second line. A SRILM or IRSTLM line is
+            # written as Moses writes it; reading it is refused as for a [feature] line.
             name = f"{_LM_TYPES[kind]}{index}"
-            named = "" if _LM_TYPES[kind] == "KENLM" else f" name={name}"
-            out.add(lineno, f"KENLM{named} factor={factor} order={order} num-features=1{lazy} path={path}", name, weight)
+            out.add(lineno, f"{_LM_TYPES[kind]} factor={factor} order={order} num-features=1{lazy} path={path}",
+                    name, weight)
         self.check_used(values, len(models), "weight-l", f"[lmodel-file] has {len(models)} LM(s), so it needs")
 
     def reordering(self, out: ConvertedIni) -> None:
@@ -995,7 +1061,8 @@ def _ignored(
                 "(0: normal, 1: cube pruning); fstdecode decodes phrase-based models only"
             )
     why = {name: "is a setting of Moses' own search; fstdecode decode ignores it (its own search flags apply; "
-           "fstdecode moses honours it)" for name in SEARCH_ONLY_SECTIONS}
+           "fstdecode moses honours it)" if name in HONOURED_SEARCH else NOT_IN_STACK_SEARCH
+           for name in SEARCH_ONLY_SECTIONS}
     for name, param in PARAMETERS.items():
         if param.treatment == NO_EFFECT:
             why[name] = f"is {param.why}; nothing in the output depends on it, so fstdecode ignores it"
@@ -1048,7 +1115,8 @@ _KNOWN_SECTIONS = frozenset(
 
 def load_moses_ini(path: str | os.PathLike[str], paths: str = "ini") -> MosesConfig:
     """Read the supported subset of a moses.ini (see the module docstring); relative ``path=``
-    values resolve by ``paths`` (:data:`PATH_RULES`: "ini", the ini's folder; "cwd", Moses' rule)."""
+    values resolve by ``paths`` (:data:`PATH_RULES`: "ini", the ini's folder; "cwd", Moses' rule, the
+    working directory only: a relative path not found there is an error)."""
     if paths not in PATH_RULES:
         raise MosesIniError(f"paths={paths!r}: choose from {', '.join(PATH_RULES)}")
     path_str = os.fspath(path)
@@ -1075,7 +1143,7 @@ def load_moses_ini(path: str | os.PathLike[str], paths: str = "ini") -> MosesCon
     weights = _parse_weights(weight_entries, path_str, features)
     _overwrite_weights(sections.get("weight-overwrite"), path_str, weights, features)
     _check_sections(sections, headers, path_str, old_format)
-    nbest_path, nbest_size, nbest_distinct = _parse_nbest(
+    nbest_path, nbest_size, nbest_distinct, nbest_warnings = _parse_nbest(
         sections.get("n-best-list"), path_str, headers.get("n-best-list", 0)
     )
     other = {
@@ -1100,8 +1168,9 @@ def load_moses_ini(path: str | os.PathLike[str], paths: str = "ini") -> MosesCon
         other=MappingProxyType(other),
         nbest_distinct=nbest_distinct,
         old_format=old_format,
-        ignored=tuple(message for _, message in ignored) + moved,
-        ignored_sections=tuple(name for name, _ in ignored) + ("feature",) * len(moved),
+        ignored=tuple(message for _, message in ignored) + moved + nbest_warnings,
+        ignored_sections=tuple(name for name, _ in ignored) + ("feature",) * len(moved)
+        + ("n-best-list",) * len(nbest_warnings),
     )
 
 
@@ -1139,7 +1208,7 @@ def rewritten_ini(path: str | os.PathLike[str], paths: Mapping[str, str], header
         if name in paths:
             new["path"] = paths[name]
         elif "path" in new:
-            _resolve_path(new, folder)
+            _resolve_path(new, folder, "ini", f"{path_str}:{lineno}")
         new.setdefault("name", name)
         out.append(" ".join([kind, *(f"{key}={value}" for key, value in new.items())]))
     out.append("")

@@ -28,7 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["Param", "PARAMETERS", "SHORT_NAMES", "MODEL", "OUTPUT", "SEARCH", "NO_EFFECT", "REFUSED", "long_name"]
+__all__ = ["Param", "PARAMETERS", "SHORT_NAMES", "MODEL", "OUTPUT", "SEARCH", "NO_EFFECT", "REFUSED", "long_name",
+           "HONOURED_SEARCH", "NOT_IN_STACK_SEARCH"]
 
 MODEL = "model"
 OUTPUT = "output"
@@ -164,6 +165,12 @@ def _table() -> tuple[Param, ...]:
         p("spe-aln", "", REFUSED, "simulated post-editing is not supported"),
     )
 
+
+#: The SEARCH parameters that ``fstdecode moses``' stack search honours as Moses does.
+HONOURED_SEARCH = frozenset({"stack", "beam-threshold", "threads", "max-phrase-length", "search-algorithm"})
+
+#: What the warning about any other SEARCH parameter says of it (after its name), in either command.
+NOT_IN_STACK_SEARCH = "is a setting of Moses' search that fstdecode's stack search does not have; ignored"
 
 PARAMETERS: Mapping[str, Param] = MappingProxyType({param.name: param for param in _table()})
 """Every parameter of Moses' Parameter.cpp (547c3d2d; ``ttable-limit`` from its older

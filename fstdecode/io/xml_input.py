@@ -8,8 +8,9 @@ Read as Moses' ``ProcessAndStripXMLTags`` reads it (moses/XmlOption.cpp in moses
 * the words between an opening tag and its closing tag (same name; tags nest) form the span;
   a unary tag ``<x/>`` spans nothing;
 * ``translation`` (or its legacy name ``english``) lists the translations, separated by ``||``;
-  ``prob``, if given, one probability per translation (default 1), scored as ln(prob) floored
-  at -100 (so 0 is allowed, as in a phrase table);
+  ``prob``, if given, one value per translation (default 1), read as a 32-bit float and scored
+  as ln(prob) floored at -100, as Moses scores it: 0 is allowed, as in a phrase table, and so is
+  a value above 1 (a bonus: Moses' regression test ``phrase.xml-markup`` gives ``prob="100.0"``);
 * ``span="i-j"`` (or ``"i"``) overrides the span with word positions of the stripped line;
 * attribute values are taken between double quotes as written: no entity is unescaped (Moses'
   own reader leaves that as a TODO), and a ``"`` after a backslash does not end a value.
@@ -21,8 +22,8 @@ Where Moses reads on silently, or reads nonsense, this reader refuses the line i
   ``translation = "x"``: Moses would ignore it, so the tag would add nothing), or given twice;
 * a value cut by the ``>`` that ends its tag (a tag ends at its first ``>``, in Moses too, so a
   value may not hold ``>``: ``translation="<s>"`` cannot be written);
-* a ``prob`` that is not a number from 0 to 1 (Moses takes the log of any float it reads:
-  ``1e308`` overflows to a huge bonus, a negative one gives nan);
+* a ``prob`` that is not a number, is negative (Moses' log gives nan, which poisons the
+  line's scores), or overflows a 32-bit float (``1e39``: Moses' log gives an infinite bonus);
 * a tag with a translation that spans no word (``<np translation="x"></np>``; Moses warns and
   drops it).
 
@@ -42,7 +43,9 @@ makes it that line's error and goes on.
 
 from __future__ import annotations
 
+import math
 import re
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -201,14 +204,21 @@ def _option(name: str, content: str, start: int, end: int, n: int) -> XmlOption 
 
 
 def _probability(name: str, text: str) -> float:
-    """A ``prob`` value: a number from 0 to 1 (0 scores as ln 0 floored, as in a phrase table)."""
+    """A ``prob`` value as Moses reads it (``Scan<float>``): a number >= 0, rounded to a 32-bit
+    float, which must be finite; above 1 is a bonus, 0 scores as ln 0 floored."""
     try:
         value = float(text)
     except ValueError:
         raise XmlInputError(f"tag <{name}>: prob {text!r} is not a number") from None
-    if not 0.0 <= value <= 1.0:  # also false for nan
-        raise XmlInputError(f"tag <{name}>: prob {text!r} must be a probability, a number from 0 to 1")
-    return value
+    if not value >= 0.0:  # also true for nan
+        raise XmlInputError(f"tag <{name}>: prob {text!r} is negative; Moses' log of it is nan")
+    try:
+        single: float = struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:
+        single = math.inf
+    if math.isinf(single):
+        raise XmlInputError(f"tag <{name}>: prob {text!r} overflows a 32-bit float (Moses' log of it is infinite)")
+    return single
 
 
 def parse_markup(line: str) -> MarkedLine:

@@ -213,84 +213,89 @@ class Weights:
             )
         return replace(self, tm=self.tm * n)
 
-    def override(self, assignments: list[str], aliases: Mapping[str, str] | None = None) -> "Weights":
+    def override(
+        self, assignments: list[str], aliases: Mapping[str, str] | None = None, flag: str = "--weight"
+    ) -> "Weights":
         """Apply ``NAME=VALUE`` strings (the ``--weight`` flag); ``tm`` and ``lr`` take a comma list.
 
         ``aliases`` maps Moses' feature names (``KENLM0``, ``PhraseDictionaryMemory0``: the
         model's :func:`moses_names`) to the generic names; such a name is matched exactly (Moses'
         names are case-sensitive) and takes its values as a comma or space list.
 
-        Raises FeatureError naming the bad assignment: unknown name, a value
-        that is not a number, or one that is not finite (``nan``, ``inf``).
+        Raises FeatureError naming the bad assignment, after ``flag`` (the command's own flag:
+        ``fstdecode moses`` gives ``-weight-overwrite``): unknown name, a value that is not a
+        number, or one that is not finite (``nan``, ``inf``).
         """
         out = self
         for item in assignments:
-            out = out._assign(item, aliases or {})
+            out = out._assign(item, aliases or {}, f"{flag} {item!r}")
         return out
 
-    def _assign(self, item: str, aliases: Mapping[str, str]) -> "Weights":
+    def _assign(self, item: str, aliases: Mapping[str, str], where: str) -> "Weights":
         """These weights with the one ``NAME=VALUE`` assignment ``item`` applied."""
         given, sep, value = item.partition("=")
         name = assignment_name(item, aliases)
         if not sep:
-            raise FeatureError(f"--weight {item!r}: expected NAME=VALUE, e.g. lm=0.5 or KENLM0=0.5")
+            raise FeatureError(f"{where}: expected NAME=VALUE, e.g. lm=0.5 or KENLM0=0.5")
         if name.startswith("lms:"):  # one LM of several, by its Moses name
-            return self._assign_lm(item, int(name[4:]), value)
+            return self._assign_lm(where, int(name[4:]), value)
         if name.startswith("tm:"):  # one phrase table of several: its columns
-            return self._assign_table(item, *(int(x) for x in name[3:].split(":")), value)
+            return self._assign_table(where, *(int(x) for x in name[3:].split(":")), value)
         if name not in WEIGHT_NAMES:
             moses = f"; Moses names of this model: {', '.join(aliases)}" if aliases else ""
             raise FeatureError(
-                f"--weight {item!r}: unknown weight name {given.strip()!r}; "
+                f"{where}: unknown weight name {given.strip()!r}; "
                 f"known names: {', '.join(WEIGHT_NAMES)}{moses}"
             )
         if name == "lm" and self.lms:
-            raise FeatureError(f"--weight {item!r}: the model has {len(self.lms)} LMs; give each its weight by its "
+            raise FeatureError(f"{where}: the model has {len(self.lms)} LMs; give each its weight by its "
                                f"name ({', '.join(n for n, g in aliases.items() if g.startswith('lms:'))})")
-        tokens = value.replace(",", " ").split() if given.strip() in aliases else value.split(",")
+        tokens = value.replace(",", " ").split()  # a comma list (--weight) or a space list (Moses')
         try:
             parsed = tuple(float(v) for v in tokens)
         except ValueError:
-            raise FeatureError(f"--weight {item!r}: {value!r} is not a number") from None
+            raise FeatureError(f"{where}: {value!r} is not a number") from None
         if not parsed:
-            raise FeatureError(f"--weight {item!r}: no value; write NAME=VALUE")
+            raise FeatureError(f"{where}: no value; write NAME=VALUE")
         if name not in _LIST_WEIGHTS and len(parsed) != 1:
-            raise FeatureError(f"--weight {item!r}: {given.strip()} takes one number; only tm and lr take a list")
+            raise FeatureError(f"{where}: {given.strip()} takes one number; only tm and lr take a list")
         try:
             return replace(self, **{name: parsed if name in _LIST_WEIGHTS else parsed[0]})
         except FeatureError as err:
-            raise FeatureError(f"--weight {item!r}: {err}") from None
+            raise FeatureError(f"{where}: {err}") from None
 
 
-    def _assign_table(self, item: str, offset: int, width: int, value: str) -> "Weights":
-        """These weights with one table's ``width`` columns from ``offset`` set by ``item``."""
+    def _assign_table(self, where: str, offset: int, width: int, value: str) -> "Weights":
+        """These weights with one table's ``width`` columns from ``offset`` set by ``value`` (errors
+        start with ``where``, the assignment as given)."""
         try:
             parsed = [float(v) for v in value.replace(",", " ").split()]
         except ValueError:
-            raise FeatureError(f"--weight {item!r}: {value!r} is not a list of numbers") from None
+            raise FeatureError(f"{where}: {value!r} is not a list of numbers") from None
         if len(parsed) != width:
-            raise FeatureError(f"--weight {item!r}: the table has {width} score column(s); give one weight each")
+            raise FeatureError(f"{where}: the table has {width} score column(s); give one weight each")
         tm = list(self.tm)
         if len(tm) < offset + width:
-            raise FeatureError(f"--weight {item!r}: the model's tm weights have {len(tm)} columns")
+            raise FeatureError(f"{where}: the model's tm weights have {len(tm)} columns")
         tm[offset:offset + width] = parsed
         try:
             return replace(self, tm=tuple(tm))
         except FeatureError as err:
-            raise FeatureError(f"--weight {item!r}: {err}") from None
+            raise FeatureError(f"{where}: {err}") from None
 
-    def _assign_lm(self, item: str, index: int, value: str) -> "Weights":
-        """These weights with LM ``index``'s weight (of several) set by ``item``."""
+    def _assign_lm(self, where: str, index: int, value: str) -> "Weights":
+        """These weights with LM ``index``'s weight (of several) set by ``value`` (errors start
+        with ``where``, the assignment as given)."""
         try:
             parsed = float(value.strip())
         except ValueError:
-            raise FeatureError(f"--weight {item!r}: {value!r} is not one number") from None
+            raise FeatureError(f"{where}: {value!r} is not one number") from None
         lms = list(self.lms)
         lms[index] = parsed
         try:
             return replace(self, lms=tuple(lms))
         except FeatureError as err:
-            raise FeatureError(f"--weight {item!r}: {err}") from None
+            raise FeatureError(f"{where}: {err}") from None
 
 
 @dataclass(frozen=True)

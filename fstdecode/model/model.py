@@ -25,6 +25,7 @@ from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, FeatureLine, MosesConfig
 from fstdecode.model.combined_lm import CombinedLM
 from fstdecode.model.decoding_paths import alternatives, check_mapping, offsets
 from fstdecode.io.binarized import is_binary_table, is_lm_image, open_binary_table, written_by_binarize
+from fstdecode.io.files import is_regular
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable, PhraseTableError, load_phrase_table
 from fstdecode.io.reordering_table import ReorderingTableError, load_reordering_table
 from fstdecode.model.distortion import SEMANTICS
@@ -143,6 +144,12 @@ def _check_arguments(
     for name, flag, value in (("config", "-f", config), ("phrase_table", "--phrase-table", phrase_table), ("lm", "--lm", lm)):
         if value is not None and not isinstance(value, (str, os.PathLike)):
             raise ModelError(f"{name} ({flag}) must be a path (str or os.PathLike), got {type(value).__name__}")
+        try:
+            if value is not None:
+                os.fsencode(value)
+        except UnicodeEncodeError as e:  # a lone surrogate such as '\ud800': no file can have that name
+            raise ModelError(f"{name} ({flag}) {os.fspath(value)!r} is not a path the file system can name: "
+                             f"character {e.start + 1} is a lone surrogate") from None
     for name, flag, value, least in (("lm_order", "--lm-order", lm_order, 1), ("table_limit", "--table-limit", table_limit, 0)):
         if value is None:
             continue
@@ -158,14 +165,17 @@ def _check_arguments(
 
 
 def checked_distortion_limit(d: int) -> int:
-    """The distortion limit to use for ``d``: ``d`` itself if >= 0, :data:`UNLIMITED` for -1.
+    """The distortion limit to use for ``d``: ``d`` itself if 0 <= d < :data:`UNLIMITED`, else
+    (-1, or a value too large for the core's int) :data:`UNLIMITED`, no limit. Moses reads the
+    value with stream extraction into an int (Parameter::SetParameter's Scan<int>), which stores
+    2^31 - 1 for anything larger: a limit no sentence reaches, so no limit there too.
 
     Any other value (another negative number, a non-integer) raises ModelError. Every
     distortion limit of a :class:`Model` made here goes through this function.
     """
     if isinstance(d, bool) or not isinstance(d, int) or d < NO_LIMIT:
         raise ModelError(f"distortion limit must be an integer >= 0, or -1 for no limit; got {d!r}")
-    return UNLIMITED if d == NO_LIMIT else d
+    return UNLIMITED if d == NO_LIMIT or d >= UNLIMITED else d
 
 
 def _weights_from_ini(cfg: MosesConfig) -> Weights:
@@ -226,12 +236,28 @@ def _warn_missing_ini_weights(cfg: MosesConfig) -> None:
             )
 
 
-def _tm_origin(cfg: MosesConfig | None, ini_pt: FeatureLine | None, assignments: Sequence[str]) -> str | None:
-    """Where the TM weights were given (named in a warning if one is repeated); None: default."""
+def _warn_negative_lm(w: Weights, cfg: MosesConfig | None) -> None:
+    """Warn, in one line, of a negative weight of a single LM: the search then prefers what the LM
+    finds unlikely, almost surely a mistake. Moses runs it without a word, so it is not refused.
+    (Several LMs are refused below 0 by :class:`~fstdecode.model.combined_lm.CombinedLM`.)"""
+    if w.lms or not w.lm < 0:
+        return
+    lms = [f.name for f in cfg.features if MOSES_KINDS.get(f.kind) == "lm"] if cfg is not None else []
+    _LOG.warning(
+        "the LM weight (%s) is %s, below 0: the search prefers translations the LM finds unlikely; "
+        "Moses runs it without a word, but a tuned LM weight is positive", lms[0] if len(lms) == 1 else "lm", w.lm,
+    )
+
+
+def _tm_origin(
+    cfg: MosesConfig | None, ini_pt: FeatureLine | None, assignments: Sequence[str], flag: str
+) -> str | None:
+    """Where the TM weights were given (named in a warning if one is repeated; ``flag`` the
+    command's weight flag); None: default."""
     aliases = moses_names(_declared(cfg))
     given = [item for item in assignments if assignment_name(item, aliases) == "tm"]
     if given:
-        return f"--weight {given[-1]}"
+        return f"{flag} {given[-1]}"
     if cfg is not None and ini_pt is not None and ini_pt.name in cfg.weights:
         return f"{cfg.path}: [weight] {ini_pt.name}="
     return None
@@ -339,13 +365,15 @@ def load_model(
     distortion_semantics: str | None = None,
     ini_paths: str = "ini",
     honoured: Collection[str] = (),
+    weight_flag: str = "--weight",
 ) -> Model:
     """Assemble a model; explicit arguments override the moses.ini ``config``.
 
     ``ini_paths``: how the ini's relative paths resolve (:data:`~fstdecode.io.moses_ini.PATH_RULES`:
     "ini", against its folder, with a warning where Moses' rule would read another file; "cwd",
-    Moses' rule). ``honoured``: ini sections the caller applies itself (``fstdecode moses``: Moses'
-    search settings), so not warned about as ignored.
+    Moses' rule: from the working directory only, a file not found there being an error). ``honoured``: ini sections the caller applies itself (``fstdecode moses``: Moses'
+    search settings), so not warned about as ignored. ``weight_flag``: the flag that gave
+    ``weights``, named in their errors and warnings (``fstdecode moses``: ``-weight-overwrite``).
 
     The LM is read by the native core (:func:`load_lm`); every search runs there (the
     ``engine`` argument was removed: there is no other engine).
@@ -406,7 +434,7 @@ def load_model(
         _ini_files_exist(cfg, lms=lm is None, tables=phrase_table is None and table is None)
     d = _distortion_limit(distortion_limit, cfg)
     w = _weights_from_ini(cfg) if cfg is not None else Weights()
-    w = w.override(list(weights), moses_names(_declared(cfg)))
+    w = w.override(list(weights), moses_names(_declared(cfg)), weight_flag)
     parts = []
     for k, lm_path in enumerate(lm_paths):
         with reading_phase("language model", lm_path) as phase:
@@ -439,8 +467,9 @@ def load_model(
         for section, message in zip(cfg.ignored_sections, cfg.ignored):
             if section not in honoured:
                 _LOG.warning("%s", message)
-    w = w.with_tm_columns(table.num_scores, _tm_origin(cfg, ini_pt, weights))
-    w = _reordering_weights(w, reordering, cfg, weights)
+    w = w.with_tm_columns(table.num_scores, _tm_origin(cfg, ini_pt, weights, weight_flag))
+    w = _reordering_weights(w, reordering, cfg, weights, weight_flag)
+    _warn_negative_lm(w, cfg)
     if several:  # each table was limited on its own, by its own weights
         sources = specs
     else:
@@ -599,6 +628,7 @@ def refiltered(
     """
     if not model.table_sources:
         raise ModelError(f"{model.name}: its phrase table was given in memory; there is no file to filter")
+    check_refilterable(model, mapped)
     if len(model.table_sources) > 1:
         table = _read_alternatives(model.table_sources, vocabulary, model.lm, model.weights, model.name, quiet, mapped)
     else:
@@ -621,6 +651,20 @@ def refiltered(
             phase.said(f"{len(rows):,} entries kept")
         reordering = replace(reordering, table=rows)
     return replace(model, table=table, reordering=reordering)
+
+
+def check_refilterable(model: Model, mapped: Mapping[str, object] | None = None) -> None:
+    """ModelError naming the first table file of ``model`` that :func:`refiltered` could not read
+    again: a pipe or FIFO, which is read once (its data are gone after the first reading)."""
+    paths = [spec.path for spec in model.table_sources if spec.in_use]
+    if model.reordering is not None:
+        paths.append(model.reordering.table.path)
+    for path in paths:
+        if (mapped is None or path not in mapped) and not is_regular(path) and os.path.exists(path):
+            raise ModelError(
+                f"{path}: filtering to the input reads the table again for each batch of input lines "
+                "(--filter-chunk), and a pipe or FIFO can be read only once; give a regular file, or decode without --filter"
+            )
 
 
 def table_path(config: str | Path | None, phrase_table: str | Path | None, ini_paths: str = "ini") -> str | None:
@@ -735,19 +779,22 @@ def _reordering_model(
 
 
 def _reordering_weights(
-    w: Weights, reordering: ReorderingModel | None, cfg: MosesConfig | None, assignments: Sequence[str]
+    w: Weights, reordering: ReorderingModel | None, cfg: MosesConfig | None, assignments: Sequence[str], flag: str
 ) -> Weights:
-    """``w`` with one ``lr`` weight per reordering feature (1.0 each when none was given)."""
-    given = any(assignment_name(item, moses_names(_declared(cfg))) == "lr" for item in assignments)
+    """``w`` with one ``lr`` weight per reordering feature (1.0 each when none was given);
+    errors name ``flag`` (the command's weight flag) when the weights came from it."""
+    items = [item for item in assignments if assignment_name(item, moses_names(_declared(cfg))) == "lr"]
+    given = bool(items)
     if reordering is None:
         if given or w.lr:
-            raise ModelError("--weight lr=...: the model has no lexicalized reordering (LexicalReordering) feature")
+            where = f"{flag} {items[-1]!r}" if given else "the lr weights"
+            raise ModelError(f"{where}: the model has no lexicalized reordering (LexicalReordering) feature")
         return w
     n = reordering.num_features
     if not w.lr or (not given and cfg is not None and reordering.name not in cfg.weights):
         return replace(w, lr=(1.0,) * n)
     if len(w.lr) != n:
-        origin = "--weight lr" if given else f"{cfg.path if cfg else ''}: [weight] {reordering.name}="
+        origin = f"{flag} {items[-1]!r}" if given else f"{cfg.path if cfg else ''}: [weight] {reordering.name}="
         raise ModelError(
             f"{origin}: {len(w.lr)} weight(s) for {n} lexicalized reordering feature(s) "
             f"(type {reordering.config.type_string!r}); give one per feature"

@@ -58,6 +58,7 @@ def test_exact_equals_the_oracle_for_any_order_and_sign(order, data):
 @pytest.mark.parametrize("order", [1, 2, pytest.param(3, marks=pytest.mark.slow)])  # trigram: ~4 s
 @settings(max_examples=examples(25), **SETTINGS)
 @given(data=st.data())
+@pytest.mark.slow
 def test_support_holds_every_derivation_above_the_threshold(order, data):
     """The options that --method fst restricts R to: every derivation scoring at least the
     threshold (all derivations from the oracle) uses only them."""

@@ -70,6 +70,7 @@ def example_lines() -> list[tuple[str, ...]]:
 
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("semantics,early", SEMANTICS)
+@pytest.mark.slow
 def test_built_in_model_every_line_proven_at_the_oracle(method, semantics, early):
     model = under(load_model(EXAMPLE_INI), semantics, early)
     for sentence in example_lines():

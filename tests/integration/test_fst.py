@@ -213,6 +213,7 @@ def run_cli(*args, stdin=""):
     return subprocess.run([sys.executable, "-m", "fstdecode", *args], input=stdin, capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_compile_then_decode_from_the_compiled_file(tmp_path):
     # `compile` writes P; `decode --method fst --phrase-fst` uses it instead of the text table.
     assert run_cli("compile", "-o", str(tmp_path / "P.fst")).returncode == 0
@@ -226,6 +227,7 @@ def test_compile_then_decode_from_the_compiled_file(tmp_path):
     assert [x["score"] for x in a] == pytest.approx([x["score"] for x in b], abs=1e-6)
 
 
+@pytest.mark.slow
 def test_inspect_prints_lattice_derivations(tmp_path):
     run_cli("decode", "--method", "fst", "--lattice-dir", str(tmp_path), stdin=EXAMPLES[1] + "\n")
     out = run_cli("inspect", str(tmp_path / "0.fst"), "--nbest", "2")
@@ -235,6 +237,7 @@ def test_inspect_prints_lattice_derivations(tmp_path):
     assert "[0-1] we must [2-2] also [6-6] take [3-4] these criticisms [5-5] seriously" in out.stdout
 
 
+@pytest.mark.slow
 def test_inspect_counts_the_paths_it_prints_and_refuses_a_count_below_one(tmp_path):
     run_cli("decode", "--method", "fst", "--lattice-dir", str(tmp_path), stdin="das\n")
     out = run_cli("inspect", str(tmp_path / "0.fst"), "--nbest", "50")
@@ -246,6 +249,7 @@ def test_inspect_counts_the_paths_it_prints_and_refuses_a_count_below_one(tmp_pa
         assert refused.returncode == 2 and "--nbest must be >= 1" in refused.stderr and refused.stdout == ""
 
 
+@pytest.mark.slow
 def test_inspect_search_graph_of_a_cyclic_fst_names_the_file(tmp_path):
     run_cli("decode", "--method", "fst", "--lattice-dir", str(tmp_path), stdin="das\n")
     cyclic = fst.VectorFst.read(str(tmp_path / "0.fst"))
@@ -258,6 +262,7 @@ def test_inspect_search_graph_of_a_cyclic_fst_names_the_file(tmp_path):
     assert out.stderr == f"fstdecode: error: {path}: the FST has a cycle: not a lattice\n"
 
 
+@pytest.mark.slow
 def test_every_line_but_a_failed_one_gets_its_lattice_an_empty_one_too(tmp_path):
     out = run_cli("decode", "--method", "fst", "--lattice-dir", str(tmp_path), "--format", "json",
                   stdin="das muss\n\nder <s> x\nsein\n")

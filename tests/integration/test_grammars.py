@@ -261,6 +261,7 @@ def test_cli_source_grammar(fars):
         ("{numbers}", ("--method", "dp"), "--source-grammar needs --method fst"),  # P is for the cascade only
     ],
 )
+@pytest.mark.slow
 def test_cli_source_grammar_errors(fars, tmp_path, spec, args, message):
     junk = tmp_path / "junk.far"
     junk.write_text("not a far\n")

@@ -8,7 +8,7 @@ old-format moses.ini." This module builds that model's twin at run time, in a te
   ``moses-lexreo-europarl-fr-en``, gunzipped (text tables, as the held-back model has);
 * the UN English trigram LM, ``english-lm-un/lm.en.arpa``, read where it is;
 * a moses.ini in the OLD format, as Moses' training scripts wrote it: ``[ttable-file]``,
-  ``[lmodel-file]`` (type code 8, KenLM, or 0, SRILM), ``[distortion-file]`` with type
+  ``[lmodel-file]`` (type code 8, KenLM), ``[distortion-file]`` with type
   ``wbe-msd-bidirectional-fe-allff``, ``[weight-d]`` with 7 values (the distance weight first,
   then the 6 lexicalized ones), ``[weight-l]``, ``[weight-t]``, ``[weight-w]``,
   ``[distortion-limit]`` 6 and ``[ttable-limit]`` 20, plus the settings of Moses' own search
@@ -35,8 +35,8 @@ Checks (none of the expected values comes from fstdecode's output):
   stack's; every derivation is re-scored by the independent scorer
   (:mod:`fstdecode.problem.scorer`) from a second model read from ``NEW_INI`` with the Python
   ARPA reader, and equals the search's own running score;
-* ``NEW_INI`` gives byte-identical output to ``OLD_INI`` (the conversion rule), and a type-0
-  LM line the same output under the name ``SRILM0``;
+* ``NEW_INI`` gives byte-identical output to ``OLD_INI`` (the conversion rule); a type-0
+  (SRILM) LM line is refused, as Moses' SRILM wrapper scores unlike KenLM (issue 38);
 * the signature-state methods (dp, beam, bounded, fst) and the exhaustive oracle run on it
   under both semantics (Moses' the default): on the full sentences within their budgets (each
   line gets a derivation, a proof or a reason), and on short prefixes with a smaller table
@@ -194,7 +194,8 @@ EPS = 1e-6
 
 
 class Twin:
-    """The twin's files in one folder: text tables, old-format inis (LM types 8 and 0), NEW_INI."""
+    """The twin's files in one folder: text tables, old-format inis (LM types 8 and 0), NEW_INI.
+    (Type 0, SRILM, is refused: ``srilm`` is there to show it.)"""
 
     def __init__(self, folder: Path) -> None:
         gold = data_path(GOLD)
@@ -308,12 +309,11 @@ def test_the_old_ini_reads_as_moses_converts_it(twin, models):
     assert max(len(model.table.lookup(s)) for s in model.table.sources()) == 20
 
 
-@pytest.mark.parametrize("lm_type, lm_name", [("8", "KENLM0"), ("0", "SRILM0")])  # KenLM, and SRILM (ARPA too)
-def test_show_weights_prints_moses_names_and_warns_about_search_settings(twin, lm_type, lm_name):
-    ini = twin.old if lm_type == "8" else twin.srilm
+def test_show_weights_prints_moses_names_and_warns_about_search_settings(twin):
+    ini = twin.old
     proc = run_cli(["decode", "-f", str(ini), "--show-weights"])
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == [SHOW_WEIGHTS[0].replace("KENLM0", lm_name), *SHOW_WEIGHTS[1:]]
+    assert proc.stdout.splitlines() == SHOW_WEIGHTS
     for section, line in IGNORED:
         assert f"fstdecode: warning: {ini}:{line}: [{section}] " in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -384,14 +384,13 @@ def test_the_new_format_gives_byte_identical_output(twin, args):
         assert len(lines) == 5 and all(lines)
 
 
-def test_a_type_0_lm_decodes_the_same_under_moses_name(twin):
-    # The same ARPA file; only the feature's name changes (SRILM0 for KENLM0).
-    args = ["--method", "stack", "--format", "nbest"]
-    kenlm = run_cli(["decode", "-f", str(twin.old), *args], twin.input_text, timeout=600)
-    srilm = run_cli(["decode", "-f", str(twin.srilm), *args], twin.input_text, timeout=600)
-    assert kenlm.returncode == srilm.returncode == 0, srilm.stderr
-    assert srilm.stdout == kenlm.stdout.replace(" KENLM0= ", " SRILM0= ")
-    assert srilm.stdout.count(" SRILM0= ") == 5
+def test_a_type_0_lm_is_refused_with_the_way_to_kenlm(twin):
+    # Type 0 is Moses' SRILM wrapper, which floors at -100 and scores unknown words by SRILM's rule:
+    # read as KenLM, its LM feature would differ from Moses' without a word (issue 38).
+    for command in ("decode", "moses"):
+        proc = run_cli([command, "-f", str(twin.srilm)], twin.input_text)
+        assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
+        assert "feature 'SRILM' is not supported" in proc.stderr and "make the [lmodel-file] type 8" in proc.stderr
 
 
 # ---------------------------------------------- the signature-state methods and the oracle

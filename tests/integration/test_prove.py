@@ -45,6 +45,7 @@ def oracle_scores(problem, k: int = 1) -> list[float]:
 
 @settings(max_examples=examples(12), **SETTINGS)
 @given(data=st.data())
+@pytest.mark.slow
 def test_prove_never_claims_a_proof_it_does_not_have(data):
     check_never_claims(data)
 
@@ -102,6 +103,7 @@ def _decode_json(*args: str, text: str, cwd) -> tuple[list[dict], str]:
     return [json.loads(line) for line in run.stdout.splitlines()], run.stderr
 
 
+@pytest.mark.slow
 def test_default_json_reports_both_gaps_and_the_phases_without_warning_when_unproven(tmp_path):
     ini = str(data_path("moses-early-distortion-de-en", "moses.ini"))
     text = data_path("moses-early-distortion-de-en", "to-translate.txt").read_text(encoding="utf-8")
@@ -153,6 +155,7 @@ def test_prove_gives_up_without_a_bound_when_the_tables_outgrow_their_share(monk
 @pytest.mark.parametrize("order", [1, 2, 3, 4])
 @settings(max_examples=examples(20), **SETTINGS)
 @given(data=st.data())
+@pytest.mark.slow
 def test_the_tables_give_up_exactly_past_their_work_cap(order, data):
     # The tables give up as soon as the work they will certainly do passes the cap (Work::expect,
     # native/exact.cpp), before doing it: the same lines give up as if they had counted every

@@ -100,6 +100,7 @@ def _check(problem):
 @pytest.mark.parametrize("order", [1, 2, 3])
 @settings(max_examples=examples(25), **SETTINGS)
 @given(data=st.data())
+@pytest.mark.slow
 def test_winners_are_the_best_prefix_of_each_key(order, data):
     _check(problem_of(data.draw(random_case(max_n=5, order=order, any_sign=True))))
 
@@ -107,6 +108,7 @@ def test_winners_are_the_best_prefix_of_each_key(order, data):
 @pytest.mark.parametrize("order", [2, 3])
 @settings(max_examples=examples(20), **SETTINGS)
 @given(data=st.data())
+@pytest.mark.slow
 def test_winners_with_lexicalized_reordering(order, data):
     _check(problem_of(data.draw(moses_case(max_n=5, order=order))))
 

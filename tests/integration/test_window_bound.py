@@ -43,6 +43,7 @@ def check(problem):
 @pytest.mark.parametrize("order", ORDERS)
 @settings(max_examples=examples(25), **SETTINGS)
 @given(data=st.data())
+@pytest.mark.slow
 def test_no_completion_exceeds_the_bound(order, data):
     problem = problem_of(data.draw(random_case(max_n=5, order=order, any_sign=True)))
     found = check(problem)
@@ -54,6 +55,7 @@ def test_no_completion_exceeds_the_bound(order, data):
 @pytest.mark.parametrize("order", ORDERS)
 @settings(max_examples=examples(20), **SETTINGS)
 @given(data=st.data())
+@pytest.mark.slow
 def test_no_completion_exceeds_the_bound_with_lexicalized_reordering(order, data):
     model, sentence = data.draw(moses_case(max_n=5, order=order))
     check(problem_of((model, sentence)))

@@ -565,6 +565,7 @@ def test_mini_lm_header() -> None:
     assert lm.unigram_logprob("XXXX") == pytest.approx(ln(-0.511625))
 
 
+@pytest.mark.slow
 def test_english_un_lm_full_and_bigram() -> None:
     p = data_path("english-lm-un", "lm.en.arpa")
     full = ArpaLM.from_file(p)

@@ -179,7 +179,8 @@ class Reference:
             target += tgt.split()
         dist += abs(prev_end + 1 - n)
         return {
-            "lm": self.lm(target),
+            # An empty line's derivation is Moses' initial hypothesis, which no feature scores.
+            "lm": self.lm(target) if derivation else 0.0,
             "tm": tm,
             "distortion": -float(dist),
             "word": -float(len(target)),
@@ -386,7 +387,7 @@ def _many_lines(count: int = 24) -> list[str]:
 def _best_reference(line: str) -> tuple[float, str]:
     words = line.split()
     if not words:
-        return reference().lm([]), ""
+        return 0.0, ""  # Moses' initial hypothesis: no feature scores it
     score, der = reference().ranked(words)[0]
     return score, " ".join(t for _, _, t in der)
 
@@ -455,10 +456,13 @@ def test_json_example_sentences():
 
 def test_json_empty_line():
     (obj,) = decode_json([""])
-    check_json_result(obj, 0, "")
+    assert set(obj) == JSON_KEYS and obj["id"] == 0 and obj["source"] == "" and obj["optimal"] is True
+    assert set(obj["features"]) == FEATURE_KEYS and obj["features"]["tm"] == [0] * len(reference().w["tm"])
     assert obj["translation"] == "" and obj["derivation"] == []
-    # only the LM of "<s> </s>" remains
-    assert obj["features"]["lm"] == pytest.approx(reference().lm([]), abs=1e-9)
+    # Moses' empty line: its one hypothesis is the initial one, which no feature scores (not even
+    # the LM's "<s> </s>", -3.10627 here): every feature 0 and the score 0, their weighted sum.
+    assert reference().lm([]) < -1
+    assert obj["features"]["lm"] == 0 and obj["score"] == 0 and obj["upper_bound"] == 0
     assert obj["features"]["word"] == 0 and obj["features"]["phrase"] == 0
     assert math.copysign(1.0, obj["features"]["word"]) == 1.0  # 0.0, not -0.0
 
@@ -594,6 +598,7 @@ def test_nbest_format():
     assert [e[3] for e in entries[10:]] == pytest.approx(top5, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_nbest_matches_brute_force_top5():
     """The default method's 5-best (prove: its A* proves the 5 best) on both example sentences
     equal the brute-force reference's top 5, and say so."""
@@ -751,6 +756,7 @@ def test_demo_other_sentence():
 
 
 @pytest.mark.parametrize("io_encoding", ["ascii", "latin-1"])
+@pytest.mark.slow
 def test_utf8_input_and_output_whatever_the_locale(io_encoding):
     """stdin and stdout are UTF-8, like the model files, even under a non-UTF-8 locale."""
     proc = run_fstdecode(

@@ -75,6 +75,7 @@ def _check_against_the_oracle(method, model, sentence) -> list[str]:
 @pytest.mark.parametrize("method", list(METHODS))
 @settings(max_examples=examples(12), **SEARCH_SETTINGS)
 @given(case=random_case(max_n=4, max_d=3))
+@pytest.mark.slow
 def test_distinct_nbest_matches_the_oracle(method, case):
     model, sentence = case
     _check_against_the_oracle(method, model, sentence)
@@ -161,11 +162,12 @@ def test_distinct_keeps_each_translations_first_entry():
 
 
 def test_moses_ini_distinct_makes_the_nbest_distinct(tmp_path, capsys, monkeypatch):
-    # moses.ini's "[n-best-list] / nbest / 6 distinct", as in the lexicalized-reordering gold's run.
-    # Moses writes that file relative to the working directory, and so does decode: run in tmp_path.
+    # moses.ini's "[n-best-list] / nbest / 6 / distinct" ('distinct' on a line of its own: Moses
+    # reads each line as one value). Moses writes that file relative to the working directory, and
+    # so does decode: run in tmp_path.
     monkeypatch.chdir(tmp_path)
     ini = tmp_path / "moses.ini"
-    ini.write_text(example_ini_text() + "\n[n-best-list]\nnbest\n6 distinct\n", encoding="utf-8")
+    ini.write_text(example_ini_text() + "\n[n-best-list]\nnbest\n6\ndistinct\n", encoding="utf-8")
     line = (EXAMPLE_DATA / "input.txt").read_text(encoding="utf-8").splitlines()[0]
     monkeypatch.setattr("sys.stdin", _stdin(line))
     assert main(["decode", "-f", str(ini), "--method", "dp", "--format", "nbest"]) == 0

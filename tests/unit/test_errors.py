@@ -337,6 +337,7 @@ def test_argparse_errors_exit_2_without_traceback():
 
 
 @pytest.mark.parametrize("threads", ["1", "2"])
+@pytest.mark.slow
 def test_invalid_utf8_on_stdin(threads):
     """Under a strict UTF-8 locale (e.g. en_US.UTF-8), bad input bytes: a message, not a traceback."""
     proc = run_cli(

@@ -120,6 +120,7 @@ def one_error_line(proc: subprocess.CompletedProcess, *needles: str) -> str:
         ("$FSTDECODE decode --show-weights > /dev/full", ["standard output: cannot write"]),
     ],
 )
+@pytest.mark.slow
 def test_a_failed_write_is_one_error_line_and_status_2(tmp_path, command, needles):
     one_error_line(shell(command, tmp_path), *needles)
 
@@ -138,6 +139,7 @@ def test_compile_replaces_a_file_atomically_and_leaves_it_on_failure(tmp_path):
 
 
 # Questionable: OpenFst's own "ERROR:" line was printed before ours.
+@pytest.mark.slow
 def test_reading_a_file_that_is_not_an_fst_gives_one_line(tmp_path):
     err = one_error_line(shell("$FSTDECODE inspect $IN", tmp_path), "in.txt: not an OpenFst file")
     assert "ERROR:" not in err.replace("error:", "")
@@ -146,6 +148,7 @@ def test_reading_a_file_that_is_not_an_fst_gives_one_line(tmp_path):
 
 # Defect 7: --weight word=1e308 overflowed the scores to -inf, and the exact search reported its own bug.
 @pytest.mark.parametrize("weight", ["word=1e308", "lm=-1e21", "tm=1e300", "distortion=1e200"])
+@pytest.mark.slow
 def test_weights_whose_products_overflow_are_refused(tmp_path, weight):
     proc = shell(f"$FSTDECODE decode --weight {weight} < $IN", tmp_path)
     one_error_line(proc, f"--weight '{weight}'", "larger than 1e+20")
@@ -172,6 +175,7 @@ def largest(request):
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.slow
 def test_the_largest_weights_accepted_decode_without_overflow(largest, method):
     """At ±MAX_WEIGHT on every feature, every method finds a derivation with a finite score; an
     exact method's equals the exhaustive oracle's optimum, and no method's beats it."""
@@ -293,6 +297,7 @@ def test_a_ctrl_c_during_the_imports_exits_130(monkeypatch):
 
 
 @pytest.mark.parametrize("delay", [0.1, 0.15, 0.2, 0.3, 0.5])
+@pytest.mark.slow
 def test_a_real_ctrl_c_early_in_the_run_gives_no_traceback(delay):
     """The real process, interrupted at times that fall in or after its imports, its input still
     open (as at a terminal): status 130 and no traceback from fstdecode's code. A Ctrl-C inside

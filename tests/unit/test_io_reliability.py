@@ -432,7 +432,7 @@ def test_ini_table_limit_defaults_to_moses_20(model_dir: Path) -> None:
 
 
 def test_model_carries_the_ini_nbest_size(model_dir: Path) -> None:
-    ini = write(model_dir / "nbest.ini", INI + "[n-best-list]\nnbest.txt 25\n")
+    ini = write(model_dir / "nbest.ini", INI + "[n-best-list]\nnbest.txt\n25\n")
     assert load_model(ini).nbest_size == 25
     assert load_model(model_dir / "moses.ini").nbest_size is None
     assert load_model(phrase_table=model_dir / "pt", lm=model_dir / "lm.arpa").nbest_size is None

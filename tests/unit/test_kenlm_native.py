@@ -168,6 +168,7 @@ def test_random_sequences_score_as_kenlm(native: _core.KenLMBinary, reference) -
 
 
 @needs_kenlm
+@pytest.mark.slow
 def test_every_arpa_ngram_scores_as_kenlm(native: _core.KenLMBinary, reference, arpa_ngrams) -> None:
     """Each stored n-gram as a query, alone and after a random word (deep matches, backoffs)."""
     rnd = random.Random(5)
@@ -200,6 +201,7 @@ def test_unigrams_backoffs_and_extends_are_kenlms(native: _core.KenLMBinary, bin
 # ---- scores equal the ARPA file's (native NgramLM) ----------------------------------------
 
 
+@pytest.mark.slow
 def test_scores_equal_the_arpa_files(native: _core.KenLMBinary, arpa_lm: _core.NgramLM, arpa_ngrams) -> None:
     rnd = random.Random(9)
     words = native.words()
@@ -216,6 +218,7 @@ def test_scores_equal_the_arpa_files(native: _core.KenLMBinary, arpa_lm: _core.N
         assert close(native.unigram(native.index(w)), arpa_lm.unigram_logprob(w)), w
 
 
+@pytest.mark.slow
 def test_backoffs_and_extends_agree_with_the_arpa_file(
     native: _core.KenLMBinary, arpa_lm: _core.NgramLM, arpa_ngrams
 ) -> None:

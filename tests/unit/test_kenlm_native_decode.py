@@ -81,6 +81,7 @@ def references(models):
 
 @pytest.mark.parametrize(("kind", "method"), CASES)
 @pytest.mark.parametrize("name", BINARIES)
+@pytest.mark.slow
 def test_binaries_decode_natively_as_the_arpa_file(models, references, kind: str, method: str, name: str) -> None:
     model = models[kind, name]
     assert isinstance(model.lm, KenLMBinaryLM) and model.lm.path.endswith(name)
@@ -113,6 +114,7 @@ def test_a_lower_lm_order_decodes_as_the_arpa_file_read_up_to_it(order: int) -> 
             assert got.best.score == pytest.approx(want.best.score, abs=TOLERANCE), (name, sentence)
 
 
+@pytest.mark.slow
 def test_cli_decodes_the_binary_ini_as_the_arpa_ini() -> None:
     folder = data_path(GOLD)
     text = (folder / "to-translate.txt").read_text(encoding="utf-8")

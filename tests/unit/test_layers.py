@@ -161,6 +161,7 @@ def test_every_module_is_in_a_layer():
     assert not unplaced, report("modules in no layer of RANKS", unplaced)
 
 
+@pytest.mark.slow
 def test_layers_import_only_their_own_and_lower_ranks(imports):
     offending = [
         f"{imp}: {layer(imp.importer)} ({rank(imp.importer)}) imports "

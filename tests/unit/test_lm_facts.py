@@ -143,6 +143,7 @@ def queries(lm, kind: str, generated: Path, count: int = 400, seed: int = 7) -> 
 
 
 @pytest.mark.parametrize("kind", LM_KINDS)
+@pytest.mark.slow
 def test_facts_answer_as_logprob_backoff_and_extends(lms, generated, kind):
     lm = lms(kind)
     for ids in queries(lm, kind, generated):
@@ -265,6 +266,7 @@ STACK_SETTINGS = [
 
 
 @pytest.mark.parametrize("options", STACK_SETTINGS)
+@pytest.mark.slow
 def test_stack_on_a_generated_model_is_the_same_with_facts(generated, generated_decoder, options):
     lines = (generated / "input.txt").read_text(encoding="utf-8").splitlines()
     assert lines
@@ -288,6 +290,7 @@ def test_coverage_dp_on_a_generated_prefix_is_the_same_with_facts(generated, gen
 @pytest.mark.parametrize("order", [2, 3])  # a bigram LM (one-word contexts) and a trigram
 @settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
 @given(data=st.data())
+@pytest.mark.slow
 def test_random_instances_are_the_same_with_facts(order, data):
     model, sentence = data.draw(random_case(order=order))
     problem = Decoder(model).problem(sentence)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from fstdecode.io.moses_ini import load_moses_ini
 from scripts import make_big_model
 from shared import run_cli
 
@@ -35,7 +36,10 @@ def model(tmp_path_factory) -> Path:
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+    """Each file's bytes; the moses.ini's absolute paths (its own folder) read as DIR."""
+    files = {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+    files["moses.ini"] = files["moses.ini"].replace(bytes(folder.resolve()) + b"/", b"DIR/")
+    return files
 
 
 @pytest.mark.slow  # over half a second; the fast set keeps its siblings
@@ -53,8 +57,18 @@ def test_same_seed_same_bytes_other_seed_other_bytes(model, tmp_path):
         "reordering-table.wbe-msd-bidirectional-fe"]
 
 
+@pytest.mark.slow
 def test_refuses_a_non_empty_folder_without_force(model):
     assert make_big_model.main(["--out", str(model), *SMALL]) == 2
+
+
+def test_the_moses_ini_names_absolute_paths_so_it_runs_from_any_folder(model, tmp_path, monkeypatch):
+    # Moses (and fstdecode moses) resolve a relative path= from the working directory: a benchmark
+    # run from elsewhere would not find the tables (issue 38).
+    paths = [f[5:] for f in (model / "moses.ini").read_text(encoding="utf-8").split() if f.startswith("path=")]
+    assert len(paths) == 3 and all(Path(p).is_absolute() and Path(p).is_file() for p in paths), paths
+    monkeypatch.chdir(tmp_path)
+    assert sorted(f.path for f in load_moses_ini(model / "moses.ini", "cwd").model_files()) == sorted(paths)
 
 
 def test_tables_hold_the_same_pairs_in_the_same_order(model):
@@ -136,6 +150,7 @@ def test_arpa_reads_in_kenlm_with_fstdecode_scores(model):
             context.append(word)
 
 
+@pytest.mark.slow
 def test_every_sampled_context_sums_to_one(model):
     from fstdecode.io.arpa import ArpaLM
 

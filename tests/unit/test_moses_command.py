@@ -284,9 +284,62 @@ def test_relative_paths_follow_moses_in_moses_and_warn_in_decode(tmp_path, monke
     assert config.phrase_table().path == str(model_dir / "pt")
     assert any("Moses, and fstdecode moses, would read" in message and str(work / "pt") in message
                for message in config.ignored)
-    (work / "pt").unlink()  # only the ini's folder has it: both rules read it, and nothing is said
-    assert load_moses_ini(ini, "cwd").phrase_table().path == str(model_dir / "pt")
+    (work / "pt").unlink()  # only the ini's folder has it: decode reads it, and nothing is said
     assert not any("would read" in message for message in load_moses_ini(ini).ignored)
+    # ... and Moses fails (InputFileStream: "Can't read pt"): so does Moses' rule, naming the file
+    # beside the ini; it no longer falls back to it (issue 38).
+    with pytest.raises(MosesIniError, match="beside the ini"):
+        load_moses_ini(ini, "cwd")
+
+
+def moses_relative_ini(tmp_path: Path, table: str) -> tuple[Path, Path]:
+    """The built-in example's ini in tmp_path/model with ``path=pt`` for its phrase table, whose
+    file is written beside it as ``table``; and an empty working folder, tmp_path/work."""
+    model_dir, work = tmp_path / "model", tmp_path / "work"
+    model_dir.mkdir()
+    work.mkdir()
+    (model_dir / table).write_bytes((EXAMPLE_DATA / "phrase-table").read_bytes())
+    text = (EXAMPLE_DATA / "moses.ini").read_text(encoding="utf-8").replace("${MODEL_DIR}", str(EXAMPLE_DATA))
+    ini = model_dir / "moses.ini"
+    ini.write_text(text.replace(f"path={EXAMPLE_DATA}/phrase-table", "path=pt"), encoding="utf-8")
+    return ini, work
+
+
+# Each case: the phrase table's file beside the ini (path=pt), and the file the error names there.
+@pytest.mark.parametrize("table, named", [
+    ("pt", "pt"),  # the path as written
+    ("pt.gz", "pt.gz"),  # the name Moses would also open (its .gz), named as it is
+])
+def test_moses_fails_on_a_path_not_found_from_the_working_directory(tmp_path, capsys, monkeypatch, table, named):
+    # Moses opens a relative path from the working directory only; fstdecode moses used to fall
+    # back to the ini's folder without a word. Now: one error line, exit 2, naming the ini's line,
+    # the path, the working directory, and the file of that name beside the ini.
+    ini, work = moses_relative_ini(tmp_path, table)
+    line = next(n for n, text in enumerate(ini.read_text(encoding="utf-8").splitlines(), 1) if "path=pt" in text)
+    monkeypatch.chdir(work)
+    status, out, err = run(["moses", "-f", str(ini)], b"das muss\n", capsys, monkeypatch)
+    assert status == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert f"{ini}:{line}: path=pt is not found from the working directory {work}" in err
+    assert f"a file of that name is beside the ini: {ini.parent / named}" in err
+
+
+def test_the_same_ini_decodes_from_its_folder_and_in_decode(tmp_path, capsys, monkeypatch):
+    # Run from the ini's folder, Moses' rule finds the file; decode keeps its rule (the ini's folder).
+    ini, work = moses_relative_ini(tmp_path, "pt")
+    monkeypatch.chdir(ini.parent)
+    status, out, err = run(["moses", "-f", str(ini)], b"das muss\n", capsys, monkeypatch)
+    assert status == 0 and out == "this must \n", err
+    monkeypatch.chdir(work)
+    status, out, err = run(["decode", "-f", str(ini)], b"das muss\n", capsys, monkeypatch)
+    assert status == 0 and out == "this must\n", err
+
+
+def test_a_path_found_nowhere_names_no_file_beside_the_ini(tmp_path, capsys, monkeypatch):
+    ini, work = moses_relative_ini(tmp_path, "other-name")
+    monkeypatch.chdir(work)
+    status, out, err = run(["moses", "-f", str(ini)], b"das muss\n", capsys, monkeypatch)
+    assert status == 2 and "path=pt is not found from the working directory" in err
+    assert "beside the ini" not in err and err.count("\n") == 1
 
 
 def test_weights_by_moses_names_in_decode(tmp_path):
@@ -397,3 +450,145 @@ def test_stack_zero_decodes_without_a_limit(tmp_path, capsys, monkeypatch, words
     # integer options were capped at the core's int).
     status, out, err = run(["moses", "-f", str(example_ini(tmp_path)), *words], "das muss\n".encode(), capsys, monkeypatch)
     assert status == 0 and out == "this must \n", err
+
+
+# --------------------------------------------------------------------------
+# Issue 38: the empty line, huge distortion limits, and messages worded for fstdecode moses
+
+
+def _ini_weights(ini: Path) -> dict[str, list[float]]:
+    """The [weight] lines of ``ini``, read here by hand: name -> values."""
+    text = ini.read_text(encoding="utf-8").split("[weight]\n", 1)[1]
+    out = {}
+    for line in text.splitlines():
+        if "=" in line and not line.startswith("["):
+            name, values = line.split("=", 1)
+            out[name.strip()] = [float(v) for v in values.split()]
+    return out
+
+
+def test_every_nbest_total_is_its_weighted_features_and_an_empty_line_is_all_zero(tmp_path, capsys, monkeypatch):
+    # Defect 7: the empty line's entry had KENLM0= -3.10627 and total 0. Moses decodes it to its
+    # initial hypothesis, which no feature scores (Hypothesis' seed constructor; the LM's </s> is
+    # scored only when a phrase completes the source), so it prints 0 for every feature and total.
+    ini = example_ini(tmp_path)
+    weights = _ini_weights(ini)
+    status, out, err = run(["moses", "-f", str(ini), "-n-best-list", "-", "2"], b"das muss\n\nunsere sorge\n",
+                           capsys, monkeypatch)
+    assert status == 0, err
+    entries = [line.split(" ||| ") for line in out.splitlines()]
+    assert [e[0] for e in entries] == ["0", "0", "1", "2", "2"]
+    for _, _, feats, total in entries:
+        name, values = None, {}
+        for token in feats.split():
+            if token.endswith("="):
+                name = token[:-1]
+                values[name] = []
+            else:
+                values[name].append(float(token))
+        weighted = sum(w * v for n, vs in values.items() for w, v in zip(weights[n], vs, strict=True))
+        assert float(total) == pytest.approx(weighted, abs=2e-5), (feats, total)
+    assert entries[2] == ["1", "", "KENLM0= 0 Distortion0= 0 WordPenalty0= 0 PhraseDictionaryMemory0= 0 0", "0"]
+    status, out, _ = run(["moses", "-f", str(ini), "-output-hypo-score"], b"\n", capsys, monkeypatch)
+    assert status == 0 and out == "0 \n"  # Moses: the score, a space, no words
+
+
+@pytest.mark.parametrize("where", ["-dl", "ini"])
+@pytest.mark.parametrize("value", [2**31, 2**40])
+def test_a_distortion_limit_past_the_int_range_is_no_limit(tmp_path, capsys, monkeypatch, where, value):
+    # Defect 6: a native TypeError. Moses reads the value with Scan<int> (stream extraction), which
+    # stores 2^31 - 1 for anything larger: a limit no sentence reaches, i.e. no limit (as -1).
+    line = (EXAMPLE_DATA / "input.txt").read_bytes()
+    _, unlimited, _ = run(["moses", "-f", str(example_ini(tmp_path)), "-dl", "-1"], line, capsys, monkeypatch)
+    if where == "-dl":
+        args = ["moses", "-f", str(example_ini(tmp_path)), "-dl", str(value)]
+    else:
+        text = example_ini(tmp_path).read_text(encoding="utf-8")
+        text = text.replace("[distortion-limit]\n4", f"[distortion-limit]\n{value}")
+        assert f"[distortion-limit]\n{value}\n" in text
+        (tmp_path / "big.ini").write_text(text, encoding="utf-8")
+        args = ["moses", "-f", str(tmp_path / "big.ini")]
+    status, out, err = run(args, line, capsys, monkeypatch)
+    assert status == 0 and out == unlimited and err == "", err
+    status, out, err = run(["decode", "-f", str(example_ini(tmp_path)), "-d", str(value)], line, capsys, monkeypatch)
+    assert status == 0 and err == "", err
+    from fstdecode.model.model import UNLIMITED
+
+    assert load_model(distortion_limit=value).distortion_limit == UNLIMITED
+
+
+def test_a_negative_lm_weight_is_run_with_one_warning(tmp_path, capsys, monkeypatch):
+    # Questionable, decided: Moses runs a negative LM weight without a word, so fstdecode does too,
+    # but says in one line what it does (the search prefers what the LM finds unlikely).
+    ini = str(example_ini(tmp_path))
+    status, out, err = run(["moses", "-f", ini, "-weight-overwrite", "KENLM0= -0.5"], b"das muss\n",
+                           capsys, monkeypatch)
+    assert status == 0 and out.count("\n") == 1
+    assert err.count("\n") == 1 and "the LM weight (KENLM0) is -0.5, below 0" in err
+    status, _, err = run(["moses", "-f", ini, "-weight-overwrite", "KENLM0= 0.5"], b"das muss\n", capsys, monkeypatch)
+    assert status == 0 and err == ""
+
+
+@pytest.mark.parametrize("overwrite, message", [
+    ("Foo0= 1.0", "-weight-overwrite 'Foo0= 1.0': unknown weight name 'Foo0'"),
+    ("KENLM0= 1 2", "-weight-overwrite 'KENLM0= 1.0 2.0': KENLM0 takes one number"),
+])
+def test_weight_overwrite_errors_name_the_moses_switch(tmp_path, capsys, monkeypatch, overwrite, message):
+    # They were worded with decode's flag (--weight 'Foo0=1.0'), which fstdecode moses does not take.
+    status, _, err = run(["moses", "-f", str(example_ini(tmp_path)), "-weight-overwrite", overwrite], b"das\n",
+                         capsys, monkeypatch)
+    assert status == 2 and err == f"fstdecode: error: {message}" + err.split(message, 1)[1]
+    assert "--weight" not in err
+
+
+def test_the_over_budget_reason_names_what_fstdecode_moses_takes():
+    # "-s 0 -dl -1"'s warning named --max-states, which fstdecode moses does not take; it names the
+    # stack size that bounds the search there, and the decode flag that raises the budget.
+    from fstdecode.cli.moses_output import moses_reason
+    from fstdecode.decoder import Decoder
+
+    reason = Decoder(load_model(), "stack", max_states=5).decode("das muss unsere sorge").reason
+    assert "(--max-states)" in reason  # decode's wording, for decode
+    worded = moses_reason(reason)
+    assert "(--max-states)" not in worded and "-s N with N > 0" in worded
+    assert "fstdecode decode --method stack --max-states N" in worded
+    assert moses_reason("no budget here") == "no budget here"
+
+
+@pytest.mark.slow  # a 78-word line under no stack or distortion limit: about 4 s
+def test_fstdecode_moses_over_budget_warning_names_its_own_switches(tmp_path, capsys, monkeypatch):
+    line = " ".join((EXAMPLE_DATA / "input.txt").read_text(encoding="utf-8").split() * 6) + "\n"
+    status, _, err = run(["moses", "-f", str(example_ini(tmp_path)), "-s", "0", "-dl", "-1"], line.encode(),
+                         capsys, monkeypatch)
+    assert status == 0 and "line 1: over budget" in err and "(--max-states)" not in err and "-s N" in err
+
+
+def test_an_ini_search_setting_fstdecode_moses_lacks_names_no_command(tmp_path, capsys, monkeypatch):
+    # The [cube-pruning-pop-limit] warning said "fstdecode decode ignores it ... fstdecode moses
+    # honours it" under fstdecode moses, which honours it not.
+    ini = str(example_ini(tmp_path, "\n[cube-pruning-pop-limit]\n500\n"))
+    for command in ("moses", "decode"):
+        status, _, err = run([command, "-f", ini], b"das\n", capsys, monkeypatch)
+        assert status == 0 and err.endswith(
+            "[cube-pruning-pop-limit] is a setting of Moses' search that fstdecode's stack search does not have; "
+            "ignored\n"), err
+    status, _, err = run(["moses", "-f", ini, "-cube-pruning-pop-limit", "400"], b"das\n", capsys, monkeypatch)
+    assert "-cube-pruning-pop-limit is a setting of Moses' search that fstdecode's stack search does not have" in err
+
+
+def test_nbest_list_distinct_must_be_on_a_line_of_its_own(tmp_path, capsys, monkeypatch):
+    # Moses reads each ini line as one value: "4 distinct" is the size 4, and the list is plain.
+    monkeypatch.chdir(tmp_path)
+    ini = str(example_ini(tmp_path, "\n[n-best-list]\nnbest\n4 distinct\n"))
+    status, _, err = run(["moses", "-f", ini], b"das muss\n", capsys, monkeypatch)
+    assert status == 0 and "[n-best-list] 'distinct' is ignored, as Moses ignores it" in err
+    texts = [row.split(" ||| ")[1] for row in (tmp_path / "nbest").read_text(encoding="utf-8").splitlines()]
+    assert len(texts) == 4 and len(set(texts)) < 4
+    ini = str(example_ini(tmp_path, "\n[n-best-list]\nnbest\n4\ndistinct\n"))
+    status, _, err = run(["moses", "-f", ini], b"das muss\n", capsys, monkeypatch)
+    texts = [row.split(" ||| ")[1] for row in (tmp_path / "nbest").read_text(encoding="utf-8").splitlines()]
+    assert status == 0 and err == "" and len(texts) == len(set(texts))
+    # All on one line: one value for Moses ("wrong format", no list); an error naming the line here.
+    ini = str(example_ini(tmp_path, "\n[n-best-list]\nnbest 4 distinct\n"))
+    status, _, err = run(["moses", "-f", ini], b"das muss\n", capsys, monkeypatch)
+    assert status == 2 and "each on a line of its own" in err and err.count("\n") == 1

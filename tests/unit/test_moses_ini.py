@@ -256,18 +256,28 @@ def test_distortion_limit_minus_one_is_no_limit(tmp_path: Path) -> None:
     assert load_moses_ini(write(tmp_path, "[weight]\n")).distortion_limit is None
 
 
-def test_nbest_on_one_line(tmp_path: Path) -> None:
-    config = load_moses_ini(write(tmp_path, "[n-best-list]\nout/nbest.txt 100\n"))
-    assert (config.nbest_path, config.nbest_size) == ("out/nbest.txt", 100)
-    assert not config.nbest_distinct
-
-
-@pytest.mark.parametrize("text", ["eu.nbest\n100 distinct\n", "eu.nbest 100 distinct\n", "eu.nbest\n100\ndistinct\n"])
-def test_nbest_distinct(tmp_path: Path, text: str) -> None:
-    # The lexicalized-reordering gold's own section ('eu.nbest' / '100 distinct'), and the same
-    # three values on one line or on three: Moses reads them as one list of words.
-    config = load_moses_ini(write(tmp_path, "[n-best-list]\n" + text))
+def test_nbest_values_are_lines(tmp_path: Path) -> None:
+    # Moses reads each line of a section as one value (Parameter::ReadConfigFile): the path, the
+    # size, then 'distinct' on a third line of its own (NBestOptions::init).
+    config = load_moses_ini(write(tmp_path, "[n-best-list]\nout/nbest.txt\n100\n"))
+    assert (config.nbest_path, config.nbest_size, config.nbest_distinct) == ("out/nbest.txt", 100, False)
+    assert config.ignored == ()
+    config = load_moses_ini(write(tmp_path, "[n-best-list]\neu.nbest\n100\ndistinct\n"))
     assert (config.nbest_path, config.nbest_size, config.nbest_distinct) == ("eu.nbest", 100, True)
+
+
+def test_nbest_distinct_on_the_size_line_is_a_plain_list(tmp_path: Path) -> None:
+    # The lexicalized-reordering gold's own section ('eu.nbest' / '100 distinct'): Moses reads the
+    # size's line as 100 (Scan<size_t>) and writes a plain list (its truth has 18 distinct
+    # strings in sentence 0's 100 entries: ../shared/data/moses-lexreo-europarl-fr-en/SOURCE.md).
+    path = write(tmp_path, "[n-best-list]\neu.nbest\n100 distinct\n")
+    config = load_moses_ini(path)
+    assert (config.nbest_path, config.nbest_size, config.nbest_distinct) == ("eu.nbest", 100, False)
+    assert config.ignored_sections == ("n-best-list",)
+    assert config.ignored[0].startswith(f"{path}:3: [n-best-list] 'distinct' is ignored, as Moses ignores it")
+    # A third line other than 'distinct', and any line after it, are ignored too (with a warning).
+    config = load_moses_ini(write(tmp_path, "[n-best-list]\neu.nbest\n100\nunique\n"))
+    assert not config.nbest_distinct and "'unique' is ignored" in config.ignored[0]
 
 
 def test_config_is_frozen_and_hashable(tmp_path: Path) -> None:
@@ -329,7 +339,8 @@ def test_error_feature_line(tmp_path: Path, line: str, fragment: str) -> None:
 
 def test_error_unsupported_kind_lists_supported(tmp_path: Path) -> None:
     path = write(tmp_path, "[feature]\nKENLM path=lm\nSRILM path=lm\n")
-    message = expect_error(path, 3, "'SRILM' is not supported (use KENLM")
+    message = expect_error(path, 3, "'SRILM' is not supported (Moses' SRILM wrapper")
+    assert "write KENLM for SRILM" in message  # the way to read its file with KenLM
     assert "supported kinds: Distortion, KENLM, LexicalReordering, PhraseDictionaryMemory, PhrasePenalty, " \
            "UnknownWordPenalty, WordPenalty" in message
 
@@ -379,11 +390,13 @@ def test_error_weight_before_features_still_checked(tmp_path: Path) -> None:
         ("[distortion-limit]\n[weight]\n", 1, "needs exactly one integer, found 0"),
         ("[early-distortion-cost]\nmaybe\n", 2, "must be one of yes, no"),
         ("[early-distortion-cost]\nyes\nno\n", 2, "found 'yes no'"),
-        ("[n-best-list]\nnbest\n", 2, "needs an output path and a size, and optionally the word 'distinct'; found 'nbest'"),
-        # a third word other than Moses' 'distinct'
-        ("[n-best-list]\nnbest 10 unique\n", 2, "found 'nbest 10 unique'"),
+        ("[n-best-list]\nnbest\n", 2, "needs an output path and a size, and optionally the word 'distinct', each "
+         "on a line of its own (Moses reads each line as one value); found 'nbest'"),
+        # the values on one line: one value for Moses, which says "wrong format" and writes no list
+        ("[n-best-list]\nnbest 10 distinct\n", 2, "each on a line of its own (Moses reads each line as one value); "
+         "found 'nbest 10 distinct'"),
         ("[n-best-list]\nnbest\nten\n", 3, "n-best size 'ten' must be a positive integer"),
-        ("[n-best-list]\nnbest 0\n", 2, "n-best size '0'"),
+        ("[n-best-list]\nnbest\n0\n", 3, "n-best size '0'"),
         ("# comment\nKENLM path=lm\n", 2, "before any [section]"),
         ("[feature\nKENLM path=lm\n", 1, "malformed section header"),
         ("[feature]\n[]\n", 2, "malformed section header"),

@@ -123,9 +123,9 @@ def test_lexicalized_reordering_and_every_section_convert(tmp_path: Path) -> Non
     converted = old_format_lines(path)
     assert [text for _, text in converted.features] == [
         "KENLM factor=0 order=5 num-features=1 lazyken=0 path=lm.bin",
-        # type 0 is SRILM in Moses (ConvertWeightArgsLM), its weight SRILM + the LM's index;
-        # fstdecode reads it as KENLM under that name
-        "KENLM name=SRILM1 factor=0 order=3 num-features=1 path=other.arpa",
+        # type 0 is SRILM in Moses (ConvertWeightArgsLM), its weight SRILM + the LM's index; the
+        # line is written as Moses writes it (loading it is refused: see the type-code tests)
+        "SRILM factor=0 order=3 num-features=1 path=other.arpa",
         "Distortion",
         "LexicalReordering type=wbe-msd-bidirectional-fe-allff input-factor=0 output-factor=0 "
         "num-features=6 path=reordering-table.gz",
@@ -159,8 +159,8 @@ def test_lazy_kenlm_and_a_missing_ttable_limit(tmp_path: Path) -> None:
 
 # Moses names an [lmodel-file] feature by its type code (Parameter::ConvertWeightArgsLM:
 # 0 SRILM, 1 IRSTLM, 8 and 9 KENLM), and -show-weights and the n-best lists print that name;
-# each case is one code, read as an ARPA file either way.
-@pytest.mark.parametrize("code, name", [("0", "SRILM0"), ("1", "IRSTLM0"), ("8", "KENLM0"), ("9", "KENLM0")])
+# each case is one KenLM code (9 loads lazily in Moses), read as an ARPA file either way.
+@pytest.mark.parametrize("code, name", [("8", "KENLM0"), ("9", "KENLM0")])
 def test_lm_type_code_names_the_feature_as_moses_does(tmp_path: Path, code: str, name: str) -> None:
     path = write(tmp_path, EXAMPLE_OLD.replace("[lmodel-file]\n8 0 2", f"[lmodel-file]\n{code} 0 2"))
     model = load_model(path)
@@ -172,6 +172,27 @@ def test_lm_type_code_names_the_feature_as_moses_does(tmp_path: Path, code: str,
         "UnknownWordPenalty0 UNTUNEABLE",
         "PhraseDictionaryMemory0= 0.500000 0.500000",
     ]
+
+
+# Types 0 and 1 are Moses' SRILM and IRSTLM wrappers (moses/LM/SRI.cpp, IRST.cpp), which score
+# unknown words unlike KenLM (SRILM floors at -100 and gives a word missing from an LM without
+# <unk> -100, KenLM -230.26; IRSTLM has its own OOV rule): fstdecode read both as KenLM without a
+# word (issue 38: -23.2 against Moses' -112.9 for IRSTLM). Each is refused as its [feature] line
+# is, with the same words, saying how to read the file with KenLM.
+@pytest.mark.parametrize("code, kind", [("0", "SRILM"), ("1", "IRSTLM")])
+def test_srilm_and_irstlm_types_are_refused_as_their_feature_lines(tmp_path: Path, code: str, kind: str) -> None:
+    old = write(tmp_path, EXAMPLE_OLD.replace("[lmodel-file]\n8 0 2", f"[lmodel-file]\n{code} 0 2"), "old.ini")
+    lineno = EXAMPLE_OLD.splitlines().index(f"8 0 2 {EXAMPLE_DATA}/lm.arpa") + 1
+    message = expect_reader_error(MosesIniError, load_model, old, lineno, f"feature '{kind}' is not supported")
+    assert f"[lmodel-file] type {code}" in message and "make the [lmodel-file] type 8" in message
+    assert f"write KENLM for {kind} on its [feature] line" in message and "\n" not in message
+    new = write(tmp_path, f"[feature]\n{kind} factor=0 order=2 path={EXAMPLE_DATA}/lm.arpa\n", "new.ini")
+    with pytest.raises(MosesIniError) as info:
+        load_moses_ini(new)
+    assert str(info.value).split(": ", 1)[1] == message.split(": ", 1)[1]  # one message, both forms
+    # The way out it names: type 8 reads the same file with KenLM, as Moses would then.
+    fixed = write(tmp_path, old.read_text(encoding="utf-8").replace(f"\n{code} 0 2 ", "\n8 0 2 "), "fixed.ini")
+    assert load_model(fixed).show_weights()[0] == "KENLM0= 1.000000"
 
 
 def test_lexicalized_reordering_is_converted_with_its_six_weights(tmp_path: Path) -> None:
@@ -219,9 +240,11 @@ def test_moses_search_settings_are_ignored_with_a_warning(tmp_path: Path, caplog
     config = load_moses_ini(path)
     search = ("is a setting of Moses' own search; fstdecode decode ignores it (its own search flags apply; "
               "fstdecode moses honours it)")
+    # fstdecode moses has no cube pruning: its warning names no command (it is ignored by both)
+    unsupported = "is a setting of Moses' search that fstdecode's stack search does not have; ignored"
     assert config.ignored == (
         f"{path}:29: [search-algorithm] {search}", f"{path}:31: [stack] {search}", f"{path}:33: [threads] {search}",
-        f"{path}:35: [cube-pruning-pop-limit] {search}",
+        f"{path}:35: [cube-pruning-pop-limit] {unsupported}",
     )
     with caplog.at_level(logging.WARNING, logger="fstdecode"):
         model = load_model(path)

@@ -68,6 +68,7 @@ def assert_same(method, problem, options):
 @SEMANTICS
 @settings(max_examples=examples(40), **SEARCH_SETTINGS)
 @given(data=st.data())
+@pytest.mark.slow
 def test_dp_native_is_sound(semantics, data):
     case = data.draw(lexreo_case(semantics))
     options = DpOptions(nbest=data.draw(st.integers(1, 4)), minimize=data.draw(st.booleans()), max_states=NO_BUDGET)
@@ -104,6 +105,7 @@ def test_budget_overrun_at_the_same_state(semantics, data):
 @pytest.mark.parametrize("type_string", REORDERING_TYPES)  # each type reads spans and rows differently
 @settings(max_examples=examples(8), **SEARCH_SETTINGS)
 @given(data=st.data())
+@pytest.mark.slow
 def test_native_dp_and_bounded_equal_the_oracles(semantics, type_string, data):
     model, sentence = data.draw(lexreo_case(semantics, max_n=4, types=(type_string,)))
     exhaustive = Decoder(model, "exhaustive", max_states=NO_BUDGET, nbest=3).decode(sentence)
@@ -152,6 +154,7 @@ def both_rs(model, sentence, semantics, threshold=None):
 @SEMANTICS
 @settings(max_examples=examples(25), **SEARCH_SETTINGS)
 @given(data=st.data())
+@pytest.mark.slow
 def test_native_r_equals_python_r(semantics, data):
     # The same R: its states and arcs (the LR ends in every state), arc weights eta x jumps - lr,
     # labels (the symbols' |lr:O1,O2=V, V as Python's repr) and operations; pruned at the

@@ -455,6 +455,7 @@ def assert_same_on_sentences(nat: NativeLM, py: ArpaLM, sentences: list[list[str
 
 
 @pytest.mark.parametrize("max_order", [2, 3])
+@pytest.mark.slow
 def test_un_lm(max_order: int) -> None:
     p = data_path("english-lm-un", "lm.en.arpa")
     py = ArpaLM.from_file(p, max_order)
@@ -466,6 +467,7 @@ def test_un_lm(max_order: int) -> None:
         assert_same_on_sentences(nat.restrict(2), py.restrict(2), random_sentences(py, random.Random(7), 200))
 
 
+@pytest.mark.slow
 def test_mini_irstlm() -> None:
     p = data_path("moses-early-distortion-de-en", "mini.irstlm.en.3g.lm")
     py = ArpaLM.from_file(p)

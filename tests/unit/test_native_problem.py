@@ -61,6 +61,7 @@ def test_same_options_trigram(case):
 @pytest.mark.parametrize("method", ["stack", "beam", pytest.param("dp", marks=pytest.mark.slow), "coverage"])  # dp: ~25 s
 @settings(max_examples=examples(25), **SETTINGS)
 @given(case=random_case(max_n=6, order=3))
+@pytest.mark.slow
 def test_decoder_same_output(method, case):
     """The native decoder's problem (its options built in the core from the table) against the same
     problem's options built in Python (the scorer's and the oracles' route): the same search finds

@@ -65,6 +65,7 @@ def test_dp_native_is_sound(order, data):
 @pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 @settings(max_examples=FEW["beam"], **SEARCH_SETTINGS)
 @given(data=st.data())
+@pytest.mark.slow
 def test_beam_native_is_sound(order, data):
     # Small beams prune, tie, drop dead states and widen; each heuristic ranks differently.
     problem = problem_of(data.draw(random_case(max_n=7, order=order)))

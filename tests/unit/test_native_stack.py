@@ -77,6 +77,7 @@ def stack_options(draw):
 @pytest.mark.parametrize("order", [2, pytest.param(3, marks=pytest.mark.slow)])  # order 3: slow set
 @settings(max_examples=examples(100), **SETTINGS)
 @given(data=st.data())
+@pytest.mark.slow
 def test_native_is_sound_on_random_instances(order, data):
     problem = problem_of(data.draw(random_case(max_n=7, order=order)))
     assert_same(problem, data.draw(stack_options()))

@@ -102,6 +102,7 @@ def test_every_method_decodes_natively(models, long_line, method, lexreo, lm):
 
 
 @pytest.mark.parametrize("method", NATIVE_METHODS)
+@pytest.mark.slow
 def test_every_method_decodes_natively_fast(models, method):
     # The fast set's slice of the matrix: a short line, the trie binary, with reordering.
     words = data_path(GOLD, "to-translate.txt").read_text(encoding="utf-8").splitlines()[0].split()

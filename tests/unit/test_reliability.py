@@ -20,6 +20,7 @@ import pytest
 from fstdecode import Decoder, load_model
 from fstdecode.decoder import DecodeError
 from fstdecode.search.base import METHODS, OptionsError
+from shared import EXAMPLE_DATA
 
 SLIDES = "das muss unsere sorge gleichermaßen sein"
 SLIDES_TGT = "this must also be our concern"  # Chang & Collins' slides
@@ -141,6 +142,7 @@ def test_a_flag_of_another_method_names_the_methods_that_take_it():
 
 # 3: non-finite weights.
 @pytest.mark.parametrize("weight", ["lm=nan", "lm=inf", "distortion=-inf", "tm=1,nan"])
+@pytest.mark.slow
 def test_non_finite_weights_are_refused(weight):
     proc = fstdecode(["decode", "--weight", weight], b"das muss\n")
     assert proc.returncode == 2
@@ -149,6 +151,7 @@ def test_non_finite_weights_are_refused(weight):
 
 # 4: coverage and exhaustive stop at their budget on a long sentence, with a result.
 @pytest.mark.parametrize("method", ["coverage", "exhaustive"])
+@pytest.mark.slow
 def test_exponential_methods_stop_on_a_long_sentence(method):
     line = " ".join([SLIDES] * 8)  # 48 words
     proc = fstdecode(["decode", "--method", method, "--max-states", "20000", "--format", "json"], (line + "\n").encode())
@@ -160,6 +163,7 @@ def test_exponential_methods_stop_on_a_long_sentence(method):
 
 # 5 and 14: reserved tokens are refused per line; the batch goes on.
 @pytest.mark.parametrize("bad", ["das muss ||| sein", "<s> das muss", "das muss </s>"])
+@pytest.mark.slow
 def test_reserved_tokens_fail_their_line_only(bad):
     proc = fstdecode(["decode", "--format", "nbest"], f"{bad}\n{SLIDES}\n".encode())
     assert proc.returncode == 0
@@ -172,6 +176,7 @@ def test_reserved_tokens_fail_their_line_only(bad):
 
 # 6: one invalid UTF-8 line fails alone.
 @pytest.mark.parametrize("fmt", ["text", "json", "nbest"])
+@pytest.mark.slow
 def test_invalid_utf8_line_is_reported_and_the_batch_goes_on(fmt):
     data = b"das muss\n\xff\xfe sein\n" + SLIDES.encode() + b"\n"
     proc = fstdecode(["decode", "--format", fmt], data)
@@ -185,6 +190,7 @@ def test_invalid_utf8_line_is_reported_and_the_batch_goes_on(fmt):
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.slow
 def test_n_lines_in_n_lines_out_in_order(workers):
     lines = [SLIDES, "", "xyzzy plugh", "das muss\r", "\xff", "<s>", "das"] * 3
     data = "\n".join(lines).encode("utf-8", "surrogateescape").replace("\xff".encode(), b"\xff") + b"\n"
@@ -219,6 +225,64 @@ def test_sigint_exits_130_quietly():
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert b"Traceback" not in err and b"KeyboardInterrupt" not in err
+
+
+# Issue 38, defect 4: SIGTERM or SIGHUP to a run of workers stops them, keeps the lines done, exits 128 + N.
+#: Eight words: the exhaustive oracle needs seconds on them, so a worker is mid-decode when the signal comes.
+EIGHT = "das muss unsere sorge gleichermaßen sein das muss"
+QUICK = ["das muss", "unsere sorge"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("command", [
+    ["decode", "--method", "exhaustive", "--workers", "2", "--chunk-size", "1"],
+    ["moses", "-f", str(EXAMPLE_DATA / "moses.ini"), "-threads", "2"],
+], ids=["decode", "moses"])
+def test_a_signal_stops_the_workers_and_keeps_the_lines_done_in_order(command, sig):
+    import psutil
+
+    proc = subprocess.Popen([sys.executable, "-m", "fstdecode", *command], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, PYTHONUTF8="1"))
+    workers: list[psutil.Process] = []
+    try:
+        proc.stdin.write("".join(line + "\n" for line in QUICK).encode())
+        proc.stdin.flush()
+        first = [proc.stdout.readline() for _ in QUICK]  # decoded: the run is on, its input still open
+        workers = psutil.Process(proc.pid).children()
+        assert len(workers) == 2, workers
+        proc.stdin.write((EIGHT + "\ndas muss\n").encode())  # (exhaustive: a worker decodes it for seconds)
+        proc.stdin.flush()
+        time.sleep(0.2)
+        proc.send_signal(sig)
+        proc.wait(timeout=20)
+        out, err = first + proc.stdout.read().splitlines(keepends=True), proc.stderr.read().decode()
+        assert proc.returncode == 128 + sig, err
+        gone, alive = psutil.wait_procs(workers, timeout=5)
+        assert not alive, f"workers left running: {alive}"
+        expected = _serial_output(command, QUICK + [EIGHT, "das muss"])
+        assert out and all(line.endswith(b"\n") for line in out)  # whole lines
+        assert out == expected[: len(out)]  # a prefix of the whole run's output, in order
+        if command[0] == "decode":
+            assert len(out) == len(QUICK)  # the eight words' line was still decoding: not written
+        assert f"stopped by {signal.Signals(sig).name}" in err and "Traceback" not in err
+    finally:
+        for p in [proc, *workers]:  # (this test's own processes, by their ids, on a failure)
+            try:
+                p.kill()
+            except (ProcessLookupError, psutil.NoSuchProcess):
+                pass
+        proc.wait(timeout=10)
+
+
+def _serial_output(command: list[str], lines: list[str]) -> list[bytes]:
+    """The output lines of ``command`` run in this process's way, serially (the exhaustive search
+    through the API: as decode writes its text line, the translation)."""
+    if command[0] == "decode":
+        decoder = Decoder(load_model(), "exhaustive")
+        return [(decoder.decode(line).best.translation + "\n").encode() for line in lines[:2]]
+    serial = [w for w in command if w not in ("-threads", "2")]
+    return fstdecode(serial, "".join(line + "\n" for line in lines).encode()).stdout.splitlines(keepends=True)
 
 
 # 9: -d -1 means no limit, on the command line too, and a long sentence still ends.

@@ -31,8 +31,8 @@ def model():
     [
         ("a b c", MarkedLine(("a", "b", "c"))),  # no markup
         (
-            'a <np translation="x y||z" prob="0.8||0.2">b c</np> d',  # alternatives and their probabilities
-            MarkedLine(("a", "b", "c", "d"), (XmlOption(1, 2, (("x", "y"), ("z",)), (0.8, 0.2)),)),
+            'a <np translation="x y||z" prob="0.75||0.25">b c</np> d',  # alternatives and their probabilities
+            MarkedLine(("a", "b", "c", "d"), (XmlOption(1, 2, (("x", "y"), ("z",)), (0.75, 0.25)),)),
         ),
         ('<x english="e">a</x>', MarkedLine(("a",), (XmlOption(0, 0, (("e",),), (1.0,)),))),  # legacy name, prob 1
         ('a<n translation="t">b</n>c', MarkedLine(("a", "b", "c"), (XmlOption(1, 1, (("t",),), (1.0,)),))),  # no spaces
@@ -61,15 +61,15 @@ def test_parse_markup(line, expected):
         ("a </np> b", "not opened"),
         ('<np translation="x||y" prob="0.5">a</np>', "2 translation(s) but 1 probabilities"),
         ('<np translation="x" prob="high">a</np>', "prob 'high' is not a number"),
-        ('<np translation="x" prob="-1">a</np>', "must be a probability"),
+        ('<np translation="x" prob="-1">a</np>', "prob '-1' is negative; Moses' log of it is nan"),
         ('<np translation="x||">a</np>', "empty translation"),
         ('<np translation="x" span="7">a</np>', "outside the line"),
         ('<np translation="x>a</np>', "no closing"),
         # Issue 22: cases Moses reads on silently, or reads as nonsense; each now names its problem.
-        ('<np translation="x" prob="1e308">a</np>', "prob '1e308' must be a probability, a number from 0 to 1"),
-        ('<np translation="x" prob="1.5">a</np>', "prob '1.5' must be a probability"),  # Moses: a bonus of ln 1.5
-        ('<np translation="x" prob="nan">a</np>', "prob 'nan' must be a probability"),
-        ('<np translation="x" prob="inf">a</np>', "prob 'inf' must be a probability"),
+        ('<np translation="x" prob="1e308">a</np>', "prob '1e308' overflows a 32-bit float"),
+        ('<np translation="x" prob="1e39">a</np>', "prob '1e39' overflows a 32-bit float"),
+        ('<np translation="x" prob="nan">a</np>', "prob 'nan' is negative"),
+        ('<np translation="x" prob="inf">a</np>', "prob 'inf' overflows a 32-bit float"),
         ("<np translation=x>a</np>", "the value of translation is not in double quotes ('translation=x')"),
         ("<np translation='x'>a</np>", "the value of translation is not in double quotes"),
         ('<np translation = "x">a</np>', "spaces around the '=' of translation"),
@@ -133,6 +133,34 @@ def test_xml_translation_scores_as_moses(model):
     assert [p.target for p in best.phrases] == [("t1", "t2")]
     assert best.features.tm == pytest.approx((math.log(0.5) / 2, math.log(0.5) / 2))
     assert best.alignment() == ()  # markup gives no word alignment
+
+
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "fst"])
+def test_prob_above_one_is_a_bonus_as_in_moses(model, method):
+    # Moses' XmlOption reads prob with Scan<float> and scores ln(prob), with no upper bound: its
+    # regression test phrase.xml-markup gives prob="100.0" and translates the line. Forced
+    # (exclusive), the bonus is ln 100 over the 2 TM columns, and the line's score is the prob=1
+    # line's plus the TM weights times it, in every method; none beats the exhaustive optimum.
+    def forced(prob: str) -> str:
+        return f'das muss <np translation="our concern" prob="{prob}">unsere sorge</np> gleichermaßen sein'
+
+    (option,) = parse_markup(forced("100.0")).options
+    assert option.probs == (100.0,)
+    best = Decoder(model, method, xml_input="exclusive").decode(forced("100.0")).best
+    plain = Decoder(model, method, xml_input="exclusive").decode(forced("1")).best
+    assert [p.target for p in best.phrases] == [p.target for p in plain.phrases]  # the same derivation
+    gained = tuple(b - p for b, p in zip(best.features.tm, plain.features.tm))
+    assert gained == pytest.approx((math.log(100) / 2, math.log(100) / 2))
+    bonus = sum(w * math.log(100) / 2 for w in model.weights.tm)
+    assert best.score == pytest.approx(plain.score + bonus, abs=1e-6)
+    assert abs(best.score - best.search_score) < 1e-6
+    oracle = Decoder(model, "exhaustive", xml_input="exclusive").decode(forced("100.0")).best
+    assert best.score <= oracle.score + 1e-6
+
+
+def test_prob_is_read_as_a_32_bit_float():
+    (option,) = parse_markup('<np translation="x" prob="0.1">a</np>').options
+    assert option.probs == (0.10000000149011612,)  # float(numpy.float32(0.1)), Moses' Scan<float>
 
 
 def test_inclusive_adds_an_option_beside_the_tables(model):
