@@ -392,3 +392,15 @@ def machine(f) -> tuple:
         arcs = sorted((a.ilabel, a.olabel, float(a.weight), a.nextstate) for a in f.arcs(q))
         states.append((float(f.final(q)), arcs))
     return f.start(), states
+
+
+def kill_all(processes: list) -> None:
+    """Kill each of a test's own processes (``subprocess.Popen`` or ``psutil.Process``), by its
+    id, ignoring those already gone: a failed test leaves none running."""
+    import psutil
+
+    for p in processes:
+        try:
+            p.kill()
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            pass

@@ -32,7 +32,7 @@ from fstdecode.io.binarized import is_binary_table
 from fstdecode.io.table_filter import DEFAULT_CHUNK_LINES, FILTER_THRESHOLD_BYTES, SourceFilter
 from fstdecode.io.moses_ini import load_moses_ini, moses_boolean
 from fstdecode.model.model import (
-    DEFAULT_DISTORTION_LIMIT, Model, binarized_tables, check_refilterable, load_model, refiltered, table_path,
+    DEFAULT_DISTORTION_LIMIT, Model, binarized_tables, check_refilterable, distortion_limit_text, load_model, refiltered, table_path,
 )
 from fstdecode.run import SerialRunner, decode_filtered, decode_lines
 from fstdecode.model.distortion import SEMANTICS
@@ -243,8 +243,8 @@ def _load(args: argparse.Namespace, table=None, source_vocabulary=None):
 def _decoder(args: argparse.Namespace, model: Model) -> Decoder:
     """The decoder the flags ask for, on ``model`` (logged with -v)."""
     logging.getLogger("fstdecode").info(
-        "model %s: %d phrase pairs, LM order %d, distortion limit %s", model.name, len(model.table),
-        model.lm.order, model.distortion_limit,
+        "model %s: %d phrase pairs, LM order %d, %s", model.name, len(model.table),
+        model.lm.order, distortion_limit_text(model.distortion_limit),
     )
     listed = args.format == "nbest" or getattr(args, "nbest_file", False)
     nbest = (model.nbest_size or 1) if listed else 1

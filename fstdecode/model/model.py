@@ -55,6 +55,12 @@ UNLIMITED = 2**31 - 1
 #: The value that asks for :data:`UNLIMITED`, as in Moses (``-d -1``, ``[distortion-limit] -1``).
 NO_LIMIT = -1
 
+
+def distortion_limit_text(d: int) -> str:
+    """How messages name distortion limit ``d``: "no distortion limit (-1)" for :data:`NO_LIMIT`
+    and :data:`UNLIMITED` alike, else "distortion limit D"."""
+    return "no distortion limit (-1)" if d in (NO_LIMIT, UNLIMITED) else f"distortion limit {d}"
+
 # moses.ini feature kind -> fstdecode weight name.
 _INI_WEIGHTS = MOSES_KINDS
 
@@ -577,7 +583,8 @@ def _ini_switch(cfg: MosesConfig | None, section: str) -> bool:
 
 
 def _declared(cfg: MosesConfig | None) -> list[MosesFeature]:
-    """The moses.ini's features that fstdecode computes, by their Moses names, in file order."""
+    """The moses.ini's features that fstdecode computes, by their Moses names, in file order, each
+    with its ``tuneable=`` and ``tuneable-components=`` (what tuning outputs print of it)."""
     if cfg is None:
         return []
     lms = [f.name for f in cfg.lms()]
@@ -585,7 +592,8 @@ def _declared(cfg: MosesConfig | None) -> list[MosesFeature]:
     starts = dict(zip((f.name for f in tables), offsets([f.num_features for f in tables])))
     several = len(tables) > 1
     return [MosesFeature(f.name, f.kind, lms.index(f.name) if f.name in lms else 0,
-                         starts.get(f.name, 0) if several else 0, f.num_features if several and f.name in starts else 0)
+                         starts.get(f.name, 0) if several else 0, f.num_features if several and f.name in starts else 0,
+                         f.tuneable, f.tuneable_components)
             for f in cfg.features if f.kind in MOSES_KINDS]
 
 

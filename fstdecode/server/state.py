@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from fstdecode.errors import FstdecodeError
-from fstdecode.model.model import NO_LIMIT
+from fstdecode.model.model import distortion_limit_text
 from fstdecode.server.limits import Admission, RequestLimits
 from fstdecode.server.metrics import Metrics
 from fstdecode.server.options import ServerOptions
@@ -151,6 +151,6 @@ def describe(service: Service) -> str:
     """One line on the model: its name, table, LM, distortion limit and methods."""
     s = service.summary()
     tables = " (binarized, filtered to each sentence)" if service.setup.per_sentence else ""
-    limit = "no distortion limit (-1)" if s["distortion_limit"] == NO_LIMIT else f"distortion limit {s['distortion_limit']}"
+    limit = distortion_limit_text(s["distortion_limit"])
     return (f"model {s['name']}: {s['phrase_pairs']:,} phrase pairs{tables}, LM order {s['lm_order']}, "
             f"{limit}, methods {','.join(s['methods'])} (default {s['method']})")

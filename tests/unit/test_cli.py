@@ -792,3 +792,12 @@ def test_verbose_reports_each_model_file_as_it_loads():
         done = next(i for i, line in enumerate(err) if line.startswith(f"fstdecode: info: {what} "))
         assert start < done and " MiB" in err[start] and err[done].endswith(" s")
     assert any("phrase pairs kept" in line for line in err)
+
+
+@pytest.mark.parametrize("limit, shown", [("-1", "no distortion limit (-1)"), ("3", "distortion limit 3")])
+def test_verbose_names_no_distortion_limit_as_minus_one(limit, shown):
+    # Issue 38: -d -1 was logged as "distortion limit 2147483647", the core's stand-in for no limit.
+    proc = run_cli(["-v", "decode", "--method", "stack", "-d", limit], "das\n")
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if "phrase pairs, LM order" in x]
+    assert line.endswith(shown) and "2147483647" not in line

@@ -20,7 +20,7 @@ import pytest
 from fstdecode import Decoder, load_model
 from fstdecode.decoder import DecodeError
 from fstdecode.search.base import METHODS, OptionsError
-from shared import EXAMPLE_DATA
+from shared import EXAMPLE_DATA, kill_all
 
 SLIDES = "das muss unsere sorge gleichermaßen sein"
 SLIDES_TGT = "this must also be our concern"  # Chang & Collins' slides
@@ -267,11 +267,7 @@ def test_a_signal_stops_the_workers_and_keeps_the_lines_done_in_order(command, s
             assert len(out) == len(QUICK)  # the eight words' line was still decoding: not written
         assert f"stopped by {signal.Signals(sig).name}" in err and "Traceback" not in err
     finally:
-        for p in [proc, *workers]:  # (this test's own processes, by their ids, on a failure)
-            try:
-                p.kill()
-            except (ProcessLookupError, psutil.NoSuchProcess):
-                pass
+        kill_all([proc, *workers])
         proc.wait(timeout=10)
 
 

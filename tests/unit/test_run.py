@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from faulty import KillAlways, KillOnce, Slow, SlowAt
-from shared import EXAMPLE_DATA, ROOT, examples, run_cli
+from shared import EXAMPLE_DATA, ROOT, examples, kill_all, run_cli
 
 from fstdecode.cli.output import OutputError, json_line, resume_point, text
 from fstdecode.run import Line, ProcessRunner, RunError, SerialRunner, decode_lines, runner_for
@@ -112,11 +112,7 @@ def test_workers_end_with_a_parent_killed_outright():
         gone, alive = psutil.wait_procs(workers, timeout=5)
         assert not alive, f"workers left running: {alive}"
     finally:
-        for p in [parent, *workers]:  # (this test's own processes, by their ids, on a failure)
-            try:
-                p.kill()
-            except (ProcessLookupError, psutil.NoSuchProcess):
-                pass
+        kill_all([parent, *workers])
         parent.wait(timeout=10)
 
 
