@@ -126,18 +126,21 @@ def features_field(
     d: Derivation, layout: tuple[MosesFeature, ...], labeled: bool = True, float_tm: bool = False,
     emulated: dict | None = None,
 ) -> str:
-    """The n-best feature field: `` Name= v v`` for each tuneable feature, in Moses' order; with
+    """The n-best feature field: `` Name= v v`` for each tuneable feature, in Moses' order, with its
+    tuned values only (Moses' OutputAllFeatureScores: a feature with ``tuneable=false``, or whose
+    ``tuneable-components=`` tunes none, is left out, and so is each value it keeps fixed;
+    :attr:`~fstdecode.model.features.MosesFeature.in_nbest`); with
     ``emulated`` (:meth:`~fstdecode.cli.moses_float.MosesFloat.emulate`'s values) every value in
     Moses' float arithmetic, else with ``float_tm`` the phrase table's (:func:`moses_tm`)."""
     out = []
     values = replace(d.features, tm=moses_tm(d)) if float_tm else d.features
     for f in layout:
-        if f.tuneable:
+        if f.in_nbest:
             if labeled:
                 out.append(f" {f.name}=")
             kind = MOSES_KINDS[f.kind]
             own = emulated[kind] if emulated is not None and kind in emulated else f.values(values)
-            out.extend(f" {_g(v)}" for v in own)
+            out.extend(f" {_g(v)}" for v in f.tuned(own))
     return "".join(out)
 
 

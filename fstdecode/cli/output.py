@@ -119,10 +119,12 @@ def _layout(features: Weights | tuple[MosesFeature, ...]) -> tuple[MosesFeature,
 def moses_features(d: Derivation, features: Weights | tuple[MosesFeature, ...]) -> str:
     """The feature field of a Moses n-best line: ``NAME= v ...`` for each tuneable feature of
     ``features`` (a model's ``features``: moses.ini's names, in Moses' order), so that tuning tools
-    (MERT, MIRA) find the names of ``--show-weights``. UnknownWordPenalty is not tuneable and not
-    printed, as in Moses. Given weights instead, Moses' default names are used."""
+    (MERT, MIRA) find the names of ``--show-weights``. As in Moses, a feature that is not tuneable
+    (UnknownWordPenalty, ``tuneable=false``) is not printed, nor a value that
+    ``tuneable-components=`` keeps fixed (:attr:`MosesFeature.in_nbest`, :meth:`MosesFeature.tuned`).
+    Given weights instead, Moses' default names are used."""
     return " ".join(
-        f"{f.name}= " + " ".join(_g(v) for v in f.values(d.features)) for f in _layout(features) if f.tuneable
+        f"{f.name}= " + " ".join(_g(v) for v in f.tuned(f.values(d.features))) for f in _layout(features) if f.in_nbest
     )
 
 
@@ -159,7 +161,7 @@ def _failed_entry(result: DecodeResult, features: Weights | tuple[MosesFeature, 
     """The one n-best entry of a failed line (see :func:`nbest_lines`)."""
     known = features if isinstance(features, Weights) else weights
     zeros = "" if known is None else " ".join(
-        f"{f.name}= " + " ".join("0" for _ in f.values(known)) for f in _layout(features) if f.tuneable
+        f"{f.name}= " + " ".join("0" for _ in f.tuned(f.values(known))) for f in _layout(features) if f.in_nbest
     )
     return f"{result.id} ||| {escape_bars(' '.join(result.source))} ||| {zeros} ||| 0 ||| |||"
 

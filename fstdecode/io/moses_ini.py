@@ -13,6 +13,10 @@ Understood sections:
   error, because ignoring a feature would silently change the model's scores.
   ``LexicalReordering`` lines are checked here for their keys only; their
   ``type=`` is parsed by :mod:`fstdecode.model.lexical_reordering`.
+  ``tuneable=`` (a boolean) and ``tuneable-components=`` (one boolean per dense
+  feature) are read as Moses reads them (:func:`_check_tuneable`); they change
+  what ``-show-weights`` and n-best lists print, not the search. Moses'
+  LexicalReordering refuses both keys, and so does this reader.
 * ``[weight]``: ``Name= v1 v2 ...``, one line per feature; every value a finite
   number. A declared feature may lack its line (the model then warns).
 * ``[distortion-limit]``: an integer >= 0, or ``-1`` for no limit (kept as
@@ -68,6 +72,7 @@ __all__ = [
     "OLD_FORMAT_SECTIONS",
     "SEARCH_ONLY_SECTIONS",
     "SUPPORTED_KINDS",
+    "UNTUNEABLE_BY_DEFAULT",
     "FeatureLine",
     "MosesConfig",
     "MosesIniError",
@@ -85,13 +90,24 @@ DEFAULT_TABLE_LIMIT = 20
 ``PhraseDictionary`` constructor's default); :func:`fstdecode.model.model.load_model`
 uses it for such a line too."""
 
-_COMMON_KEYS = frozenset({"name", "tuneable", "num-features"})
+_COMMON_KEYS = frozenset({"name", "tuneable", "tuneable-components", "num-features"})
+
+#: The kinds Moses makes untuneable unless their line says ``tuneable=true``
+#: (UnknownWordPenaltyProducer sets m_tuneable false before it reads its line).
+UNTUNEABLE_BY_DEFAULT = frozenset({"UnknownWordPenalty"})
+
+#: The keys a kind refuses although other kinds take them, and why (Moses' own refusal).
+_REFUSED_KEYS: Mapping[tuple[str, str], str] = MappingProxyType(
+    {("LexicalReordering", key): "Moses' LexicalReordering refuses it too (\"Unknown argument "
+     f"{key}\"): it reads only its own keys, so its weights are always tuned; remove it"
+     for key in ("tuneable", "tuneable-components")}
+)
 
 SUPPORTED_KINDS: Mapping[str, frozenset[str]] = MappingProxyType(
     {
         "Distortion": _COMMON_KEYS,
         "KENLM": _COMMON_KEYS | {"path", "order", "factor", "lazyken"},
-        "LexicalReordering": _COMMON_KEYS
+        "LexicalReordering": _COMMON_KEYS - {"tuneable", "tuneable-components"}
         | {"path", "type", "input-factor", "output-factor", "default-scores"},
         "PhraseDictionaryMemory": _COMMON_KEYS
         | {"path", "table-limit", "input-factor", "output-factor"},
@@ -191,6 +207,20 @@ class FeatureLine:
     def path(self) -> str | None:
         """The absolute ``path=`` value, or None."""
         return self.args.get("path")
+
+    @property
+    def tuneable(self) -> bool:
+        """Whether Moses tunes the feature (``-show-weights`` prints its weights, n-best lists its
+        values): ``tuneable=`` (validated at load), else true but for :data:`UNTUNEABLE_BY_DEFAULT`."""
+        value = self.args.get("tuneable")
+        return self.kind not in UNTUNEABLE_BY_DEFAULT if value is None else _BOOLEANS[value.lower()]
+
+    @property
+    def tuneable_components(self) -> tuple[bool, ...]:
+        """``tuneable-components=``: whether each dense feature is tuned (validated at load: one
+        boolean per feature), or () when the line has none (every feature is)."""
+        value = self.args.get("tuneable-components")
+        return () if value is None else tuple(_BOOLEANS[item.lower()] for item in value.split(",") if item)
 
     def int_arg(self, key: str, default: int) -> int:
         """``args[key]`` as an int (validated at load), or ``default`` when absent."""
@@ -390,6 +420,8 @@ def _parse_args(tokens: list[str], kind: str, where: str) -> dict[str, str]:
             raise MosesIniError(
                 f"{where}: malformed argument {token!r}; write key=value with no spaces"
             )
+        if (kind, key) in _REFUSED_KEYS:
+            raise MosesIniError(f"{where}: {kind} does not take {key!r}: {_REFUSED_KEYS[kind, key]}")
         if key not in allowed:
             raise MosesIniError(
                 f"{where}: {kind} does not take {key!r}; accepted keys: "
@@ -433,9 +465,40 @@ def _check_values(args: Mapping[str, str], kind: str, where: str) -> None:
             raise MosesIniError(
                 f"{where}: {key}={args[key]!r}: only factor 0 (surface words) is supported"
             )
-    tuneable = args.get("tuneable")
-    if tuneable is not None and tuneable.lower() not in _BOOLEANS:
-        raise MosesIniError(f"{where}: tuneable={tuneable!r} must be true or false")
+    _check_tuneable(args, kind, where)
+
+
+def _check_tuneable(args: Mapping[str, str], kind: str, where: str) -> None:
+    """``tuneable=`` and ``tuneable-components=`` read as Moses reads them (FeatureFunction's
+    SetParameter, key by key in line order): ``tuneable`` one of Moses' booleans (Scan<bool>);
+    ``tuneable-components`` a comma list of one boolean per dense feature (empty items skipped, as
+    Moses' Tokenize skips them), refused while the feature is untuneable at that point of the line
+    (after ``tuneable=false``, or on an UnknownWordPenalty without an earlier ``tuneable=true``)."""
+    tuneable, given = kind not in UNTUNEABLE_BY_DEFAULT, False
+    for key, value in args.items():
+        if key == "tuneable":
+            if value.lower() not in _BOOLEANS:
+                raise MosesIniError(
+                    f"{where}: tuneable={value!r} must be a boolean: true or false (or yes, no, y, n, 1, 0)"
+                )
+            tuneable, given = _BOOLEANS[value.lower()], True
+        elif key == "tuneable-components":
+            if not tuneable:
+                raise MosesIniError(
+                    f"{where}: tuneable-components cannot be set "
+                    + ("after tuneable=false (as in Moses); remove one of them" if given else
+                       f"on {kind}, which Moses does not tune unless tuneable=true comes before it; add that, or "
+                       "remove tuneable-components")
+                )
+            items = [item for item in value.split(",") if item]
+            count = int(args.get("num-features", "1"))
+            bad = [item for item in items if item.lower() not in _BOOLEANS]
+            if bad or len(items) != count:
+                raise MosesIniError(
+                    f"{where}: tuneable-components={value!r} must be a comma-separated list of {count} "
+                    f"boolean value(s), one per feature (1 to tune it, 0 to keep its weight), e.g. "
+                    + ",".join(["1"] * count)
+                )
 
 
 #: How relative ``path=`` values resolve: against the ini's folder (``decode``'s documented
@@ -484,7 +547,7 @@ def _resolve_path(args: dict[str, str], folder: str, rule: str, where: str) -> s
     if by_cwd != by_ini and moses_file_exists(by_cwd):
         return (
             f"path={value} is read as {by_ini} (decode resolves against the moses.ini's folder); Moses, and "
-            f"fstdecode moses, would read {by_cwd} (the working directory first)"
+            f"fstdecode moses, would read {by_cwd} (from the working directory)"
         )
     return None
 

@@ -26,10 +26,12 @@ from __future__ import annotations
 import logging
 import math
 import numbers
+import struct
 from dataclasses import dataclass, field, fields, replace
 from typing import Mapping, Sequence
 
 from fstdecode.errors import FstdecodeError
+from fstdecode.io.moses_ini import UNTUNEABLE_BY_DEFAULT
 from fstdecode.io.values import weight_too_large
 
 #: Moses' UnknownWordPenalty feature value for one copied-through word.
@@ -59,9 +61,12 @@ MOSES_KINDS = {
 #: n-best lists), each group in moses.ini order.
 STATEFUL_KINDS = frozenset({"KENLM", "SRILM", "IRSTLM", "Distortion", "LexicalReordering"})
 
-#: Kinds that Moses does not tune: ``-show-weights`` prints ``NAME UNTUNEABLE`` and n-best
-#: lists leave them out.
-UNTUNEABLE_KINDS = frozenset({"UnknownWordPenalty"})
+#: Kinds that Moses does not tune unless their moses.ini line says ``tuneable=true``:
+#: ``-show-weights`` prints ``NAME UNTUNEABLE`` and n-best lists leave them out.
+UNTUNEABLE_KINDS = UNTUNEABLE_BY_DEFAULT
+
+#: What ``-show-weights`` prints for a weight that ``tuneable-components=`` keeps fixed.
+UNTUNEABLE_COMPONENT = "UNTUNEABLECOMPONENT"
 
 _LOG = logging.getLogger("fstdecode")
 
@@ -311,10 +316,30 @@ class MosesFeature:
     #: ``width`` values from ``offset``; 0 for all of them (one table).
     offset: int = 0
     width: int = 0
+    #: moses.ini's ``tuneable=``; None: the kind's default (all but :data:`UNTUNEABLE_KINDS`).
+    tune: bool | None = None
+    #: moses.ini's ``tuneable-components=``: whether each value is tuned; (): all of them.
+    components: tuple[bool, ...] = ()
 
     @property
     def tuneable(self) -> bool:
-        return self.kind not in UNTUNEABLE_KINDS
+        """Whether Moses tunes the feature (FeatureFunction::IsTuneable): ``-show-weights`` prints
+        its weights (else ``NAME UNTUNEABLE``) and the n-best lists its tuned values. Its weight
+        counts in decoding either way."""
+        return self.kind not in UNTUNEABLE_KINDS if self.tune is None else self.tune
+
+    @property
+    def in_nbest(self) -> bool:
+        """Whether n-best lists (and the server's ``fvals``) print the feature: it is tuneable and
+        has a tuned value (Moses' OutputAllFeatureScores: IsTuneable, HasTuneableComponents)."""
+        return self.tuneable and (not self.components or any(self.components))
+
+    def tuned(self, values: Sequence[float]) -> tuple[float, ...]:
+        """The values (one per feature value, in order) of the tuned components alone, as n-best
+        lists print them (Moses' OutputFeatureScores skips a component that is not tuneable)."""
+        if not self.components:
+            return tuple(values)
+        return tuple(v for v, keep in zip(values, self.components) if keep)
 
     def values(self, of: Features | Weights) -> tuple[float, ...]:
         """This feature's values in ``of`` (feature values or weights): one, or one per TM column;
@@ -354,13 +379,27 @@ def moses_layout(declared: Sequence[MosesFeature], weights: Weights) -> tuple[Mo
     return moses_order([*declared, *extra])
 
 
+def moses_weight(value: float) -> str:
+    """A weight as Moses prints it (``-show-weights``): Moses holds weights as 32-bit floats
+    (``Scan<float>``), printed fixed with 6 decimals (``FixPrecision(cout, 6)``); so the value is
+    rounded to a float first: -0.0660525 prints as -0.066052 (the double would print -0.066053).
+    A weight's magnitude is at most MAX_WEIGHT (1e20), within a float's range."""
+    single: float = struct.unpack("f", struct.pack("f", value))[0]
+    return f"{single:.6f}"
+
+
 def show_weights(layout: Sequence[MosesFeature], weights: Weights) -> list[str]:
-    """Moses' ``-show-weights`` lines: ``NAME= w1 w2 ...`` (fixed, 6 decimals) per tuneable feature,
-    ``NAME UNTUNEABLE`` for the others, in ``layout`` order (:func:`moses_layout`)."""
+    """Moses' ``-show-weights`` lines (moses/Util.cpp ShowWeights, PrintFeatureWeight), in
+    ``layout`` order (:func:`moses_layout`): ``NAME= w1 w2 ...`` (:func:`moses_weight`) per
+    tuneable feature, with ``UNTUNEABLECOMPONENT`` in place of each weight that
+    ``tuneable-components=`` keeps fixed, and ``NAME UNTUNEABLE`` for a feature that is not tuneable."""
     out = []
     for f in layout:
         if f.tuneable:
-            out.append(f"{f.name}=" + "".join(f" {v:.6f}" for v in f.values(weights)))
+            keep = f.components or (True,) * len(f.values(weights))
+            out.append(f"{f.name}=" + "".join(
+                f" {moses_weight(v) if tuned else UNTUNEABLE_COMPONENT}" for v, tuned in zip(f.values(weights), keep)
+            ))
         else:
             out.append(f"{f.name} UNTUNEABLE")
     return out

@@ -377,8 +377,9 @@ def load_model(
 
     ``ini_paths``: how the ini's relative paths resolve (:data:`~fstdecode.io.moses_ini.PATH_RULES`:
     "ini", against its folder, with a warning where Moses' rule would read another file; "cwd",
-    Moses' rule: from the working directory only, a file not found there being an error). ``honoured``: ini sections the caller applies itself (``fstdecode moses``: Moses'
-    search settings), so not warned about as ignored. ``weight_flag``: the flag that gave
+    Moses' rule: from the working directory only, a file not found there being an error).
+    ``honoured``: ini sections the caller applies itself (``fstdecode moses``: Moses' search
+    settings), so not warned about as ignored. ``weight_flag``: the flag that gave
     ``weights``, named in their errors and warnings (``fstdecode moses``: ``-weight-overwrite``).
 
     The LM is read by the native core (:func:`load_lm`); every search runs there (the
