@@ -22,6 +22,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -279,7 +280,14 @@ class Search {
     if (nbest_ > 1)
       for (int g : finals)  // (with nothing to translate the start is final: it has no phrase, no key)
         if (arena_[static_cast<std::size_t>(g)].option >= 0) final_winners.emplace(final_key(g), g);
-    for (std::size_t i = 0; i < finals.size() && result.hypotheses.size() < static_cast<std::size_t>(nbest_); ++i) {
+    // A distinct list looks at the nbest_ best derivations only (as the plain list of that size
+    // would list them), and keeps the first of each translation.
+    const std::size_t wanted = static_cast<std::size_t>(o_.distinct > 0 ? o_.distinct : nbest_);
+    std::set<std::vector<WordId>> seen;
+    result.examined = static_cast<long>(std::min(finals.size(), static_cast<std::size_t>(nbest_)));
+    for (std::size_t i = 0; i < finals.size() && i < static_cast<std::size_t>(nbest_) &&
+                            result.hypotheses.size() < wanted; ++i) {
+      if (o_.distinct > 0 && !seen.insert(target_of(finals[i])).second) continue;
       Hypothesis out;
       out.score = arena_[static_cast<std::size_t>(finals[i])].score;
       out.options = options_of(finals[i]);
@@ -379,6 +387,16 @@ class Search {
     std::vector<int> out;
     for (; arena_[static_cast<std::size_t>(h)].option >= 0; h = arena_[static_cast<std::size_t>(h)].prev) out.push_back(h);
     std::reverse(out.begin(), out.end());
+    return out;
+  }
+
+  // The target words of h's derivation, in order (its translation, as a distinct list compares them).
+  std::vector<WordId> target_of(int h) const {
+    std::vector<WordId> out;
+    for (int x : chain_of(h)) {
+      const Option& opt = p_.option(arena_[static_cast<std::size_t>(x)].option);
+      if (opt.index >= 0) out.insert(out.end(), opt.words.begin(), opt.words.end());
+    }
     return out;
   }
 

@@ -12,7 +12,10 @@ namespace fstdecode {
 // fstdecode.search.stack.StackOptions, the source of truth for every default and check: only
 // Python builds these (bind_stack.cpp takes every field), so no default is restated here.
 struct StackOptions {
-  int nbest;  // >= 1
+  int nbest;  // >= 1: the derivations listed (a plain list), or searched for (a distinct one)
+  // > 0: list the best derivation of each of the first `distinct` translations (target words)
+  // among the nbest best derivations, skipping repeats as they come; 0: a plain list.
+  int distinct;
   long max_states;  // < 0: no budget
   int beam_size;  // >= 1
   double beam_threshold;  // < 0: off

@@ -40,6 +40,11 @@ def first(item: tuple) -> float:
 DISTINCT_FACTOR = 20
 
 
+def distinct_search_size(k: int, factor: int = DISTINCT_FACTOR) -> int:
+    """How many derivations a distinct list of ``k`` looks at, at the most (Moses' n-best-factor)."""
+    return max(2 * k, factor * k)
+
+
 def distinct(result: SearchResult, k: int) -> SearchResult:
     """``result`` with its first ``k`` hypotheses of distinct translations (the target words of the
     phrases), best first: each translation's best derivation, in the order of the list."""
@@ -72,7 +77,7 @@ class DistinctSearcher:
         self._plain = plain
         self._searchers: dict[int, Searcher] = {}
         self.k = k
-        self.limit = max(2 * k, factor * k)
+        self.limit = distinct_search_size(k, factor)
 
     def _searcher(self, size: int) -> Searcher:
         got = self._searchers.get(size)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from fstdecode._native import core as _core
 from fstdecode.problem.problem import SearchError, SearchProblem, SearchResult
 from fstdecode.search.base import register
+from fstdecode.search.kbest import distinct_search_size
 from fstdecode.search.native import core_budget, native_form, to_result
 from fstdecode.search.stack import StackOptions
 
@@ -18,12 +19,15 @@ def _off(value: float | None) -> float:
     return -1.0 if value is None else float(value)
 
 
-def core_options(options: StackOptions) -> _core.StackOptions:
+def core_options(options: StackOptions, examined: int | None = None) -> _core.StackOptions:
     """The core's ``StackOptions`` from the dataclass, field for field (the core restates no default):
     for ``--method stack`` and for the lower bound ``--method exact`` runs in the core
-    (:mod:`fstdecode.search.native_exact`)."""
+    (:mod:`fstdecode.search.native_exact`). ``examined``: for a distinct list (``unique``), the
+    derivations to look at, of which the core keeps the first of each translation."""
+    listed = options.unique and options.nbest > 1
     return _core.StackOptions(
-        nbest=options.nbest,
+        nbest=examined if listed and examined else options.nbest,
+        distinct=options.nbest if listed else 0,
         max_states=core_budget(options.max_states),
         beam_size=options.beam_size,
         beam_threshold=_off(options.beam_threshold),
@@ -38,7 +42,11 @@ def stack_search(problem: SearchProblem, options: StackOptions = StackOptions())
     """``--method stack`` (:mod:`fstdecode.search.stack`, native/stack.cpp): the k best derivations
     the beam keeps (``optimal`` False); SearchLimitError over budget, SearchError when every
     hypothesis was pruned."""
-    result = _core.stack_search(native_form(problem).core, core_options(options))
+    core = native_form(problem).core
+    if options.unique and options.nbest > 1:
+        result = _distinct(core, options)
+    else:
+        result = _core.stack_search(core, core_options(options))
     if result.status == "none":
         # The message names the settings to widen, formatted here.
         raise SearchError(
@@ -49,4 +57,19 @@ def stack_search(problem: SearchProblem, options: StackOptions = StackOptions())
     return to_result(problem, result)
 
 
-register("stack", StackOptions, function=stack_search, exact=False, summary="the stack decoder of Pharaoh/Moses, with Moore & Quirk's improvements")
+def _distinct(core: _core.Problem, options: StackOptions) -> _core.Result:
+    """A distinct list of ``options.nbest`` translations, in the core, by DistinctSearcher's rule
+    (:mod:`fstdecode.search.kbest`): it looks at the 2k best derivations, then 4 times more while
+    fewer than k translations came of a full look, up to :func:`distinct_search_size` (Moses'
+    n-best-factor); each look keeps the first derivation of each translation."""
+    k = options.nbest
+    size, limit = 2 * k, distinct_search_size(k)
+    while True:
+        result = _core.stack_search(core, core_options(options, examined=size))
+        if result.status or len(result.hypotheses) >= k or result.examined < size or size >= limit:
+            return result
+        size = min(4 * size, limit)
+
+
+register("stack", StackOptions, function=stack_search, exact=False, distinct=True,
+         summary="the stack decoder of Pharaoh/Moses, with Moore & Quirk's improvements")

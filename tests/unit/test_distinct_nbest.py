@@ -6,6 +6,8 @@ every derivation, from which the first k distinct translations are read off.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 
@@ -102,12 +104,13 @@ def _repeated_pair_model(tmp_path):
 @pytest.mark.parametrize("method", list(METHODS))
 def test_distinct_nbest_of_repeated_pairs_stops_at_the_cap(method, tmp_path):
     # Hypothesis's find for --method bounded: the 80 best derivations (the cap) all translate to
-    # 'b b b b', so every method built on DistinctSearcher returns that one translation, as Moses'
+    # 'b b b b', so every method that looks at the cap's derivations (DistinctSearcher's rule, and
+    # the stack decoder's own distinct lists in the core) returns that one translation, as Moses'
     # n-best-factor 20 would; fst prunes for the K-th distinct translation itself and finds 4.
     texts = _check_against_the_oracle(method, _repeated_pair_model(tmp_path), ("u",) * 4)
-    if METHODS[method].distinct:
+    if method == "fst":
         assert len(texts) == K and texts[0] == "b b b b"
-    elif METHODS[method].exact:
+    elif METHODS[method].exact or method == "stack":
         assert texts == ["b b b b"]
 
 
@@ -187,3 +190,26 @@ def _stdin(text: str):
     import io
 
     return io.TextIOWrapper(io.BytesIO((text + "\n").encode("utf-8")), encoding="utf-8")
+
+
+@pytest.mark.parametrize("semantics", ["paper", "moses"])
+@settings(max_examples=examples(20), **SEARCH_SETTINGS)
+@given(case=random_case(max_n=5, max_d=3))
+def test_stack_distinct_in_the_core_is_distinctsearchers_rule(semantics, case):
+    # The stack decoder's distinct lists are made in the core (issue 39): the same entries as
+    # DistinctSearcher's rule over its plain lists (Python's distinct() of the 2k, then 8k, ... up
+    # to n-best-factor * k best derivations), with the pruning on.
+    model, sentence = case
+    model = dataclasses.replace(model, distortion_semantics=semantics, semantics_given=True)
+    line = " ".join(sentence)
+    native = Decoder(model, "stack", nbest=K, unique=True).decode(line)
+    searcher = DistinctSearcher(
+        lambda size: METHODS["stack"].factory(model, METHODS["stack"].options(nbest=size)), K
+    )
+    plain = Decoder(model, "stack", nbest=K)
+    oracle = searcher.search(plain.problem(tuple(sentence))) if native.error is None else None
+    if oracle is None:
+        return
+    assert [(round(d.search_score, 6), d.translation) for d in native.derivations] == [
+        (round(score, 6), " ".join(w for p in phrases for w in p.target)) for score, phrases in oracle.hypotheses
+    ]
