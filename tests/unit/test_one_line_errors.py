@@ -29,7 +29,7 @@ from fstdecode.io.arpa import ArpaError, ArpaLM
 from fstdecode.io.native_lm import NativeLM
 from fstdecode.model.binarize import BinarizeError, BinarizeOptions, binarize
 from fstdecode.model.model import ModelError
-from shared import EXAMPLE_DATA, ROOT, example_ini_text, run_cli
+from shared import EXAMPLE_DATA, ROOT, example_ini_text, kill_all, run_cli
 from test_hostile import one_error_line, shell
 
 HUGE = "1" * 3_000_000  # Python's int() refuses more than 4,300 digits
@@ -223,8 +223,11 @@ def _blocking_model(folder: Path) -> Path:
 
 
 def _start_binarize(ini: Path, out: Path) -> subprocess.Popen:
+    """A binarize with SIGINT at its default: an xdist worker ignores SIGINT, and a child inherits
+    that (Python then installs no KeyboardInterrupt handler), as a shell's background job does."""
     return subprocess.Popen([sys.executable, "-m", "fstdecode", "binarize", "-f", str(ini), "-o", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ, PYTHONUTF8="1"))
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ, PYTHONUTF8="1"),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _hidden(folder: Path) -> set[str]:
@@ -249,9 +252,12 @@ def _wait_for_work(proc: subprocess.Popen, folder: Path, known: set[str] = froze
 def test_a_signal_removes_binarizes_work_folder(tmp_path, sig, status):
     ini = _blocking_model(tmp_path / "model")
     proc = _start_binarize(ini, tmp_path / "bin")
-    _wait_for_work(proc, tmp_path)
-    proc.send_signal(sig)
-    assert proc.wait(30) == status  # SIGTERM and SIGHUP: ended by the signal, as by its default action
+    try:
+        _wait_for_work(proc, tmp_path)
+        proc.send_signal(sig)
+        assert proc.wait(30) == status  # SIGTERM and SIGHUP: ended by the signal, as by its default action
+    finally:
+        kill_all([proc])  # (a failure leaves no binarize behind)
     assert "Traceback" not in proc.stderr.read().decode()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # no DIR, no hidden folder
 
@@ -260,9 +266,11 @@ def test_a_signal_removes_binarizes_work_folder(tmp_path, sig, status):
 def test_a_later_binarize_removes_what_a_killed_one_left(tmp_path):
     ini = _blocking_model(tmp_path / "model")
     killed = _start_binarize(ini, tmp_path / "bin")
-    left = _wait_for_work(killed, tmp_path)
-    killed.kill()  # SIGKILL: nothing can clean up
-    killed.wait(30)
+    try:
+        left = _wait_for_work(killed, tmp_path)
+    finally:
+        killed.kill()  # SIGKILL: nothing can clean up
+        killed.wait(30)
     assert _hidden(tmp_path) == {left}
     running = _start_binarize(ini, tmp_path / "bin")  # a live binarize of the same DIR: its folder stays
     busy = _wait_for_work(running, tmp_path, {left})
