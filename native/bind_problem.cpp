@@ -128,7 +128,6 @@ void bind_problem(py::module_& m) {
       .def_readonly("optimal", &Result::optimal)
       .def_readonly("states", &Result::states)
       .def_readonly("transitions", &Result::transitions)
-      .def_readonly("examined", &Result::examined)
       .def_readonly("status", &Result::status, "'' (finished), 'budget' or 'none'")
       .def_readonly("message", &Result::message)
       .def_readonly("upper_bound", &Result::upper_bound, "a bound on every derivation's score (NaN: none)")

@@ -237,9 +237,6 @@ struct Result {
   bool optimal = false;
   long states = 0;
   long transitions = 0;
-  // The stack decoder's distinct lists: the derivations looked at, min(nbest, all found) (fewer
-  // than nbest: the search had no more, so a larger nbest would list no more translations).
-  long examined = 0;
   // "": finished; "budget": more than max_states (hypotheses may then hold the best found);
   // "none": no derivation exists (or none survived the beam).
   std::string status;

@@ -4,7 +4,9 @@
 // prune (_prune), first_step (_first_step), is_dead, minimal_completion_fits, mq_delta. Every
 // floating-point sum is formed in the Python order, so scores agree bit for bit with the Python
 // engine given the same LM values; orders that decide ties are replicated (stable sorts, dict
-// insertion order = the order keys are first created, k-best lists with earlier insertions first).
+// insertion order = the order keys are first created). With nbest > 1 the search is the 1-best's,
+// and every push is kept as an arc of its key; the k best derivations are extracted from those
+// arcs lazily (kbest.h), as Moses' n-best follows a winner's recombination arcs.
 //
 // Layout: a coverage is a C (coverage_set.h). LM contexts are interned per search
 // (space::Contexts) and the <s>-tape joins scored with KenLM-style right states, uncached
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "coverage_set.h"
+#include "kbest.h"
 #include "statespace.h"
 
 namespace fstdecode {
@@ -198,7 +201,7 @@ struct Entry {  // one recombination key of a stack and its k-best hypotheses
   int last_s;
   int row;
   double future;  // the same for every hypothesis of the key
-  int best;       // nbest == 1: the hypothesis; else an index into Stack::lists
+  int best;       // the key's best hypothesis (its recombination winner), the one expanded
   int key;        // nbest > 1: the key's number in Search::heads_ (every stack's keys counted once)
 };
 
@@ -207,11 +210,9 @@ struct BudgetExceeded {};
 template <class C>
 struct Stack {
   std::vector<Entry<C>> entries;  // in order of creation (Python's dict order)
-  std::vector<std::vector<int>> lists;
   Index index;
   void release() {
     std::vector<Entry<C>>().swap(entries);
-    std::vector<std::vector<int>>().swap(lists);
     index.release();
   }
 };
@@ -250,7 +251,7 @@ class Search {
       }
       const WordId eos = p_.eos();
       eos_context_ = contexts_.intern(&eos, 1);
-      push(0, zero, last_t, context, 0, -1, future, score, -1, -1);
+      push(0, zero, last_t, context, 0, -1, future, score, score, -1, -1);
       for (int c = 0; c < n_; ++c) expand_stack(c);
     } catch (const BudgetExceeded&) {
       result.status = "budget";
@@ -260,45 +261,26 @@ class Search {
       return result;
     }
     Stack<C>& last = stacks_[static_cast<std::size_t>(n_)];
-    std::vector<int> finals;
-    for (std::size_t e = 0; e < last.entries.size(); ++e) for_each_hyp(last, e, [&](int h) { finals.push_back(h); });
     states_ += static_cast<long>(last.entries.size());
     result.states = states_;
     result.transitions = transitions_;
     if (exhausted_) {  // the derivations found, none proven anything
       result.status = "budget";
       result.message = budget_message();
-    } else if (finals.empty()) {
+    } else if (last.entries.empty()) {
       // Every hypothesis was pruned: the Python layer (fstdecode/search/native_stack.py) words the
       // message, naming the settings to widen as the user gave them.
       result.status = "none";
     }
-    if (finals.empty()) return result;
-    std::stable_sort(finals.begin(), finals.end(),
-                     [&](int a, int b) { return -arena_[a].score < -arena_[b].score; });
-    std::map<std::tuple<int, int, int>, int> final_winners;  // Moses' final key -> its best (the first)
-    if (nbest_ > 1)
-      for (int g : finals)  // (with nothing to translate the start is final: it has no phrase, no key)
-        if (arena_[static_cast<std::size_t>(g)].option >= 0) final_winners.emplace(final_key(g), g);
-    // A distinct list looks at the nbest_ best derivations only (as the plain list of that size
-    // would list them), and keeps the first of each translation.
-    const std::size_t wanted = static_cast<std::size_t>(o_.distinct > 0 ? o_.distinct : nbest_);
-    std::set<std::vector<WordId>> seen;
-    result.examined = static_cast<long>(std::min(finals.size(), static_cast<std::size_t>(nbest_)));
-    for (std::size_t i = 0; i < finals.size() && i < static_cast<std::size_t>(nbest_) &&
-                            result.hypotheses.size() < wanted; ++i) {
-      if (o_.distinct > 0 && !seen.insert(target_of(finals[i])).second) continue;
-      Hypothesis out;
-      out.score = arena_[static_cast<std::size_t>(finals[i])].score;
-      out.options = options_of(finals[i]);
-      // Over budget the anchor's minimal step may be taken twice (once among its candidates, once
-      // after the budget ran out): the same derivation is then listed once (stack.py does so too).
-      if (exhausted_ && std::any_of(result.hypotheses.begin(), result.hypotheses.end(),
-                                    [&](const Hypothesis& x) { return x.options == out.options; }))
-        continue;
-      if (nbest_ > 1 && !exhausted_) out.winners = winners(finals[i], final_winners);
-      result.hypotheses.push_back(std::move(out));
+    if (last.entries.empty()) return result;
+    // Every complete hypothesis has one key (coverage full, </s> placed, no reordering state).
+    if (last.entries.size() != 1) throw std::logic_error("stack_search: complete hypotheses under several keys");
+    if (nbest_ == 1) {
+      const int best = last.entries.front().best;
+      result.hypotheses.push_back({arena_[static_cast<std::size_t>(best)].score, options_in(chain_of(best)), {}});
+      return result;
     }
+    list(last.entries.front().key, result);
     return result;
   }
 
@@ -307,27 +289,25 @@ class Search {
     return "more than " + std::to_string(o_.max_states) + " hypotheses (--max-states)";
   }
 
-  // ---- stacks and k-best lists
+  // ---- stacks and the search graph
 
+  // With nbest > 1 every push is kept as an arc of its key (the hypotheses Moses keeps as a
+  // winner's arcs): its score, its tail (the expanded key's winner, prev), its option and the
+  // delta added to the tail's score; the k best derivations are extracted lazily from them
+  // (kbest.h) once the search is done. Only the winner of each key is expanded, as in the 1-best
+  // search, so the keys expanded and their order are the 1-best's.
   template <class F>
   void for_each_hyp(const Stack<C>& stack, std::size_t e, F&& f) const {
-    const Entry<C>& entry = stack.entries[e];
-    if (nbest_ == 1) {
-      f(entry.best);
-    } else {
-      for (int h : stack.lists[static_cast<std::size_t>(entry.best)]) f(h);
-    }
+    f(stack.entries[e].best);
   }
-  int head(const Stack<C>& stack, const Entry<C>& entry) const {
-    return nbest_ == 1 ? entry.best : stack.lists[static_cast<std::size_t>(entry.best)].front();
-  }
+  int head(const Stack<C>&, const Entry<C>& entry) const { return entry.best; }
   double estimate(const Stack<C>& stack, const Entry<C>& entry) const {
     return arena_[static_cast<std::size_t>(head(stack, entry))].score + entry.future;
   }
 
-  // push(c, key, hyp) with insert_best into the key's list.
+  // push(c, key, hyp): score = prev's score + delta, as extend formed it.
   void push(int c, const C& cov, int last_t, int context, int last_s, int row, double future,
-            double score, int prev, int option) {
+            double score, double delta, int prev, int option) {
     Stack<C>& stack = stacks_[static_cast<std::size_t>(c)];
     const std::uint64_t h =
         key_hash(cov, last_t, context) ^ mix((static_cast<std::uint64_t>(static_cast<std::uint32_t>(row)) << 20) ^
@@ -343,31 +323,26 @@ class Search {
       stack.entries.push_back({cov, last_t, context, last_s, row, future, -1, -1});
       stack.index.insert(h, e);
       if (nbest_ > 1) {
-        stack.entries.back().best = static_cast<int>(stack.lists.size());
-        stack.lists.emplace_back();
         stack.entries.back().key = static_cast<int>(heads_.size());
         heads_.push_back(-1);
       }
     }
     Entry<C>& entry = stack.entries[static_cast<std::size_t>(e)];
+    const bool wins = entry.best < 0 || score > arena_[static_cast<std::size_t>(entry.best)].score;
     if (nbest_ == 1) {
-      if (entry.best >= 0 && score <= arena_[static_cast<std::size_t>(entry.best)].score) return;
-      entry.best = new_hyp(score, prev, option, -1);
+      if (wins) entry.best = new_hyp(score, prev, option, -1, delta);
       return;
     }
-    std::vector<int>& list = stack.lists[static_cast<std::size_t>(entry.best)];
-    const std::size_t k = static_cast<std::size_t>(nbest_);
-    if (list.size() >= k && score <= arena_[static_cast<std::size_t>(list.back())].score) return;
-    std::size_t i = list.size();
-    while (i > 0 && arena_[static_cast<std::size_t>(list[i - 1])].score < score) --i;
-    list.insert(list.begin() + static_cast<std::ptrdiff_t>(i), new_hyp(score, prev, option, entry.key));
-    if (list.size() > k) list.resize(k);
-    heads_[static_cast<std::size_t>(entry.key)] = list.front();
+    const int hyp = new_hyp(score, prev, option, entry.key, delta);  // an arc, whether it wins or not
+    if (wins) entry.best = heads_[static_cast<std::size_t>(entry.key)] = hyp;
   }
-  // key: nbest > 1, the key's number (key_of_), else unused.
-  int new_hyp(double score, int prev, int option, int key) {
+  // key and delta: nbest > 1, the key's number (key_of_) and the arc's delta (deltas_), else unused.
+  int new_hyp(double score, int prev, int option, int key, double delta) {
     arena_.push_back({score, prev, option});
-    if (nbest_ > 1) key_of_.push_back(key);
+    if (nbest_ > 1) {
+      key_of_.push_back(key);
+      deltas_.push_back(delta);
+    }
     return static_cast<int>(arena_.size() - 1);
   }
 
@@ -382,7 +357,8 @@ class Search {
     return lr_ ? std::make_tuple(opt.t, opt.s, p_.lr_row(opt.id)) : std::make_tuple(opt.t, 0, -1);
   }
 
-  // The hypotheses that placed h's options, first placed first (the start hypothesis not among them).
+  // The hypotheses that placed h's options, first placed first (the start hypothesis not among
+  // them), by the back-pointers: the chain of recombination winners that h extends.
   std::vector<int> chain_of(int h) const {
     std::vector<int> out;
     for (; arena_[static_cast<std::size_t>(h)].option >= 0; h = arena_[static_cast<std::size_t>(h)].prev) out.push_back(h);
@@ -390,43 +366,82 @@ class Search {
     return out;
   }
 
-  // The target words of h's derivation, in order (its translation, as a distinct list compares them).
-  std::vector<WordId> target_of(int h) const {
+  // The target words of a chain's options, in order (its translation, as a distinct list compares them).
+  std::vector<WordId> target_in(const std::vector<int>& chain) const {
     std::vector<WordId> out;
-    for (int x : chain_of(h)) {
+    for (int x : chain) {
       const Option& opt = p_.option(arena_[static_cast<std::size_t>(x)].option);
       if (opt.index >= 0) out.insert(out.end(), opt.words.begin(), opt.words.end());
     }
     return out;
   }
 
-  std::vector<int> options_of(int h) const {
+  std::vector<int> options_in(const std::vector<int>& chain) const {
     std::vector<int> out;
-    for (int x : chain_of(h)) out.push_back(p_.option(arena_[static_cast<std::size_t>(x)].option).index);
+    for (int x : chain) out.push_back(p_.option(arena_[static_cast<std::size_t>(x)].option).index);
     return out;
   }
 
-  // Hypothesis::winners of the complete hypothesis f (final_winners: each Moses final key's best
-  // complete hypothesis).
-  // Moses' n-best path through f's options is made of the hypotheses h_i = (winner of step i - 1's
-  // key) + option i; h_i won when its key's winner (the best hypothesis ever pushed under the key:
-  // heads_; for the last step, the best complete one of its Moses key) is exactly that.
-  std::vector<std::vector<int>> winners(int f, const std::map<std::tuple<int, int, int>, int>& final_winners) const {
-    const std::vector<int> chain = chain_of(f);
+  // The list (nbest > 1): the nbest best derivations of the final key `final_node`, extracted
+  // lazily from the search graph of arcs (push), best first; a distinct list keeps the first
+  // derivation of each translation among them, up to o_.distinct.
+  void list(int final_node, Result& result) const {
+    const std::size_t count = arena_.size();
+    std::vector<int> tails(count);
+    std::vector<double> best(count);
+    std::map<std::tuple<int, int, int>, int> final_winners;  // Moses' final key -> its best (the first)
+    for (std::size_t a = 0; a < count; ++a) {
+      const Hyp& hyp = arena_[a];
+      tails[a] = hyp.prev < 0 ? -1 : key_of_[static_cast<std::size_t>(hyp.prev)];
+      best[a] = hyp.score;
+      // (with nothing to translate the start is final: it has no phrase, no key)
+      if (key_of_[a] == final_node && hyp.option >= 0) {
+        auto got = final_winners.emplace(final_key(static_cast<int>(a)), static_cast<int>(a));
+        if (!got.second && hyp.score > arena_[static_cast<std::size_t>(got.first->second)].score) got.first->second = static_cast<int>(a);
+      }
+    }
+    LazyKBest graph(static_cast<int>(heads_.size()), key_of_, std::move(tails), deltas_, std::move(best));
+    const std::size_t wanted = static_cast<std::size_t>(o_.distinct > 0 ? o_.distinct : nbest_);
+    std::set<std::vector<WordId>> seen;
+    std::size_t j = 0;
+    for (; j < static_cast<std::size_t>(nbest_) && result.hypotheses.size() < wanted; ++j) {
+      const LazyKBest::Derivation* d = graph.get(final_node, j);
+      if (d == nullptr) break;
+      std::vector<int> chain = graph.arcs(final_node, j);
+      chain.erase(std::remove_if(chain.begin(), chain.end(), [&](int x) { return arena_[static_cast<std::size_t>(x)].option < 0; }),
+                  chain.end());
+      if (o_.distinct > 0 && !seen.insert(target_in(chain)).second) continue;
+      Hypothesis out;
+      out.score = d->score;
+      out.options = options_in(chain);
+      // Over budget the anchor's minimal step may be taken twice (once among its candidates, once
+      // after the budget ran out): the same derivation is then listed once (stack.py does so too).
+      if (exhausted_ && std::any_of(result.hypotheses.begin(), result.hypotheses.end(),
+                                    [&](const Hypothesis& x) { return x.options == out.options; }))
+        continue;
+      if (!exhausted_) out.winners = winners(chain, final_winners);
+      result.hypotheses.push_back(std::move(out));
+    }
+  }
+
+  // Hypothesis::winners of the derivation whose arcs are `chain` (final_winners: each Moses
+  // final key's best complete hypothesis). Moses' n-best path through its options is made of the
+  // hypotheses h_i = (winner of step i - 1's key) + option i, which are the chain's arcs (each
+  // arc extends its tail key's winner); h_i won when its key's winner (the best hypothesis ever
+  // pushed under the key: heads_; for the last step, the best complete one of its Moses key) is
+  // exactly that.
+  std::vector<std::vector<int>> winners(const std::vector<int>& chain,
+                                        const std::map<std::tuple<int, int, int>, int>& final_winners) const {
     std::vector<std::vector<int>> out;
-    // the start hypothesis, its key's only one
-    int won = chain.empty() ? f : arena_[static_cast<std::size_t>(chain.front())].prev;
+    if (chain.empty()) return out;
+    int won = arena_[static_cast<std::size_t>(chain.front())].prev;  // the start hypothesis, its key's only one
     for (std::size_t i = 0; i < chain.size(); ++i) {
       const int x = chain[i];
-      int w = x;
-      if (i + 1 < chain.size()) {
-        w = heads_[static_cast<std::size_t>(key_of_[static_cast<std::size_t>(x)])];
-      } else {
-        w = final_winners.at(final_key(x));
-      }
+      const int w = i + 1 < chain.size() ? heads_[static_cast<std::size_t>(key_of_[static_cast<std::size_t>(x)])]
+                                         : final_winners.at(final_key(x));
       const Hyp& hw = arena_[static_cast<std::size_t>(w)];
       const bool same = hw.option == arena_[static_cast<std::size_t>(x)].option && hw.prev == won;
-      out.push_back(same ? std::vector<int>{} : options_of(w));
+      out.push_back(same ? std::vector<int>{} : options_in(chain_of(w)));
       won = w;
     }
     return out;
@@ -623,7 +638,7 @@ class Search {
     }
     const int target = c + opt.t - opt.s + 1;
     for (std::size_t h = 0; h < scores_.size(); ++h)
-      push(target, key_cov, key_t, key_context, key_s, key_row, future, scores_[h] + delta, prevs_[h], opt.id);
+      push(target, key_cov, key_t, key_context, key_s, key_row, future, scores_[h] + delta, delta, prevs_[h], opt.id);
   }
 
   const Problem& p_;
@@ -642,6 +657,7 @@ class Search {
   std::vector<Stack<C>> stacks_;
   std::vector<Hyp> arena_;
   std::vector<int> key_of_, heads_;  // nbest > 1: each hypothesis' key; each key's best hypothesis
+  std::vector<double> deltas_;       // nbest > 1: each hypothesis' delta (push)
   long created_ = 0, states_ = 0, transitions_ = 0;
   // scratch
   std::vector<int> kept_, ranked_;

@@ -19,14 +19,15 @@ def _off(value: float | None) -> float:
     return -1.0 if value is None else float(value)
 
 
-def core_options(options: StackOptions, examined: int | None = None) -> _core.StackOptions:
+def core_options(options: StackOptions) -> _core.StackOptions:
     """The core's ``StackOptions`` from the dataclass, field for field (the core restates no default):
     for ``--method stack`` and for the lower bound ``--method exact`` runs in the core
-    (:mod:`fstdecode.search.native_exact`). ``examined``: for a distinct list (``unique``), the
-    derivations to look at, of which the core keeps the first of each translation."""
+    (:mod:`fstdecode.search.native_exact`). A distinct list (``unique``) of k translations looks
+    at the :func:`distinct_search_size` best derivations (Moses' n-best-factor), extracted lazily
+    in the core, of which it keeps the first of each translation."""
     listed = options.unique and options.nbest > 1
     return _core.StackOptions(
-        nbest=examined if listed and examined else options.nbest,
+        nbest=distinct_search_size(options.nbest) if listed else options.nbest,
         distinct=options.nbest if listed else 0,
         max_states=core_budget(options.max_states),
         beam_size=options.beam_size,
@@ -42,11 +43,7 @@ def stack_search(problem: SearchProblem, options: StackOptions = StackOptions())
     """``--method stack`` (:mod:`fstdecode.search.stack`, native/stack.cpp): the k best derivations
     the beam keeps (``optimal`` False); SearchLimitError over budget, SearchError when every
     hypothesis was pruned."""
-    core = native_form(problem).core
-    if options.unique and options.nbest > 1:
-        result = _distinct(core, options)
-    else:
-        result = _core.stack_search(core, core_options(options))
+    result = _core.stack_search(native_form(problem).core, core_options(options))
     if result.status == "none":
         # The message names the settings to widen, formatted here.
         raise SearchError(
@@ -55,20 +52,6 @@ def stack_search(problem: SearchProblem, options: StackOptions = StackOptions())
             f"{options.beam_threshold}, early threshold {options.threshold if options.early_pruning else None})"
         )
     return to_result(problem, result)
-
-
-def _distinct(core: _core.Problem, options: StackOptions) -> _core.Result:
-    """A distinct list of ``options.nbest`` translations, in the core, by DistinctSearcher's rule
-    (:mod:`fstdecode.search.kbest`): it looks at the 2k best derivations, then 4 times more while
-    fewer than k translations came of a full look, up to :func:`distinct_search_size` (Moses'
-    n-best-factor); each look keeps the first derivation of each translation."""
-    k = options.nbest
-    size, limit = 2 * k, distinct_search_size(k)
-    while True:
-        result = _core.stack_search(core, core_options(options, examined=size))
-        if result.status or len(result.hypotheses) >= k or result.examined < size or size >= limit:
-            return result
-        size = min(4 * size, limit)
 
 
 register("stack", StackOptions, function=stack_search, exact=False, distinct=True,
