@@ -82,6 +82,15 @@ void bind_language_model(py::module_& m) {
           },
           "ln p(w | context) over ids, the most recent word last", py::arg("context"), py::arg("w"))
       .def(
+          "log10_float",
+          [](const LanguageModel& lm, const std::vector<WordId>& context, WordId w) {
+            check_any_ids(lm, context);
+            check_any_ids(lm, {w});
+            return lm.log10_float(context.data(), length(context), w);
+          },
+          "log10 p(w | context) as KenLM's FullScore gives it to Moses: a float, summed in float",
+          py::arg("context"), py::arg("w"))
+      .def(
           "unigram",
           [](const LanguageModel& lm, WordId w) {
             check_any_ids(lm, {w});

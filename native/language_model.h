@@ -59,6 +59,15 @@ class LanguageModel {
   virtual WordId unk() const = 0;
   // ln p(w | ctx[0..n)), the context's most recent word last; only the last order()-1 are used.
   virtual double logprob(const WordId* ctx, int n, WordId w) const = 0;
+  // log10 p(w | ctx[0..n)) as KenLM's FullScore returns it to Moses, a float: the longest stored
+  // n-gram's probability, then each backoff the match leaves out, shortest context first, each
+  // value a float (its log10 as the file spells it) added in float. Moses' n-best numbers are
+  // summed from these (fstdecode/cli/moses_float.py). The default rounds logprob to float (equal
+  // to it but for the last digits: a model whose tables it cannot walk); NgramLM and RestrictedLM
+  // walk their tables.
+  virtual float log10_float(const WordId* ctx, int n, WordId w) const {
+    return static_cast<float>(logprob(ctx, n, w) / 2.302585092994046);
+  }
   // ln p(w) as stored.
   virtual double unigram(WordId w) const = 0;
   // ln backoff of the n-gram ctx[0..n) (0 when absent or n >= order()).

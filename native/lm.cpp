@@ -541,6 +541,37 @@ double NgramLM::logprob(const WordId* ctx, int n, WordId w) const {
       unigrams_[static_cast<std::size_t>(w)].prob);
 }
 
+namespace {
+// A stored natural log as the float of its log10 (the file's value; an infinity stays one).
+float log10_of(double ln) { return std::isfinite(ln) ? static_cast<float>(ln / kLn10) : static_cast<float>(ln); }
+}  // namespace
+
+float NgramLM::log10_float(const WordId* ctx, int n, WordId w) const {
+  clip_context(ctx, n, order_);
+  std::vector<std::uint64_t> hw(static_cast<std::size_t>(n) + 1), hc(static_cast<std::size_t>(n) + 1);
+  ngram_hash::query_keys(ctx, n, w, [&](int L, std::uint64_t kw, std::uint64_t kc) {
+    hw[static_cast<std::size_t>(L)] = kw;
+    hc[static_cast<std::size_t>(L)] = kc;
+  });
+  int match = 0;  // the context words of the longest stored n-gram
+  double prob = unigrams_[static_cast<std::size_t>(w)].prob;
+  for (int L = n; L >= 1; --L) {
+    const Entry* e = tables_[static_cast<std::size_t>(L - 1)].find(hw[static_cast<std::size_t>(L)]);
+    if (e != nullptr && e->stored) {
+      match = L;
+      prob = e->prob;
+      break;
+    }
+  }
+  float score = log10_of(prob);
+  for (int L = match + 1; L <= n; ++L) {  // the contexts the match leaves out, shortest first
+    const Entry* b = L == 1 ? &unigrams_[static_cast<std::size_t>(ctx[n - 1])]
+                            : tables_[static_cast<std::size_t>(L - 2)].find(hc[static_cast<std::size_t>(L)]);
+    if (b != nullptr && b->backoff != 0.0) score += log10_of(b->backoff);
+  }
+  return score;
+}
+
 void NgramLM::prefetch(const WordId* ctx, int n, WordId w) const {
   clip_context(ctx, n, order_);
   // The keys logprob computes (hw[L], hc[L]), in the same fold.

@@ -69,6 +69,7 @@ class NgramLM final : public LanguageModel {
 
   // ln p(w | ctx[0..n)), the context's most recent word last; only the last order-1 are used.
   double logprob(const WordId* ctx, int n, WordId w) const override;
+  float log10_float(const WordId* ctx, int n, WordId w) const override;
   // Prefetches the slots logprob(ctx, n, w) probes first (each order's home slot).
   void prefetch(const WordId* ctx, int n, WordId w) const override;
   // ln p(w) as stored (ArpaLM.unigram_logprob); w must be a valid id.

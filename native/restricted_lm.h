@@ -46,6 +46,14 @@ class RestrictedLM final : public LanguageModel {
     }
     return base_->logprob(ctx, n, w);
   }
+  float log10_float(const WordId* ctx, int n, WordId w) const override {
+    const int keep = order_ - 1;
+    if (n > keep) {
+      ctx += n - keep;
+      n = keep;
+    }
+    return base_->log10_float(ctx, n, w);
+  }
   void prefetch(const WordId* ctx, int n, WordId w) const override {
     const int keep = order_ - 1;
     if (n > keep) {

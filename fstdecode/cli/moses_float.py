@@ -19,7 +19,8 @@ were made with 34452895, whose versions of these functions are the ones below):
 * **KENLM** (``moses/LM/Ken.cpp`` @ 00c35fb5, ``LanguageModelKen::CalcScore`` and
   ``LanguageModelKen::EvaluateWhenApplied``): KenLM returns each word's log10 probability as a
   float (the n-gram's prob plus the context backoffs, shortest context first: KenLM's
-  ``FullScore``). In isolation, the phrase's words are summed in float with in-phrase context;
+  ``FullScore``; the core's ``LanguageModel.log10_float`` walks an ARPA file's tables so, while
+  an LM image or a KenLM binary gives its value rounded to float). In isolation, the phrase's words are summed in float with in-phrase context;
   ``B`` is the sum after the first ``order - 1`` words, ``F`` after all; the option carries
   ``TransformLMScore(F - B)``. When applied, the first ``order - 1`` words are scored in their
   sentence context (and ``</s>`` when the hypothesis completes the source), summed in float and
@@ -62,23 +63,16 @@ were made with 34452895, whose versions of these functions are the ones below):
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
+from fstdecode._native import core as _core
 from fstdecode.io.arpa import BOS, EOS, LN10, ArpaError, ArpaLM
-from fstdecode.io.binarized import is_lm_image
-from fstdecode.io.kenlm_binary import is_kenlm_binary
 from fstdecode.model.features import MOSES_KINDS, UNKNOWN_WORD_VALUE, MosesFeature
 
 f32 = np.float32
-
-#: The largest ARPA file read again (in Python) for KenLM's per-word float values. Beyond it, or
-#: for a KenLM binary or an LM image, the native LM's values rounded to float stand in, so the LM
-#: feature may differ from Moses' in its 6th digit: a real-size LM is not loaded twice.
-KENLM_REREAD_BYTES = 64 * 2**20
 
 #: ``TransformLMScore``'s constant, a float literal in moses/Util.h.
 LN10_F = f32(2.30258509299405)
@@ -150,6 +144,31 @@ class KenScorer:
         return [self.lm.word(w) for w in words]
 
 
+class NativeKenScorer:
+    """:class:`KenScorer`'s values from the native core's LM (``LanguageModel.log10_float``: an
+    ARPA file's tables walked as KenLM's ``FullScore`` does, in float; for an LM image or a KenLM
+    binary, its log-probability rounded to float, which may differ from Moses' in the 6th
+    digit). Words are the LM's ids, each looked up once."""
+
+    def __init__(self, core) -> None:
+        self._core = core
+        self.order = core.order
+        self._ids: dict = {}
+
+    def _id(self, word: str) -> int:
+        got = self._ids.get(word)
+        if got is None:
+            got = self._ids[word] = self._core.index(word)
+        return got
+
+    def word(self, context: Sequence[str], word: str) -> np.float32:
+        ctx = [self._id(w) for w in context[-(self.order - 1):]] if self.order > 1 and context else []
+        return f32(self._core.log10_float(ctx, self._id(word)))
+
+    def map(self, words: Sequence[str]) -> list[str]:
+        return list(words)
+
+
 @dataclass(frozen=True)
 class Emulated:
     """A derivation's numbers as Moses prints them: feature values by fstdecode weight name
@@ -166,17 +185,18 @@ class MosesFloat:
         self.model = model
         self.layout = tuple(layout)
         lm = model.lm
-        arpa = lm if isinstance(lm, ArpaLM) else None
-        path = getattr(lm, "_source", None) or getattr(lm, "path", None)
-        if arpa is None and path and os.path.isfile(path) and not is_kenlm_binary(path) and not is_lm_image(path) \
-                and os.path.getsize(path) <= KENLM_REREAD_BYTES:
-            try:
-                arpa = ArpaLM.from_file(path, lm.order)
-            except (ArpaError, OSError, ValueError):  # not an ARPA file: the LM's own values instead
-                arpa = None
-        self.ken = KenScorer(arpa) if arpa is not None else None
+        if isinstance(lm, ArpaLM):
+            self.ken = KenScorer(lm)
+        elif isinstance(getattr(lm, "core", None), _core.LanguageModel):
+            self.ken = NativeKenScorer(lm.core)
+        else:  # (no LM tables to walk: its own values, rounded to float)
+            self.ken = None
         self._names = [MOSES_KINDS[f.kind] for f in self.layout]  # the dense features, in order
         self._matrices: dict = {}
+        self._roots: dict = {}  # (source, num_tm, with_estimate) -> the trie of its chains' hypotheses (chain)
+        self._isolations: dict = {}  # target words -> lm_isolation
+        self._map = self.ken.map if self.ken is not None else (lambda ws: list(ws))
+        self._eos = self._map([EOS])[0] if self.ken is not None else EOS
         #: Emulate the future-cost estimate's rounding (``m_futureScore - m_estimatedScore``).
         self.with_estimate = True
         w = model.weights
@@ -205,88 +225,79 @@ class MosesFloat:
                 before = acc
         return transform_lm(f32(acc - before)), transform_lm(acc)
 
-    def lm_deltas(self, phrases, complete: bool = True) -> list[np.float32]:
-        """Each hypothesis' KENLM delta (``LanguageModelKen::CalcScore`` + ``EvaluateWhenApplied``);
-        ``complete``: the last one completes the source (``</s>`` is scored)."""
+    def lm_delta(self, history: tuple[str, ...], words: Sequence[str], closes: bool) -> np.float32:
+        """A hypothesis' KENLM delta (``LanguageModelKen::CalcScore`` + ``EvaluateWhenApplied``)
+        placing ``words`` (spelled as the LM does) after ``history`` (at least the last
+        ``order - 1`` words, <s> first); ``closes``: it completes the source (``</s>`` is scored)."""
         order = self.model.lm.order
-        mapw = self.ken.map if self.ken is not None else (lambda ws: list(ws))
-        history = [BOS]
-        out = []
-        for i, p in enumerate(phrases):
-            words = mapw(p.target)
-            m = len(words)
-            boundary = min(order - 1, m)
-            ngram = self.lm_isolation(words)[0]
-            applied = f32(0.0)
-            for j in range(boundary):
-                ctx = (history + words[:j])[-(order - 1):] if order > 1 else []
-                s = self._lm_word(ctx, words[j])
-                applied = s if j == 0 else f32(applied + s)
-            history = history + words
-            closes = complete and i == len(phrases) - 1
-            if closes:
-                ctx = history[-(order - 1):] if order > 1 else []
-                applied = f32(applied + self._lm_word(ctx, mapw([EOS])[0] if self.ken else EOS))
-            out.append(f32(ngram + transform_lm(applied)) if (m or closes) else f32(0.0))
-        return out
+        m = len(words)
+        if not m and not closes:
+            return f32(0.0)
+        boundary = min(order - 1, m)
+        ngram = self._isolation(words)[0]
+        applied = f32(0.0)
+        for j in range(boundary):
+            ctx = (history + tuple(words[:j]))[-(order - 1):] if order > 1 else ()
+            s = self._lm_word(ctx, words[j])
+            applied = s if j == 0 else f32(applied + s)
+        if closes:
+            full = history + tuple(words)
+            ctx = full[-(order - 1):] if order > 1 else ()
+            applied = f32(applied + self._lm_word(ctx, self._eos))
+        return f32(ngram + transform_lm(applied))
+
+    def _isolation(self, words: Sequence[str]) -> tuple[np.float32, np.float32]:
+        key = tuple(words)
+        got = self._isolations.get(key)
+        if got is None:
+            got = self._isolations[key] = self.lm_isolation(words)
+        return got
 
     # ------------------------------------------------------------------ reordering, distortion
 
-    def lr_deltas(self, phrases) -> list[list[np.float32]]:
-        """Each hypothesis' LexicalReordering delta, one float per component."""
+    def lr_row(self, p):
+        """Phrase ``p``'s LexicalReordering scores as Moses holds them: the table's probabilities
+        as floored float logs, else default-scores (``TransformScore``, not floored), else None
+        (no cost)."""
+        rm = self.model.reordering
+        found = rm.table.lookup(p.pair.source, p.pair.target)
+        if found is not None:
+            return [tm_value(v) for v in found]
+        if rm.default_scores is not None:
+            return [f32(v) for v in rm.default_scores]
+        return None
+
+    def lr_delta(self, prev, prev_row, p, row) -> list[np.float32]:
+        """The LexicalReordering delta of placing ``p`` (scores ``row``) after ``prev`` (None at the
+        start; its scores ``prev_row``), one float per component: its backward score for the
+        orientation, and the previous phrase's forward score."""
         from fstdecode.model.lexical_reordering import BACKWARD, FORWARD, first_orientation, orientation
 
-        rm = self.model.reordering
-        cfg = rm.config
-        rows = []
-        for p in phrases:
-            found = rm.table.lookup(p.pair.source, p.pair.target)
-            if found is not None:  # table probabilities: floored float logs
-                rows.append([tm_value(v) for v in found])
-            elif rm.default_scores is not None:  # default-scores: TransformScore, not floored
-                rows.append([f32(v) for v in rm.default_scores])
-            else:  # no scores: no cost
-                rows.append(None)
-        out = []
-        for i, p in enumerate(phrases):
-            delta = [f32(0.0)] * cfg.num_features
-            cur = (p.start, p.end)
-            prev = (phrases[i - 1].start, phrases[i - 1].end) if i else None
-            o = first_orientation(cfg, cur[0]) if prev is None else orientation(cfg, prev, cur)
-            if BACKWARD in cfg.directions and rows[i] is not None:
-                idx = cfg.feature_index(BACKWARD, o)
-                delta[idx] = f32(delta[idx] + rows[i][cfg.offset(BACKWARD) + o])
-            if FORWARD in cfg.directions and i > 0 and rows[i - 1] is not None:
-                idx = cfg.feature_index(FORWARD, o)
-                delta[idx] = f32(delta[idx] + rows[i - 1][cfg.offset(FORWARD) + o])
-            out.append(delta)
-        return out
+        cfg = self.model.reordering.config
+        delta = [f32(0.0)] * cfg.num_features
+        o = first_orientation(cfg, p.start) if prev is None else orientation(cfg, (prev.start, prev.end), (p.start, p.end))
+        if BACKWARD in cfg.directions and row is not None:
+            idx = cfg.feature_index(BACKWARD, o)
+            delta[idx] = f32(delta[idx] + row[cfg.offset(BACKWARD) + o])
+        if FORWARD in cfg.directions and prev is not None and prev_row is not None:
+            idx = cfg.feature_index(FORWARD, o)
+            delta[idx] = f32(delta[idx] + prev_row[cfg.offset(FORWARD) + o])
+        return delta
 
-    def distortion_deltas(self, n: int, phrases) -> list[float]:
-        """Each hypothesis' Distortion delta (``DistortionScoreProducer::CalculateDistortionScore``)."""
-        out, prev, covered, gap = [], None, [False] * n, 0
-        early = self.model.early_distortion_cost
-        for p in phrases:
-            s, t = p.start, p.end
-            if not early:
-                out.append(-float(abs((prev[1] if prev else -1) + 1 - s)))
-            else:
-                prefix_end = gap - 1
-                if s == prefix_end + 1:
-                    v = 0
-                elif prev is not None and t < prev[1]:
-                    v = -2 * (t - s + 1)
-                elif prev is None or prev[1] <= prefix_end:
-                    v = -2 * ((s - prefix_end - 1) + (t - s + 1))
-                else:
-                    v = -2 * ((s - prev[1] - 1) + (t - s + 1))
-                out.append(float(v))
-            for k in range(s, t + 1):
-                covered[k] = True
-            while gap < n and covered[gap]:
-                gap += 1
-            prev = (s, t)
-        return out
+    def distortion_delta(self, prev, gap: int, p) -> float:
+        """A hypothesis' Distortion delta (``DistortionScoreProducer::CalculateDistortionScore``):
+        ``prev`` the previous phrase (None at the start), ``gap`` the first uncovered word."""
+        s, t = p.start, p.end
+        if not self.model.early_distortion_cost:
+            return -float(abs((prev.end if prev is not None else -1) + 1 - s))
+        prefix_end = gap - 1
+        if s == prefix_end + 1:
+            return 0.0
+        if prev is not None and t < prev.end:
+            return float(-2 * (t - s + 1))
+        if prev is None or prev.end <= prefix_end:
+            return float(-2 * ((s - prefix_end - 1) + (t - s + 1)))
+        return float(-2 * ((s - prev.end - 1) + (t - s + 1)))
 
     # ------------------------------------------------------------------ the future-cost estimate
 
@@ -302,8 +313,7 @@ class MosesFloat:
     def option_future(self, pair, num_tm: int) -> np.float32:
         """A translation option's ``TargetPhrase::EvaluateInIsolation`` future score: the
         weighted in-isolation scores plus the weighted LM estimate (``full - ngram``), in float."""
-        mapw = self.ken.map if self.ken is not None else (lambda ws: list(ws))
-        ngram, full = self.lm_isolation(mapw(pair.target))
+        ngram, full = self._isolation(self._map(pair.target))
         delta = {
             "lm": [ngram],
             "tm": [tm_value(v) for v in pair.scores] if len(pair.scores) == num_tm else [f32(0.0)] * num_tm,
@@ -395,33 +405,71 @@ class MosesFloat:
     def chain(self, source, phrases, num_tm: int) -> tuple[dict, np.float32]:
         """The breakdown (float sums by weight name) and ``m_futureScore`` of the hypothesis whose
         own chain places ``phrases`` (target order), as Moses accumulates them hypothesis by
-        hypothesis; ``</s>`` is scored when they cover the source."""
+        hypothesis; ``</s>`` is scored when they cover the source. Each chain's hypotheses are
+        kept (a trie of the sentence's chains), so a chain that extends a known one costs only
+        its new hypotheses: the n-best paths of a sentence share most of theirs."""
+        node = self._root(source, num_tm)
+        for p in phrases:
+            child = node.children.get(id(p))
+            if child is None:
+                child = node.children[id(p)] = self._step(source, node, p, num_tm)
+            node = child
+        return node.sums, node.total
+
+    def _root(self, source, num_tm: int) -> "_Hypo":
+        key = (source, num_tm, self.with_estimate)
+        root = self._roots.get(key)
+        if root is None:
+            if len(self._roots) > 8:
+                self._roots.clear()
+                self._isolations.clear()
+            root = self._roots[key] = _Hypo(None, None, None, 0, 0, (BOS,), {}, f32(0.0), f32(0.0))
+        return root
+
+    def _step(self, source, node: "_Hypo", p, num_tm: int) -> "_Hypo":
+        """The hypothesis that extends ``node`` by phrase ``p`` (Moses' order of sums, as above)."""
         n = len(source)
-        complete = sum(p.end - p.start + 1 for p in phrases) == n
-        deltas = []  # per hypothesis: {name: [float32, ...]}
-        lm = self.lm_deltas(phrases, complete)
-        lr = self.lr_deltas(phrases) if self.model.reordering is not None else [[] for _ in phrases]
-        dist = self.distortion_deltas(n, phrases)
-        for i, p in enumerate(phrases):
-            deltas.append({
-                "lm": [lm[i]],
-                "tm": [tm_value(v) for v in p.pair.scores] if len(p.pair.scores) == num_tm else [f32(0.0)] * num_tm,
-                "distortion": [f32(dist[i])],
-                "word": [f32(-len(p.target))],
-                "phrase": [f32(1.0)],
-                "unknown": [f32(UNKNOWN_WORD_VALUE * len(p.pair.source)) if p.pair.unknown else f32(0.0)],
-                "lr": lr[i],
-            })
-        matrix = self.future_matrix(source, num_tm) if self.with_estimate else None
-        sums = {name: [f32(0.0)] * len(deltas[0][name]) for name in deltas[0]} if deltas else {}
-        covered = [False] * n
-        score = total = f32(0.0)
-        for p, delta in zip(phrases, deltas):
-            for k in range(p.start, p.end + 1):
-                covered[k] = True
-            est = self.estimate(matrix, covered) if matrix is not None else f32(0.0)
-            total = f32(f32(f32(self._inner(delta) + est)) + score)  # m_futureScore
-            score = f32(total - est)  # GetScore()
-            for name, vs in delta.items():
-                sums[name] = [f32(a + b) for a, b in zip(sums[name], vs)]
-        return sums, total
+        covered = node.covered
+        for k in range(p.start, p.end + 1):
+            covered |= 1 << k
+        gap = node.gap
+        while gap < n and covered >> gap & 1:
+            gap += 1
+        closes = covered == (1 << n) - 1
+        words = tuple(self._map(p.target))
+        order = self.model.lm.order
+        row = self.lr_row(p) if self.model.reordering is not None else None
+        delta = {
+            "lm": [self.lm_delta(node.history, words, closes)],
+            "tm": [tm_value(v) for v in p.pair.scores] if len(p.pair.scores) == num_tm else [f32(0.0)] * num_tm,
+            "distortion": [f32(self.distortion_delta(node.phrase, node.gap, p))],
+            "word": [f32(-len(p.target))],
+            "phrase": [f32(1.0)],
+            "unknown": [f32(UNKNOWN_WORD_VALUE * len(p.pair.source)) if p.pair.unknown else f32(0.0)],
+            "lr": self.lr_delta(node.phrase, node.row, p, row) if self.model.reordering is not None else [],
+        }
+        if self.with_estimate:
+            est = self.estimate(self.future_matrix(source, num_tm), [bool(covered >> k & 1) for k in range(n)])
+        else:
+            est = f32(0.0)
+        total = f32(f32(f32(self._inner(delta) + est)) + node.score)  # m_futureScore
+        score = f32(total - est)  # GetScore()
+        sums = {name: [f32(a + b) for a, b in zip(node.sums.get(name, [f32(0.0)] * len(vs)), vs)]
+                for name, vs in delta.items()}
+        history = (node.history + words)[-(order - 1):] if order > 1 else ()
+        # p is kept (as phrase): the trie's keys are its id, which no other object takes while it lives.
+        return _Hypo(p, row, node, covered, gap, history, sums, score, total)
+
+
+class _Hypo:
+    """One hypothesis of a chain (:meth:`MosesFloat.chain`): its phrase and reordering scores, the
+    coverage (a bit set) and first uncovered word, the LM history (the last order - 1 words), the
+    running breakdown, ``GetScore()`` and ``m_futureScore``; ``children`` by their phrase's id."""
+
+    __slots__ = ("phrase", "row", "parent", "covered", "gap", "history", "sums", "score", "total", "children")
+
+    def __init__(self, phrase, row, parent, covered, gap, history, sums, score, total) -> None:
+        self.phrase, self.row, self.parent = phrase, row, parent
+        self.covered, self.gap, self.history = covered, gap, history
+        self.sums, self.score, self.total = sums, score, total
+        self.children: dict = {}

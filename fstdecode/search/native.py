@@ -18,6 +18,7 @@ parsed from the same file once per (path, order) and kept for the process.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import os
 import threading
@@ -328,7 +329,9 @@ def to_result(problem: SearchProblem, result: Any) -> SearchResult:
     status = result.status
     hypotheses, winners = (), None
     if result.hypotheses:
-        phrase = native_form(problem).phrase
+        # One Phrase per option index, shared by every derivation that places it (the n-best
+        # lists' derivations and winners share most of theirs; MosesFloat.chain keys on them).
+        phrase = functools.lru_cache(maxsize=None)(native_form(problem).phrase)
         hypotheses = tuple((h.score, tuple(phrase(i) for i in h.options)) for h in result.hypotheses)
         if any(h.winners for h in result.hypotheses):  # the stack decoder's n-best lists
             winners = tuple(

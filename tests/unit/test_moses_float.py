@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 from shared import arpa_text, data_path, run_cli
 
-from fstdecode.cli.moses_float import LN10_F, KenScorer, MosesFloat, fsum, tm_value, transform_lm
+from fstdecode.cli.moses_float import LN10_F, KenScorer, MosesFloat, NativeKenScorer, fsum, tm_value, transform_lm
 from fstdecode.io.arpa import ArpaLM
+from fstdecode.io.native_lm import NativeLM
 
 f32 = np.float32
 
@@ -62,6 +63,36 @@ def test_kenlm_word_scores_add_backoffs_shortest_context_first(tmp_path):
     assert ken.word([], "b") == f32(-0.9)
     # an unknown word is <unk> (-100, KenLM's default) plus the context backoffs
     assert ken.word(ken.map(["b"]), ken.map(["zzz"])[0]) == f32(f32(-100.0) + f32(-0.2))
+
+
+def test_native_lm_float_scores_are_kenscorers(tmp_path):
+    """The core's LanguageModel.log10_float walks the tables as KenScorer (Python's reader) does."""
+    python = KenScorer(_lm(tmp_path))
+    native = NativeKenScorer(NativeLM.from_file(tmp_path / "lm.arpa").core)
+    words = ["<s>", "a", "b", "c", "</s>", "zzz"]
+    for w in words[1:]:
+        for context in ([], ["a"], ["b"], ["<s>"], ["<s>", "a"], ["a", "b"], ["c", "a", "b"], ["zzz", "a"]):
+            assert native.word(context, w) == python.word(python.map(context), python.map([w])[0]), (context, w)
+
+
+def test_native_lm_float_scores_are_kenlms_on_the_un_lm():
+    """Against the kenlm package (KenLM's own FullScore, a float) on a real trigram LM: every word
+    of the Hansards references (English) in its sentence context, </s> included."""
+    kenlm = pytest.importorskip("kenlm")
+    path = data_path("english-lm-un", "lm.en.arpa")
+    model = kenlm.Model(str(path))
+    native = NativeKenScorer(NativeLM.from_file(path).core)
+    lines = data_path("hansards-fr-en-decoder", "ref").read_text(encoding="utf-8").lower().splitlines()[:30]
+    checked = 0
+    for line in lines:
+        words = line.split()
+        want = [f32(prob) for prob, _, _ in model.full_scores(" ".join(words), bos=True, eos=True)]
+        history = ["<s>"]
+        for w, expected in zip(words + ["</s>"], want):
+            assert native.word(history, w) == expected, (line, w)
+            history.append(w)
+            checked += 1
+    assert checked > 200
 
 
 def test_estimate_sums_gaps_left_to_right():
