@@ -148,11 +148,15 @@ def nbest(result: DecodeResult, layout: tuple[MosesFeature, ...], opts: MosesOut
     """The n-best entries of ``result`` (Moses writes none for a line it cannot translate).
 
     ``emulator`` (a :class:`~fstdecode.cli.moses_float.MosesFloat`), when given, supplies the
-    feature values and the total in Moses' float arithmetic."""
+    feature values and the total in Moses' float arithmetic, and the entries are in the order of
+    those totals, as Moses ranks its paths (a stable sort: derivations whose float totals are
+    equal keep the search's order, which is by the exact totals)."""
     ident = result.id + opts.start_id
     lines = []
-    for d in result.derivations:
-        emulated = emulator.emulate(d) if emulator is not None else None
+    entries = [(d, emulator.emulate(d) if emulator is not None else None) for d in result.derivations]
+    if emulator is not None:
+        entries.sort(key=lambda entry: -entry[1].total)
+    for d, emulated in entries:
         feats = features_field(d, layout, opts.labeled, opts.float_tm,
                                emulated.values if emulated is not None else None)
         total = emulated.total if emulated is not None else d.score

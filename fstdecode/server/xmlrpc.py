@@ -163,7 +163,11 @@ def translate_reply(
     reply: dict[str, Any] = {"text": surface(best)}
     reply.update(_alignments(best, call))
     if call.nbest:
-        reply["nbest"] = [_nbest_entry(d, call, scores) for d in result.derivations[: call.nbest]]
+        # In the order of the totals given, as Moses ranks its paths by its float totals (stable:
+        # equal totals keep the search's order), as fstdecode moses writes its lists.
+        scored = [(d, scores(d)) for d in result.derivations[: call.nbest]]
+        scored.sort(key=lambda entry: -entry[1][1])
+        reply["nbest"] = [_nbest_entry(d, call, fvals, total) for d, (fvals, total) in scored]
     return reply
 
 
@@ -176,8 +180,7 @@ def _alignments(d: Derivation, call: TranslateCall) -> dict[str, Any]:
     return out
 
 
-def _nbest_entry(d: Derivation, call: TranslateCall, scores: Callable[[Derivation], tuple[str, float]]) -> dict[str, Any]:
-    fvals, total = scores(d)
+def _nbest_entry(d: Derivation, call: TranslateCall, fvals: str, total: float) -> dict[str, Any]:
     return {"hyp": surface(d), "totalScore": total, "fvals": fvals, **_alignments(d, call)}
 
 

@@ -1,7 +1,8 @@
 """Golden check: the scorer reproduces Moses' lexicalized-reordering n-best lists feature by feature.
 
 ``moses-lexreo-europarl-fr-en/truth/moses-nbest-100.txt`` holds Moses' 100-best
-lists (distinct translations) of the 5 sentences, with every feature value and
+lists (plain lists: its moses.ini's ``100 distinct`` on one line is no distinct list to Moses)
+of the 5 sentences, with every feature value and
 the segmentation. Each entry is rebuilt as a derivation from the phrase table
 and scored with that folder's moses.ini (5-gram LM, msd-bidirectional-fe
 reordering, d = 6, Moses' distortion semantics): every LexicalReordering, LM,
