@@ -211,6 +211,7 @@ template <class C>
 struct Stack {
   std::vector<Entry<C>> entries;  // in order of creation (Python's dict order)
   Index index;
+  double best_so_far = NEG_INF;  // StackOptions::moses_nbest: the best estimate pushed so far
   void release() {
     std::vector<Entry<C>>().swap(entries);
     index.release();
@@ -332,6 +333,12 @@ class Search {
     if (nbest_ == 1) {
       if (wins) entry.best = new_hyp(score, prev, option, -1, delta);
       return;
+    }
+    if (o_.moses_nbest && o_.beam_threshold >= 0) {
+      const double estimate = score + entry.future;
+      const bool below = estimate < stack.best_so_far - o_.beam_threshold;
+      stack.best_so_far = std::max(stack.best_so_far, estimate);
+      if (!wins && below) return;  // discarded, as Moses discards it (StackOptions::moses_nbest)
     }
     const int hyp = new_hyp(score, prev, option, entry.key, delta);  // an arc, whether it wins or not
     if (wins) entry.best = heads_[static_cast<std::size_t>(entry.key)] = hyp;

@@ -22,6 +22,10 @@ struct StackOptions {
   bool distortion_estimate;
   bool early_pruning;
   double early_threshold;  // < 0: beam_threshold, else ln 1e5
+  // nbest > 1 and beam_threshold >= 0: a push that loses its key's recombination is no arc (no
+  // derivation goes through it) when its estimate is below the best estimate its stack had so
+  // far minus beam_threshold, as Moses discards a hypothesis below its stack's worst score.
+  bool moses_nbest;
 };
 
 Result stack_search(const Problem& problem, const StackOptions& options);

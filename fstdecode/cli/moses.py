@@ -288,7 +288,7 @@ def moses_args(words: Sequence[str]) -> tuple[argparse.Namespace, MosesOutput]:
         progress=None, verbose=verbose, quiet=quiet, ini_paths=paths, input_file=input_file,
         beam_size=stack if stack > 0 else MAX_INT_OPTION,  # 0: no limit, as in Moses
         beam_threshold=-math.log(beam) if beam > 0 else math.inf,
-        nbest=max(nbest_size, 1), unique=distinct,
+        nbest=max(nbest_size, 1), unique=distinct, moses_nbest_pruning=True,  # Moses' n-best: see StackOptions
         max_phrase_length=settings.one("max-phrase-length", int, 1),
         honoured=HONOURED_SEARCH | _HONOURED_HERE,
     )

@@ -36,6 +36,7 @@ def core_options(options: StackOptions) -> _core.StackOptions:
         early_pruning=options.early_pruning,
         # The threshold early pruning uses, resolved in Python (ln 1e5 computed once, by Python).
         early_threshold=float(options.threshold),
+        moses_nbest=options.moses_nbest_pruning,
     )
 
 

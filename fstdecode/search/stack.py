@@ -88,6 +88,14 @@ class StackOptions(BeamPruning):
         default=None,
         metadata=option("stack: early pruning's threshold (default: --beam-threshold, else ln 1e5)", minimum=0, infinite=True),
     )
+    moses_nbest_pruning: bool = field(
+        default=False,
+        metadata=option(
+            "stack: n-best lists leave out, as Moses' do, the derivations through a recombined "
+            "hypothesis that reached its stack more than --beam-threshold below the stack's best so far "
+            "(fstdecode moses: on)"
+        ),
+    )
 
     @property
     def threshold(self) -> float:

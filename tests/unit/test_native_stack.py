@@ -209,3 +209,42 @@ def test_hansards_never_beats_the_exact_optimum():
         assert abs(got.best.search_score - got.best.score) <= 1e-6 * max(1.0, abs(got.best.score))
         if proven.optimal:
             assert got.best.score <= proven.upper_bound + 1e-6, line
+
+
+# --- Moses' n-best pruning (StackOptions.moses_nbest_pruning) -----------------------------
+
+
+def _lists(problem, **options):
+    """The plain lists with Moses' n-best pruning off and on (the same search otherwise)."""
+    off, on = (native_stack.stack_search(problem, stack.StackOptions(moses_nbest_pruning=m, **options))
+               for m in (False, True))
+    return [(s, tuple(p)) for s, p in off.hypotheses], [(s, tuple(p)) for s, p in on.hypotheses]
+
+
+def _is_sublist(short, long) -> bool:
+    it = iter(long)
+    return all(any(x == y for y in it) for x in short)
+
+
+@settings(max_examples=examples(30), **SETTINGS)
+@given(data=st.data())
+def test_moses_nbest_pruning_only_leaves_derivations_out(data):
+    # It drops derivations and never adds or reorders one; the best is kept (a winner is never
+    # dropped); with no beam threshold it changes nothing.
+    problem = problem_of(data.draw(random_case(max_n=6, order=2)))
+    nbest = data.draw(st.integers(2, 30))
+    threshold = data.draw(st.one_of(st.none(), st.floats(0, 3)))
+    off, on = _lists(problem, nbest=nbest, beam_size=10**6, beam_threshold=threshold, early_pruning=False)
+    assert _is_sublist(on, off)
+    assert on[:1] == off[:1]
+    if threshold is None:
+        assert on == off
+
+
+def test_moses_nbest_pruning_drops_far_recombinations_on_the_built_in_model():
+    # A 1-nat beam threshold: some derivations of the plain 200-best go through a recombined
+    # hypothesis that arrived more than 1 below its stack's best; they are dropped, nothing else.
+    problem = Decoder(load_model()).problem("das muss unsere sorge gleichermaßen sein".split())
+    off, on = _lists(problem, nbest=200, beam_size=10**6, beam_threshold=1.0, early_pruning=False)
+    assert len(on) < len(off)
+    assert _is_sublist(on, off) and on[0] == off[0]
