@@ -196,6 +196,28 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+def whole_process(argv: Sequence[str], stdin: bytes = b"", cwd: Path | None = None, check: bool = True,
+                  env: dict | None = None) -> tuple[float, int, bytes, bytes]:
+    """(wall seconds, peak RSS bytes, stdout, stderr) of one process, timed whole; its rusage is
+    its own (``os.wait4``). With ``check``, a failure stops the script, naming the command."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
+        fin.write(stdin)
+        fin.seek(0)
+        t = time.perf_counter()
+        proc = subprocess.Popen(list(argv), stdin=fin, stdout=fout, stderr=ferr, cwd=cwd or ROOT, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t
+        code = os.waitstatus_to_exitcode(status)
+        fout.seek(0)
+        ferr.seek(0)
+        out, err = fout.read(), ferr.read()
+    if check and code != 0:
+        raise SystemExit(f"{' '.join(argv[:4])} ... failed ({code}): {err.decode(errors='replace')[-2000:]}")
+    return wall, usage.ru_maxrss * 1024, out, err
+
+
 # --------------------------------------------------------------------------- timing
 
 
