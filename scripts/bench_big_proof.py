@@ -28,15 +28,12 @@ docs/benchmarks.md.
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from scripts.benchlib import DOCS, log, marked, script, write_section
+from scripts.benchlib import DOCS, log, marked, script, whole_process, write_section
 
 RUNS = (("stack", "stack"), ("default", None), ("exact", "exact"))
 
@@ -45,25 +42,13 @@ def decode(ini: Path, method: str | None, source: Path) -> tuple[float, int, lis
     """(wall seconds, peak RSS bytes, JSON lines) of one ``fstdecode decode`` process on ``source``.
     The child is reaped by ``os.wait4``, so its rusage (peak RSS) is its own."""
     flags = [] if method is None else ["--method", method]
-    with source.open("rb") as fin, tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
-        t = time.perf_counter()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "fstdecode", "-q", "decode", "-f", str(ini), "--format", "json", *flags],
-            stdin=fin, stdout=fout, stderr=ferr,
-        )
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        fout.seek(0)
-        ferr.seek(0)
-        out, err = fout.read(), ferr.read()
-    if proc.returncode != 0:
-        raise SystemExit(f"{method or 'default'} failed ({proc.returncode}): {err.decode(errors='replace')[-2000:]}")
+    argv = [sys.executable, "-m", "fstdecode", "-q", "decode", "-f", str(ini), "--format", "json", *flags]
+    wall, peak, out, _ = whole_process(argv, source.read_bytes())
     results = [json.loads(line) for line in out.splitlines()]
     expected = len(source.read_text(encoding="utf-8").splitlines())
     if len(results) != expected:
         raise SystemExit(f"{method or 'default'}: {len(results)} lines out for {expected} in")
-    return wall, usage.ru_maxrss * 1024, results
+    return wall, peak, results
 
 
 def met(ok: bool) -> str:
