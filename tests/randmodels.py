@@ -214,13 +214,11 @@ def reordering_table(draw, pt_text: str, columns: int, conditioned_on_target: bo
 
 
 @st.composite
-def moses_case(
-    draw, max_n: int = 5, max_d: int = 4, order: int = 2, semantics: str = "moses", types=REORDERING_TYPES,
-    srilm_lm: bool = False,
-):
-    """(model, sentence): a random moses.ini model with a LexicalReordering feature of a random
-    type (one of ``types``) and weights of any sign, under ``semantics``; with ``srilm_lm`` the
-    LM's non-extending n-grams have no backoff (:func:`without_dead_backoffs`)."""
+def moses_files(draw, max_n: int = 5, max_d: int = 4, order: int = 2, types=REORDERING_TYPES,
+                srilm_lm: bool = False) -> tuple[dict[str, str], tuple[str, ...]]:
+    """(the files of a random moses.ini model by name: moses.ini, pt, lm, rt; a sentence): a
+    LexicalReordering feature of a random type (one of ``types``) and weights of any sign; with
+    ``srilm_lm`` the LM's non-extending n-grams have no backoff (:func:`without_dead_backoffs`)."""
     from fstdecode.model.lexical_reordering import parse_reordering_type
 
     n = draw(st.integers(1, max_n))
@@ -250,8 +248,18 @@ LexicalReordering0= {lr}
 [distortion-limit]
 {d}
 """
+    return {"moses.ini": ini, "pt": pt, "lm": lm, "rt": rt}, sentence
+
+
+@st.composite
+def moses_case(
+    draw, max_n: int = 5, max_d: int = 4, order: int = 2, semantics: str = "moses", types=REORDERING_TYPES,
+    srilm_lm: bool = False,
+):
+    """(model, sentence): :func:`moses_files`' model loaded under ``semantics``."""
+    files, sentence = draw(moses_files(max_n, max_d, order, types, srilm_lm))
     with tempfile.TemporaryDirectory() as tmp:
-        for name, text in (("pt", pt), ("lm", lm), ("rt", rt), ("moses.ini", ini)):
+        for name, text in files.items():
             (Path(tmp) / name).write_text(text, encoding="utf-8")
         model = load_model(Path(tmp) / "moses.ini", distortion_semantics=semantics)
     return model, sentence
