@@ -74,6 +74,9 @@ from fstdecode.model.features import MOSES_KINDS, UNKNOWN_WORD_VALUE, MosesFeatu
 
 f32 = np.float32
 
+#: The most option_future values kept (one per phrase pair met), before they are dropped.
+FUTURES_KEPT = 1 << 18
+
 #: ``TransformLMScore``'s constant, a float literal in moses/Util.h.
 LN10_F = f32(2.30258509299405)
 
@@ -195,6 +198,7 @@ class MosesFloat:
         self._matrices: dict = {}
         self._roots: dict = {}  # (source, num_tm, with_estimate) -> the trie of its chains' hypotheses (chain)
         self._isolations: dict = {}  # target words -> lm_isolation
+        self._futures: dict = {}  # a pair's content -> option_future
         self._map = self.ken.map if self.ken is not None else (lambda ws: list(ws))
         self._eos = self._map([EOS])[0] if self.ken is not None else EOS
         #: Emulate the future-cost estimate's rounding (``m_futureScore - m_estimatedScore``).
@@ -312,7 +316,17 @@ class MosesFloat:
 
     def option_future(self, pair, num_tm: int) -> np.float32:
         """A translation option's ``TargetPhrase::EvaluateInIsolation`` future score: the
-        weighted in-isolation scores plus the weighted LM estimate (``full - ngram``), in float."""
+        weighted in-isolation scores plus the weighted LM estimate (``full - ngram``), in float.
+        Kept by the pair's content (a table's pairs are made again for each sentence that uses them)."""
+        key = (pair.source, pair.target, pair.scores, pair.unknown, num_tm)
+        got = self._futures.get(key)
+        if got is None:
+            if len(self._futures) >= FUTURES_KEPT:
+                self._futures.clear()
+            got = self._futures[key] = self._option_future(pair, num_tm)
+        return got
+
+    def _option_future(self, pair, num_tm: int) -> np.float32:
         ngram, full = self._isolation(self._map(pair.target))
         delta = {
             "lm": [ngram],
