@@ -243,6 +243,7 @@ def fstdecode(*args: str, stdin: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 def test_cli_source_grammar(fars):
     done = fstdecode("decode", "--method", "fst", "--source-grammar", f"{fars['numbers_de_en']}:NUMBERS",
                      stdin=NUMBER_SRC + "\n")

@@ -200,6 +200,7 @@ def test_a_client_gone_mid_request_releases_its_queued_sentences(caplog):
     assert len(logged) == 1 and "the client disconnected before its translation was ready" in logged[0], logged
 
 
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 def test_slow_clients_time_out():
     with live(client_timeout=0.3) as server:
         with socket.create_connection(("127.0.0.1", server.port)) as s:  # headers never finished

@@ -400,6 +400,7 @@ def test_reordering_lookups_give_the_text_readers_rows_bit_for_bit(tmp_path, dat
                 assert score_bits(row) == score_bits(expected)
 
 
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 def test_the_tables_are_about_the_size_of_their_text_gzipped(big, big_bin):
     # Issue 23: format 1's tables were 2.2 times their text gzipped (-1) on the full-size model
     # (2.5 times here); format 2's are 0.85 times there, and under 1.25 times on this small model,

@@ -131,6 +131,7 @@ def test_a_lattice_folder_is_made_and_written(tmp_path):
     assert [p.name for p in (tmp_path / "a" / "b").iterdir()] == ["0.fst"]  # no temporary file left
 
 
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 def test_compile_replaces_a_file_atomically_and_leaves_it_on_failure(tmp_path):
     target = tmp_path / "p.fst"
     target.write_bytes(b"old")

@@ -94,6 +94,7 @@ def test_binaries_decode_natively_as_the_arpa_file(models, references, kind: str
         assert got.best.features.lm == pytest.approx(lm, abs=TOLERANCE), sentence
 
 
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 @pytest.mark.parametrize("name", BINARIES)
 def test_engine_auto_is_native_for_a_binary(models, name: str) -> None:
     assert Decoder(models["lexreo", name], "stack").searcher is not None

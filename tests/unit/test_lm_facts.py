@@ -79,7 +79,8 @@ LM_KINDS = [
 
 
 @pytest.fixture(scope="module")
-def lms(generated, tmp_path_factory):
+def lms(request, tmp_path_factory):
+    """kind -> that LM, made on first use (the generated model only when a kind needs it)."""
     folder = tmp_path_factory.mktemp("facts-lms")
     made: dict = {}
 
@@ -95,7 +96,7 @@ def lms(generated, tmp_path_factory):
         elif kind == "image-3":
             lm = get("image").restrict(3)
         elif kind == "generated":
-            lm = _core.NgramLM.parse_arpa((generated / "lm.arpa").read_bytes(), 0)
+            lm = _core.NgramLM.parse_arpa((request.getfixturevalue("generated") / "lm.arpa").read_bytes(), 0)
         elif kind == "generated-image":
             lm = write_image(get("generated"), folder / "generated.bin")
         elif kind == "combined":
@@ -202,8 +203,14 @@ def chained(lm, words: list[str], *, bos: bool = True, eos: bool = True) -> tupl
     return by_facts, by_logprob
 
 
-@pytest.mark.parametrize("kind", ["generated", "generated-image", "kenlm-probing", "kenlm-trie"])
-def test_facts_passed_along_a_sentence_score_it_as_logprob_and_kenlm(lms, generated, kind):
+@pytest.mark.parametrize("kind", [
+    # (the generated model takes seconds to make: the full suite keeps its cases)
+    pytest.param("generated", marks=pytest.mark.slow),
+    pytest.param("generated-image", marks=pytest.mark.slow),
+    "kenlm-probing",
+    "kenlm-trie",
+])
+def test_facts_passed_along_a_sentence_score_it_as_logprob_and_kenlm(lms, request, kind):
     lm = lms(kind)
     if kind.startswith("kenlm"):
         path = data_path("moses-lexreo-europarl-fr-en", "europarl.trie.binlm" if kind == "kenlm-trie" else "europarl.probing.binlm")
@@ -211,6 +218,7 @@ def test_facts_passed_along_a_sentence_score_it_as_logprob_and_kenlm(lms, genera
         results = data_path("moses-lexreo-europarl-fr-en", "truth", "results.txt").read_text(encoding="utf-8")
         lines = [line.split("=", 1)[1].strip() for line in results.splitlines()[:20] if "=" in line]
     else:
+        generated = request.getfixturevalue("generated")
         path = generated / "lm.arpa"
         lines = (generated / "input.txt").read_text(encoding="utf-8").splitlines()
     reference = None
@@ -278,6 +286,7 @@ def test_stack_on_a_generated_model_is_the_same_with_facts(generated, generated_
         assert_scored(problem, with_facts)
 
 
+@pytest.mark.slow  # the generated model takes seconds to make: the full suite keeps it
 def test_coverage_dp_on_a_generated_prefix_is_the_same_with_facts(generated, generated_decoder):
     """The exact coverage DP (BosJoins too) on the first 7 words of each sentence."""
     for line in (generated / "input.txt").read_text(encoding="utf-8").splitlines():

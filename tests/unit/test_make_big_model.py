@@ -62,6 +62,7 @@ def test_refuses_a_non_empty_folder_without_force(model):
     assert make_big_model.main(["--out", str(model), *SMALL]) == 2
 
 
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 def test_the_moses_ini_names_absolute_paths_so_it_runs_from_any_folder(model, tmp_path, monkeypatch):
     # Moses (and fstdecode moses) resolve a relative path= from the working directory: a benchmark
     # run from elsewhere would not find the tables (issue 38).
@@ -133,6 +134,7 @@ def _target_sentences(model: Path, count: int) -> list[list[str]]:
     return out
 
 
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 def test_arpa_reads_in_kenlm_with_fstdecode_scores(model):
     kenlm = pytest.importorskip("kenlm", reason="the kenlm package is absent (pip install '.[kenlm]')")
     from fstdecode.io.arpa import LN10, ArpaLM

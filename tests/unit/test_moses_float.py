@@ -130,6 +130,7 @@ def _order_breaks(gold: list, ours: list, total) -> list:
             if total(a) != total(b) and where[a] > where[b]]
 
 
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 def test_europarl_gold_byte_identical(tmp_path):
     """The Europarl lexicalized-reordering model against Moses' plain 100-best (its moses.ini's
     ``100 distinct``, on one line, is a plain list to Moses): all 500 entries byte for byte,

@@ -96,6 +96,7 @@ def test_the_table_is_registered_once():
     assert len(table.index) == len(list(model.table.sources()))
 
 
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 def test_hansards_sentences():
     """Every Hansards line: the same options either way (trigram LM, d = 4, table limit 20)."""
     decoder = Decoder(hansards_model(lm_order=3, distortion_limit=4, table_limit=20))

@@ -68,6 +68,7 @@ def test_pool_redoes_the_chunk_of_a_worker_killed_mid_chunk(stack_decoder, expec
     assert "input lines 37-40: a worker died (killed by SIGKILL); decoding them again on a fresh worker (retry 1 of 2)" in caplog.text
 
 
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 def test_pool_survives_a_worker_killed_from_outside(stack_decoder, expected):
     runner = ProcessRunner(2, chunk_size=3)
     out, killed = [], []
@@ -186,6 +187,7 @@ def test_progress_counts_each_chunk_as_it_finishes(stack_decoder, expected, make
         assert calls == [1] * len(LINES)
 
 
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 def test_pool_progress_runs_ahead_of_a_slow_first_chunk(stack_decoder, expected):
     """Counted by completion, not by writing: while line 0 is slow, the later chunks finish and count."""
     results, calls, seen = progress_trace(SlowAt(stack_decoder, 0, 0.5), ProcessRunner(2, chunk_size=2))
@@ -420,6 +422,7 @@ def test_cli_resume_after_a_cut_write_equals_the_whole_run(input_file, full_outp
         assert _no_seconds(out.read_text(encoding="utf-8"), fmt) == _no_seconds(full_outputs[fmt], fmt)
 
 
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 def test_cli_resume_of_a_shard(input_file, full_outputs, tmp_path):
     """--resume with --shard: OUT is the shard's output; resumed, it is the shard's part of the whole."""
     whole = full_outputs["text"].splitlines(keepends=True)
