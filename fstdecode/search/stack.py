@@ -11,9 +11,9 @@ The algorithm is Moore & Quirk (2007), Figure 1 (taken from Koehn 2003):
 stacks ``stacks[c]`` hold the hypotheses that cover c source words; stack c
 is pruned before any of its hypotheses is extended. Two hypotheses that
 agree on the recombination key recombine (M&Q Section 3, "lossless
-pruning"): the best of them stands for the key, the others stay reachable
-for n-best lists (each key keeps up to ``nbest`` derivations, like the
-k-best lists of the coverage DP).
+pruning"): the best of them stands for the key and alone is extended; the
+others stay as the key's arcs, from which n-best lists are extracted lazily
+once the search is done, as Moses' are (native/kbest.h; docs/moses-outputs.md).
 
 Hypotheses are ranked by score + future estimate (M&Q Section 3). The two
 switchable improvements of M&Q are:
