@@ -273,6 +273,7 @@ def test_every_line_but_a_failed_one_gets_its_lattice_an_empty_one_too(tmp_path)
     assert shown.returncode == 0 and f"1. score {empty['score']:.4f}" in shown.stdout
 
 
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 def test_inspect_bad_file_is_a_clean_error(tmp_path):
     (tmp_path / "x.fst").write_text("not an fst")
     out = run_cli("inspect", str(tmp_path / "x.fst"))

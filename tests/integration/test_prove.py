@@ -128,6 +128,7 @@ def test_default_json_reports_both_gaps_and_the_phases_without_warning_when_unpr
     assert any(not got["optimal"] for got in lines)  # the budget of 1 leaves some line unproven
 
 
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 def test_stack_json_has_no_proof_fields(tmp_path):
     ini = str(data_path("moses-early-distortion-de-en", "moses.ini"))
     lines, _ = _decode_json("-f", ini, "--method", "stack", text="das ist ein haus\n", cwd=tmp_path)

@@ -100,6 +100,7 @@ def _metrics(http: httpx.Client) -> dict[str, float]:
     return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if not line.startswith("#")}
 
 
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 def test_concurrent_clients_each_get_their_own_answer(expected):
     with live(threads=2) as server:
         errors: list[str] = []

@@ -359,6 +359,7 @@ def same_phrase_stores(got, want) -> None:
 lossless = settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 @lossless
 @given(st.data(), st.sampled_from(["prob", "ln", "log10"]))
 def test_phrase_lookups_give_the_text_readers_store_bit_for_bit(tmp_path, data, score_format):

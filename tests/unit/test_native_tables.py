@@ -600,6 +600,7 @@ def test_truncated_gzip_names_the_line_as_the_python_reader_did() -> None:
             assert new_message(load_reordering_table, path, ReorderingTableError) == expected
 
 
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 def test_corrupt_gzip_names_the_line_as_the_python_reader_did() -> None:
     whole = gzip.compress(SMALL.encode())
     big = gzip.compress(BIG.encode())

@@ -301,6 +301,7 @@ def test_decode_refuses_what_is_not_text(model, bad):
 
 
 # 13: the front door.
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 def test_top_level_help_is_plain_text_and_version_exists():
     help = fstdecode(["--help"]).stdout.decode()
     assert ":mod:" not in help and "decode" in help

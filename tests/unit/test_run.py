@@ -143,6 +143,7 @@ class _Jumbled:
     chunk_size=st.integers(1, 6),
     delays=st.lists(st.sampled_from([0.0, 0.0, 0.003, 0.01]), min_size=1, max_size=7),
 )
+@pytest.mark.slow  # over half a second (measured): the full suite keeps it
 def test_pool_order_and_count_whatever_finishes_first(stack_decoder, expected, n, workers, chunk_size, delays):
     out = [text(r) for r in decode_lines(_Jumbled(stack_decoder, delays), LINES[:n], ProcessRunner(workers, chunk_size))]
     assert out == expected[:n]
