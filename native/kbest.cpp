@@ -7,23 +7,22 @@
 
 namespace fstdecode {
 
-LazyKBest::LazyKBest(int nodes, std::vector<int> head, std::vector<int> tail, std::vector<double> delta,
+LazyKBest::LazyKBest(int nodes, const std::vector<int>& head, std::vector<int> tail, std::vector<double> delta,
                      std::vector<double> best)
-    : head_(std::move(head)), tail_(std::move(tail)), delta_(std::move(delta)), best_(std::move(best)),
-      nodes_(static_cast<std::size_t>(nodes)) {
-  const std::size_t count = head_.size();
+    : tail_(std::move(tail)), delta_(std::move(delta)), best_(std::move(best)), nodes_(static_cast<std::size_t>(nodes)) {
+  const std::size_t count = head.size();
   if (tail_.size() != count || delta_.size() != count || best_.size() != count || nodes < 0)
     throw std::invalid_argument("LazyKBest: head, tail, delta and best differ in length");
   // The in-arcs of each node, by a counting sort that keeps the arcs' order.
   first_.assign(static_cast<std::size_t>(nodes) + 1, 0);
-  for (int v : head_) {
+  for (int v : head) {
     if (v < 0 || v >= nodes) throw std::invalid_argument("LazyKBest: an arc's head is not a node");
     ++first_[static_cast<std::size_t>(v) + 1];
   }
   for (std::size_t v = 0; v < static_cast<std::size_t>(nodes); ++v) first_[v + 1] += first_[v];
   arcs_.resize(count);
   std::vector<int> at(first_.begin(), first_.end() - 1);
-  for (std::size_t a = 0; a < count; ++a) arcs_[static_cast<std::size_t>(at[static_cast<std::size_t>(head_[a])]++)] = static_cast<int>(a);
+  for (std::size_t a = 0; a < count; ++a) arcs_[static_cast<std::size_t>(at[static_cast<std::size_t>(head[a])]++)] = static_cast<int>(a);
 }
 
 bool LazyKBest::worse(const Derivation& a, const Derivation& b) {
@@ -60,7 +59,6 @@ const LazyKBest::Derivation* LazyKBest::get(int v, std::size_t j) {
     const Derivation d = node.candidates.back();
     node.candidates.pop_back();
     node.best.push_back(d);
-    ++found_;
     if (d.rank < 0) continue;
     // Its successor: the same arc by the tail's next derivation (found now, recursively; the
     // graph is acyclic, so the recursion never comes back to v).

@@ -28,7 +28,7 @@ class LazyKBest {
   };
 
   // head, tail, delta, best: one entry per arc (see above). The graph must be acyclic.
-  LazyKBest(int nodes, std::vector<int> head, std::vector<int> tail, std::vector<double> delta,
+  LazyKBest(int nodes, const std::vector<int>& head, std::vector<int> tail, std::vector<double> delta,
             std::vector<double> best);
 
   // Node v's j-th best derivation (0: the best), or nullptr when it has no more. Among equal
@@ -37,10 +37,6 @@ class LazyKBest {
 
   // The arcs of node v's j-th derivation (get(v, j) must have returned one), first arc first.
   std::vector<int> arcs(int v, std::size_t j) const;
-
-  // How many derivations have been found, at every node together (the memory held is this many
-  // derivations and the candidates beside them).
-  std::size_t found() const { return found_; }
 
  private:
   struct Node {
@@ -52,11 +48,10 @@ class LazyKBest {
   void start(int v);
   void push(Node& node, const Derivation& d);
 
-  std::vector<int> head_, tail_;
+  std::vector<int> tail_;
   std::vector<double> delta_, best_;
   std::vector<int> first_, arcs_;  // the in-arcs of node v: arcs_[first_[v] .. first_[v + 1])
   std::vector<Node> nodes_;
-  std::size_t found_ = 0;
 };
 
 }  // namespace fstdecode

@@ -39,27 +39,15 @@ class RestrictedLM final : public LanguageModel {
   WordId index(std::string_view word) const override { return base_->index(word); }
   WordId unk() const override { return base_->unk(); }
   double logprob(const WordId* ctx, int n, WordId w) const override {
-    const int keep = order_ - 1;
-    if (n > keep) {
-      ctx += n - keep;
-      n = keep;
-    }
+    clip_context(ctx, n, order_);
     return base_->logprob(ctx, n, w);
   }
   float log10_float(const WordId* ctx, int n, WordId w) const override {
-    const int keep = order_ - 1;
-    if (n > keep) {
-      ctx += n - keep;
-      n = keep;
-    }
+    clip_context(ctx, n, order_);
     return base_->log10_float(ctx, n, w);
   }
   void prefetch(const WordId* ctx, int n, WordId w) const override {
-    const int keep = order_ - 1;
-    if (n > keep) {
-      ctx += n - keep;
-      n = keep;
-    }
+    clip_context(ctx, n, order_);
     base_->prefetch(ctx, n, w);
   }
   double unigram(WordId w) const override { return base_->unigram(w); }
