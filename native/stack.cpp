@@ -297,13 +297,8 @@ class Search {
   // delta added to the tail's score; the k best derivations are extracted lazily from them
   // (kbest.h) once the search is done. Only the winner of each key is expanded, as in the 1-best
   // search, so the keys expanded and their order are the 1-best's.
-  template <class F>
-  void for_each_hyp(const Stack<C>& stack, std::size_t e, F&& f) const {
-    f(stack.entries[e].best);
-  }
-  int head(const Stack<C>&, const Entry<C>& entry) const { return entry.best; }
-  double estimate(const Stack<C>& stack, const Entry<C>& entry) const {
-    return arena_[static_cast<std::size_t>(head(stack, entry))].score + entry.future;
+  double estimate(const Entry<C>& entry) const {
+    return arena_[static_cast<std::size_t>(entry.best)].score + entry.future;
   }
 
   // push(c, key, hyp): score = prev's score + delta, as extend formed it.
@@ -470,7 +465,7 @@ class Search {
     estimates_.resize(size);
     for (std::size_t e = 0; e < size; ++e) {
       ranked_[e] = static_cast<int>(e);
-      estimates_[e] = estimate(stack, stack.entries[e]);
+      estimates_[e] = estimate(stack.entries[e]);
     }
     std::stable_sort(ranked_.begin(), ranked_.end(),
                      [&](int a, int b) { return -estimates_[static_cast<std::size_t>(a)] < -estimates_[static_cast<std::size_t>(b)]; });
@@ -559,8 +554,7 @@ class Search {
     try {
       for (std::size_t i = 0; i < kept_.size(); ++i) {
         const Entry<C> entry = stack.entries[static_cast<std::size_t>(kept_[i])];
-        const int head_hyp = head(stack, entry);
-        const double head_score = arena_[static_cast<std::size_t>(head_hyp)].score;
+        const double head_score = arena_[static_cast<std::size_t>(entry.best)].score;
         cands_.clear();
         candidates(entry, head_score, early, min_ok, cands_);
         if (static_cast<int>(i) == anchor && early) {
@@ -571,7 +565,6 @@ class Search {
             if (cand.option->s == g && cand.option->t == g) { found = true; break; }
           if (!found) cands_.push_back(first_step(entry));
         }
-        load_hyps(stack, kept_[i]);
         // The LM lookups of a join miss the cache (a large LM), and so does the join cache of a
         // long sentence: in two stages, the cache slots of the joins 2 kAhead candidates ahead
         // are prefetched, then (their slots loaded by now) the LM entries of the uncached joins
@@ -601,21 +594,11 @@ class Search {
   void minimal_step(int c, int e) {
     const Stack<C>& stack = stacks_[static_cast<std::size_t>(c)];
     const Entry<C> entry = stack.entries[static_cast<std::size_t>(e)];
-    load_hyps(stack, e);
     extend(c, entry, first_step(entry));
   }
 
-  // The hypotheses of key e of `stack` into scores_ and prevs_ (copied: pushes may grow the arena).
-  void load_hyps(const Stack<C>& stack, int e) {
-    scores_.clear();
-    prevs_.clear();
-    for_each_hyp(stack, static_cast<std::size_t>(e), [&](int h) {
-      scores_.push_back(arena_[static_cast<std::size_t>(h)].score);
-      prevs_.push_back(h);
-    });
-  }
-
-  // One transition (stack.py, _extend): every hypothesis of `entry` (load_hyps) extended by cand.
+  // One transition (stack.py, _extend): the key's winner (entry.best, the one hypothesis of a key
+  // that is expanded) extended by cand.
   void extend(int c, const Entry<C>& entry, const Candidate<C>& cand) {
     ++transitions_;
     const bool mq = o_.distortion_estimate;
@@ -644,8 +627,8 @@ class Search {
       future = 0.0;
     }
     const int target = c + opt.t - opt.s + 1;
-    for (std::size_t h = 0; h < scores_.size(); ++h)
-      push(target, key_cov, key_t, key_context, key_s, key_row, future, scores_[h] + delta, delta, prevs_[h], opt.id);
+    const double base = arena_[static_cast<std::size_t>(entry.best)].score;  // read before push grows the arena
+    push(target, key_cov, key_t, key_context, key_s, key_row, future, base + delta, delta, entry.best, opt.id);
   }
 
   const Problem& p_;
@@ -668,8 +651,7 @@ class Search {
   long created_ = 0, states_ = 0, transitions_ = 0;
   // scratch
   std::vector<int> kept_, ranked_;
-  std::vector<double> estimates_, scores_;
-  std::vector<int> prevs_;
+  std::vector<double> estimates_;
   std::vector<Candidate<C>> cands_;
 };
 
