@@ -37,6 +37,7 @@ from fstdecode.problem.sentence import Phrase, build_sentence, with_xml_options
 import fstdecode.search.native_signature  # noqa: F401, I001  (dp, beam, bounded)
 import fstdecode.search.native_stack  # noqa: F401  (stack)
 from fstdecode.search.native import NativeTable
+from fstdecode.search.moses_nbest import MosesNbest, NbestWriter, supports
 import fstdecode.search.native_coverage  # noqa: F401  (coverage)
 import fstdecode.search.native_exact  # noqa: F401  (exact)
 import fstdecode.search.prove  # noqa: F401  (prove)
@@ -141,6 +142,12 @@ class DecodeResult:
     #: Why ``prove`` left the line unproven (its state budget, or its tables' work cap), without
     #: the warning ``reason`` gives: that is the method's normal outcome.
     unproven: str | None = None
+    #: A decoder with :class:`~fstdecode.search.moses_nbest.MosesNbest` lines: the n-best lines the
+    #: core wrote, in Moses' float arithmetic and order (``derivations`` then holds only the best,
+    #: unless the setting keeps them all); None otherwise.
+    nbest_text: str | None = None
+    #: With the derivations kept: each one's (feature field, total) in Moses' arithmetic, in order.
+    nbest_fields: tuple[tuple[str, float], ...] | None = None
 
     @property
     def best(self) -> Derivation | None:
@@ -204,6 +211,7 @@ class Decoder:
         options: SearchOptions | None = None,
         *,
         xml_input: str = "pass-through",
+        moses_nbest: MosesNbest | None = None,
         **values: Any,
     ) -> None:
         if not isinstance(model, Model):
@@ -219,6 +227,9 @@ class Decoder:
                 "use another method, or --xml-input ignore"
             )
         self.xml_input = xml_input
+        if moses_nbest is not None and not isinstance(moses_nbest, MosesNbest):
+            raise DecodeError(f"moses_nbest takes a MosesNbest, got {type(moses_nbest).__name__}")
+        self.moses_nbest = moses_nbest
         if options is None:
             options = entry.options.build(method, values)
         elif values:
@@ -234,8 +245,12 @@ class Decoder:
         self.searcher: Searcher = entry.searcher(model, options)
         self._fallback: Searcher | None = None
         self._phrase_scores = PhraseScores()  # ŵ(p) of the model's pairs, shared by every sentence
+        # Moses' n-best lines, written by the core, for a model its arithmetic knows (else the
+        # derivations' own values: moses_output.nbest).
+        self._nbest_writer = NbestWriter(model, moses_nbest) if moses_nbest is not None and supports(model) else None
         # The table in the core, made with the decoder as Moses loads its own.
-        self._phrase_scores.native = NativeTable(model.table, self.lm, model.weights)
+        self._phrase_scores.native = NativeTable(model.table, self.lm, model.weights,
+                                                 moses_values=self._nbest_writer is not None)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         """Pickle the recipe, not the searcher's native objects: every argument of ``__init__``
@@ -343,9 +358,10 @@ class Decoder:
             return DecodeResult(id, words, (), False, Stats(0, 0, time.perf_counter() - start), str(e))
         if self.options.unique:  # the fallback's list too
             result = distinct(result, self.options.nbest)
+        text, fields, listed = self._moses_nbest(problem, result, id)
         winners = result.winners or (None,) * len(result.hypotheses)
         derivations = tuple(
-            self._derivation(words, phrases, s, w) for (s, phrases), w in zip(result.hypotheses, winners)
+            self._derivation(words, phrases, s, w) for (s, phrases), w in zip(result.hypotheses[:listed], winners)
         )
         stats = Stats(result.states, result.transitions, time.perf_counter() - start, result.phases)
         optimal = result.optimal and reason is None
@@ -353,8 +369,23 @@ class Decoder:
                                derivations, optimal)
         return DecodeResult(
             id, words, derivations, optimal, stats, reason=reason, upper_bound=bound, root_bound=result.root_bound,
-            unproven=None if optimal else result.unproven,
+            unproven=None if optimal else result.unproven, nbest_text=text, nbest_fields=fields,
         )
+
+    def _moses_nbest(self, problem: SearchProblem, result: SearchResult, id: int) -> tuple[str | None, Any, int]:
+        """With :class:`MosesNbest` lines: the core's n-best lines of ``result``, each derivation's
+        (feature field, total) when the derivations are kept, and how many derivations to make
+        (only the best, unless kept); (None, None, all) where the core's result is not the list
+        (a non-native search, or a list filtered in Python)."""
+        everything = len(result.hypotheses)
+        native = result.native
+        if self._nbest_writer is None or native is None or native[1].size != everything:
+            return None, None, everything
+        form, core = native
+        text = self._nbest_writer.lines(problem, form, core, id)
+        if not self.moses_nbest.derivations:
+            return text, None, min(everything, 1)
+        return text, self._nbest_writer.fields(problem, form, core), everything
 
     def _over_budget(self, problem: SearchProblem, e: SearchLimitError) -> tuple[SearchResult, str]:
         """The one rule for a search over budget: its best derivations, else the stack decoder's.

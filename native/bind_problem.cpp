@@ -10,6 +10,7 @@
 
 #include "bindings.h"
 #include "language_model.h"
+#include "moses_float.h"
 #include "problem.h"
 
 namespace py = pybind11;
@@ -112,7 +113,20 @@ void bind_problem(py::module_& m) {
             for (WordId w = 0; w < static_cast<WordId>(p.vocab_size()); ++w) out.push_back(p.lm_id(w));
             return out;
           },
-          "the LM id of each problem id");
+          "the LM id of each problem id")
+      // Moses' n-best arithmetic (moses_float.h): the options' own values, by option id.
+      .def("set_moses_scores", &set_moses_scores,
+           "after finish(): each option's phrase-table scores (natural logs, id * num_tm + k) and "
+           "whether it is an unknown word's copy (one flag per option id)",
+           py::arg("num_tm"), py::arg("ln_scores"), py::arg("unknown"))
+      .def("set_moses_words", &set_moses_words, "the text of each problem word id", py::arg("words"))
+      .def("set_moses_reordering", &set_moses_reordering,
+           "after finish(): each option's reordering row (id * width + c) and its kind (0: none, 1: "
+           "the table's natural logs, 2: default-scores)",
+           py::arg("width"), py::arg("values"), py::arg("kinds"))
+      .def("set_moses_alignment", &set_moses_alignment,
+           "after finish(): each option's word alignment, points[offsets[id]:offsets[id + 1]] as "
+           "(source, target) pairs flattened", py::arg("offsets"), py::arg("points"));
 
   py::class_<Hypothesis>(m, "Hypothesis")
       .def_readonly("score", &Hypothesis::score)
@@ -125,6 +139,8 @@ void bind_problem(py::module_& m) {
 
   py::class_<Result>(m, "Result")
       .def_readonly("hypotheses", &Result::hypotheses, "best first")
+      .def_property_readonly("size", [](const Result& r) { return r.hypotheses.size(); },
+                             "the number of hypotheses (without copying them, as hypotheses does)")
       .def_readonly("optimal", &Result::optimal)
       .def_readonly("states", &Result::states)
       .def_readonly("transitions", &Result::transitions)

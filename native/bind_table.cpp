@@ -22,12 +22,12 @@ void bind_table(py::module_& m) {
                           "The model's phrase table with each pair's ŵ(p), registered per source "
                           "phrase; builds a sentence's Problem natively (table.h).")
       .def(py::init([](const LanguageModel& lm, std::vector<double> tm, double word, double phrase, double unknown,
-                       double lm_weight, double unknown_value) {
+                       double lm_weight, double unknown_value, bool moses_values) {
              return std::make_unique<PhraseIndex>(
-                 lm, PairWeights{std::move(tm), word, phrase, unknown, lm_weight}, unknown_value);
+                 lm, PairWeights{std::move(tm), word, phrase, unknown, lm_weight}, unknown_value, moses_values);
            }),
            py::arg("lm"), py::arg("tm"), py::arg("word"), py::arg("phrase"), py::arg("unknown"),
-           py::arg("lm_weight"), py::arg("unknown_value"),
+           py::arg("lm_weight"), py::arg("unknown_value"), py::arg("moses_values") = false,
            py::keep_alive<1, 2>())  // the index keeps its LM alive
       .def("add_source", &PhraseIndex::add_source, py::arg("source"), py::arg("targets"), py::arg("scores"))
       .def("__len__", &PhraseIndex::size, "The number of source phrases registered.")

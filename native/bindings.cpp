@@ -15,6 +15,7 @@ PYBIND11_MODULE(_core, m) {
   bind_lm(m);
   bind_combined_lm(m);  // combines any of the above
   bind_problem(m);  // takes a LanguageModel; Hypothesis and Result, which the searches return
+  bind_moses_float(m);
   bind_reorder(m);
   bind_phrase_table(m);
   bind_binary_table(m);  // takes and gives PhraseStores

@@ -12,6 +12,7 @@ void bind_kenlm(pybind11::module_& m);           // bind_kenlm.cpp: KenLMBinary
 void bind_lm(pybind11::module_& m);              // bind_lm.cpp: NgramLM, ArpaFormatError
 void bind_combined_lm(pybind11::module_& m);     // bind_combined_lm.cpp: CombinedLM
 void bind_problem(pybind11::module_& m);         // bind_problem.cpp: Problem, Hypothesis, Result
+void bind_moses_float(pybind11::module_& m);     // bind_moses_float.cpp: MosesScoring, NbestFormat, moses_nbest
 void bind_reorder(pybind11::module_& m);         // bind_reorder.cpp: build_reordering
 void bind_phrase_table(pybind11::module_& m);    // bind_phrase_table.cpp: PhraseStore, ReorderingStore, SourceFilter, read_*
 void bind_binary_table(pybind11::module_& m);   // bind_binary_table.cpp: BinaryTable, write_binary_table

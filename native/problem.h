@@ -27,6 +27,23 @@ struct Option {
   WordId last() const { return words.back(); }
 };
 
+// Moses' own values of a problem's options, for its n-best arithmetic (moses_float.h), by option
+// id; set by PhraseIndex::sentence or from Python (Problem.set_moses_values) before the lines are
+// written. A vector left empty means the values were not given.
+struct MosesValues {
+  int num_tm = 0;
+  std::vector<float> tm;               // id * num_tm + k: moses_table_value of the pair's k-th score
+  std::vector<unsigned char> unknown;  // id -> 1 for an unknown word's copy
+  std::vector<std::string> words;      // problem word id -> its text
+  // Lexicalized reordering rows: id * lr_width + c; lr_found[id] 0 where the option has none (no cost).
+  int lr_width = 0;
+  std::vector<float> lr;
+  std::vector<unsigned char> lr_found;
+  // Word alignments within each option: the points [align_offset[id], align_offset[id + 1]) of
+  // align (source, target pairs, flattened), sorted as Moses prints them.
+  std::vector<int> align_offset, align;
+};
+
 inline int search_order(const LanguageModel& lm) { return lm.order() < 2 ? 2 : lm.order(); }
 
 class Problem {
@@ -60,6 +77,9 @@ class Problem {
   // the searches' back-pointers; after finish().
   const Option& option(int id) const { return *by_id_[static_cast<std::size_t>(id)]; }
   bool finished() const { return finished_; }
+  // Moses' values of the options (moses_float.h); empty until set.
+  const MosesValues& moses_values() const { return moses_values_; }
+  MosesValues& moses_values() { return moses_values_; }
   // The LM id of a problem id.
   WordId lm_id(WordId w) const { return lm_id_[static_cast<std::size_t>(w)]; }
   // The number of problem ids.
@@ -172,6 +192,7 @@ class Problem {
   int option_count_ = 0;
   bool finished_ = false;
   bool moses_ = false, charge_final_ = true;
+  MosesValues moses_values_;
   int lr_kind_ = LR_NONE, lr_back_width_ = 0, lr_next_width_ = 0, lr_orientations_ = 0, lr_row_count_ = 0;
   std::vector<double> lr_back_;       // by option id
   std::vector<double> lr_next_rows_;  // by row id

@@ -1,6 +1,8 @@
 // PhraseIndex (table.h): the model's pairs with their ŵ(p), and a sentence's Problem.
 #include "table.h"
 
+#include "moses_float.h"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -8,8 +10,8 @@
 
 namespace fstdecode {
 
-PhraseIndex::PhraseIndex(const LanguageModel& lm, PairWeights weights, double unknown_value)
-    : lm_(lm), weights_(std::move(weights)), unknown_value_(unknown_value) {
+PhraseIndex::PhraseIndex(const LanguageModel& lm, PairWeights weights, double unknown_value, bool moses_values)
+    : lm_(lm), weights_(std::move(weights)), unknown_value_(unknown_value), moses_values_(moses_values) {
   if (lm_.order() < 1) throw std::invalid_argument("the search needs an LM of order >= 1");
   bos_ = intern("<s>");
   eos_ = intern("</s>");
@@ -17,7 +19,10 @@ PhraseIndex::PhraseIndex(const LanguageModel& lm, PairWeights weights, double un
 
 int PhraseIndex::intern(const std::string& word) {
   const auto [it, fresh] = ids_.emplace(word, static_cast<int>(lm_of_.size()));
-  if (fresh) lm_of_.push_back(lm_.index(word));
+  if (fresh) {
+    lm_of_.push_back(lm_.index(word));
+    if (moses_values_) text_.push_back(word);
+  }
   return it->second;
 }
 
@@ -68,6 +73,11 @@ int PhraseIndex::add_source(const std::vector<std::string>& source,
     Pair pair;
     for (const auto& word : targets[i]) pair.words.push_back(intern(word));
     pair.score = pair_score(scores.data() + i * m, pair.words, false, static_cast<int>(source.size()));
+    if (moses_values_) {
+      pair.number = static_cast<int>(moses_tm_.size() / std::max<std::size_t>(m, 1));
+      for (std::size_t k = 0; k < m; ++k) moses_tm_.push_back(moses_table_value(scores[i * m + k]));
+      if (m == 0) moses_tm_.push_back(0.0f);  // (a placeholder, so that numbers stay distinct)
+    }
     pairs.push_back(std::move(pair));
   }
   sources_.push_back(std::move(pairs));
@@ -113,11 +123,18 @@ std::unique_ptr<Problem> PhraseIndex::sentence(const std::vector<std::string>& w
   // the target words of the options in order.
   std::unordered_map<int, WordId> local;
   std::vector<WordId> lm_id;
+  std::vector<int> global_of;  // with moses_values: problem id -> global id
   auto local_id = [&](int global) {
     const auto [it, fresh] = local.emplace(global, static_cast<WordId>(lm_id.size()));
-    if (fresh) lm_id.push_back(lm_of_[static_cast<std::size_t>(global)]);
+    if (fresh) {
+      lm_id.push_back(lm_of_[static_cast<std::size_t>(global)]);
+      if (moses_values_) global_of.push_back(global);
+    }
     return it->second;
   };
+  const std::size_t m = weights_.tm.size();
+  std::vector<float> tm;
+  std::vector<unsigned char> unknown;
   const WordId bos = local_id(bos_), eos = local_id(eos_);
   // Option k (index k) is the k-th pair of the hits, in order.
   std::vector<Option> options;
@@ -126,6 +143,11 @@ std::unique_ptr<Problem> PhraseIndex::sentence(const std::vector<std::string>& w
     t.push_back(b);
     handle.push_back(h);
     for (const Pair* pair = pairs; pair != pairs + count; ++pair) {
+      if (moses_values_) {
+        unknown.push_back(h < 0);
+        for (std::size_t k = 0; k < m; ++k)
+          tm.push_back(h < 0 ? 0.0f : moses_tm_[static_cast<std::size_t>(pair->number) * std::max<std::size_t>(m, 1) + k]);
+      }
       Option o;
       o.s = a + 1;
       o.t = b + 1;
@@ -161,6 +183,14 @@ std::unique_ptr<Problem> PhraseIndex::sentence(const std::vector<std::string>& w
   auto problem = std::make_unique<Problem>(lm_, std::move(lm_id), n, d, eta, weights_.lm, bos, eos);
   for (auto& o : options) problem->add_option(std::move(o));
   problem->finish();
+  if (moses_values_) {
+    MosesValues& v = problem->moses_values();
+    v.num_tm = static_cast<int>(m);
+    v.tm = std::move(tm);
+    v.unknown = std::move(unknown);
+    v.words.reserve(global_of.size());
+    for (const int g : global_of) v.words.push_back(text_[static_cast<std::size_t>(g)]);
+  }
   return problem;
 }
 

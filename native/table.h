@@ -32,7 +32,10 @@ struct PairWeights {
 class PhraseIndex {
  public:
   // Invariant: every registered pair has weights.tm.size() scores and a non-empty target.
-  PhraseIndex(const LanguageModel& lm, PairWeights weights, double unknown_value);
+  // moses_values: keep what Moses' n-best arithmetic reads (each pair's scores as
+  // moses_table_value floats, every word's text), so that sentence() sets its Problem's
+  // MosesValues (moses_float.h): ~4 bytes per score more.
+  PhraseIndex(const LanguageModel& lm, PairWeights weights, double unknown_value, bool moses_values = false);
 
   // Registers the pairs of one source phrase, in table order: targets[i] are pair i's words and
   // scores[i * tm + k] its k-th score. Returns its handle. Each source is registered once.
@@ -48,7 +51,8 @@ class PhraseIndex {
   // source first gets its copy (handle -1, an unknown word). The hits (0-based inclusive spans
   // and handles) are appended to s, t and handle in SearchProblem's option order (by start; an
   // unknown word's copy first, then by end, each source's pairs in table order); option k of
-  // the result has index k, the k-th pair of the hits.
+  // the result has index k, the k-th pair of the hits. With moses_values, the Problem's
+  // MosesValues hold the options' scores, unknown-word flags and word texts.
   std::unique_ptr<Problem> sentence(const std::vector<std::string>& words, int d, double eta,
                                     std::vector<int>& s, std::vector<int>& t, std::vector<int>& handle);
 
@@ -56,6 +60,7 @@ class PhraseIndex {
   struct Pair {
     std::vector<int> words;  // global ids (index into words_)
     double score;            // ŵ(p)
+    int number = -1;         // with moses_values: its scores are moses_tm_[number * tm ...]
   };
   int intern(const std::string& word);
   double pair_score(const double* scores, const std::vector<int>& words, bool unknown,
@@ -74,6 +79,9 @@ class PhraseIndex {
   // Moses' translation of an unknown word: copied through, every score 0 (sentence.unknown_pair).
   Pair unknown_pair(const std::string& word);
   int bos_, eos_;
+  bool moses_values_;
+  std::vector<float> moses_tm_;    // by pair number, weights.tm.size() each
+  std::vector<std::string> text_;  // with moses_values: global id -> word
 };
 
 }  // namespace fstdecode

@@ -251,7 +251,9 @@ def _decoder(args: argparse.Namespace, model: Model) -> Decoder:
     unique = model.nbest_distinct and listed
     options = search_options(args.method, args, nbest=nbest, unique=unique)
     _check_phrase_length(args, model)
-    return Decoder(model, args.method, options, xml_input=args.xml_input)
+    moses = getattr(args, "moses_output", None)
+    lines = moses.nbest_setting() if moses is not None else None
+    return Decoder(model, args.method, options, xml_input=args.xml_input, moses_nbest=lines)
 
 
 def _check_phrase_length(args: argparse.Namespace, model: Model) -> None:
@@ -370,6 +372,7 @@ def _cmd_decode(args: argparse.Namespace, moses: MosesOutput | None = None) -> i
     if moses is None:
         moses = _ini_outputs(args)
         args.nbest_file = moses is not None and moses.nbest_path is not None
+    args.moses_output = moses  # (the decoder writes Moses' n-best lines: _decoder)
     streams.check_standard_input()
     runner = running.runner(args)
     lines, total, done = running.input_range(args, runner)  # before the model loads: a bad --shard or --resume fails at once
@@ -466,22 +469,16 @@ def _alignment_line(result: DecodeResult) -> str:
 def _writers(args: argparse.Namespace, moses: MosesOutput | None, model: Model, out, sides) -> list:
     """(stream, function from a result to its text) for the output and each side file."""
     layout = tuple(model.features)
-    emulator = None
-    one_of_each = not model.weights.lms and not any(f.width for f in layout)  # (the emulation knows one LM, one table)
-    if moses is not None and moses.float_tm and moses.nbest_path is not None and one_of_each:  # Moses' float arithmetic
-        from fstdecode.cli.moses_float import MosesFloat
-
-        emulator = MosesFloat(model, layout)
     if moses is None or moses.side_only:
         write = output.writer(args.format, model.features, args.print_alignment_info or model.print_alignment, model.weights)
         main_writer = [(out, write)]
     elif moses.nbest_on_stdout:
-        main_writer = [(out, lambda result: moses_output.nbest(result, layout, moses, emulator))]
+        main_writer = [(out, lambda result: moses_output.nbest(result, layout, moses))]
     else:
         main_writer = [(out, lambda result: moses_output.one_best(result, moses))]
     side = {
         "alignments": moses_output.alignment_line if moses is not None and not moses.side_only else _alignment_line,
-        "nbest": lambda result: moses_output.nbest(result, layout, moses, emulator),
+        "nbest": lambda result: moses_output.nbest(result, layout, moses),
         "unknowns": moses_output.unknowns_line,
     }
     return main_writer + [(stream, side[key]) for key, stream in sides.items()]

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+from fstdecode._native import core as _core
 from fstdecode.decoder import DecodeResult, Derivation
 from fstdecode.io.moses_params import PARAMETERS
-from fstdecode.model.features import MOSES_KINDS, MosesFeature
+from fstdecode.model.features import MosesFeature
 from fstdecode.search.base import SearchOptions, flag_of
+from fstdecode.search.moses_nbest import MosesNbest
 
 
 #: What the output holds for a line that failed (said on stderr beside the error).
@@ -65,6 +67,18 @@ class MosesOutput:
     float_tm: bool = True
     #: Only the side files (``decode`` with a moses.ini's [n-best-list] ...): stdout keeps decode's format.
     side_only: bool = False
+
+    def nbest_setting(self) -> MosesNbest | None:
+        """The decoder's setting for its n-best lines: the core writes them in Moses' float
+        arithmetic (:mod:`fstdecode.search.moses_nbest`) for a table of probabilities; None
+        without an n-best list. ``decode``'s side file keeps every derivation (its own output
+        prints them)."""
+        if self.nbest_path is None or not self.float_tm:
+            return None
+        return MosesNbest(
+            labeled=self.labeled, segmentation=self.include_segmentation, alignment=self.nbest_alignment,
+            mark_unknown=self.mark_unknown, start_id=self.start_id, derivations=self.side_only,
+        )
 
     @property
     def nbest_on_stdout(self) -> bool:
@@ -112,55 +126,52 @@ def one_best(result: DecodeResult, opts: MosesOutput) -> str:
 
 def moses_tm(d: Derivation) -> tuple[float, ...]:
     """The phrase-table features as Moses computes them from probabilities: each score read as a
-    C ``float``, its log a float floored at -100 (:func:`~fstdecode.cli.moses_float.tm_value`),
+    C ``float``, its log a float floored at -100 (``moses_table_value`` in native/moses_float.h),
     summed phrase by phrase in target order in ``float`` (Moses' ScoreComponentCollection holds
     floats). Printed with 6 digits, these are Moses' bytes where the exact (double) sums can round
     the other way."""
-    from fstdecode.cli.moses_float import fsum, tm_value  # here: the command line starts without numpy
-
     columns = zip(*(p.pair.scores for p in d.phrases)) if d.phrases else [()] * len(d.features.tm)
-    return tuple(float(fsum(tm_value(v) for v in column)) for column in columns)
+    return tuple(_float_sum(_core.moses_table_value(v) for v in column) for column in columns)
 
 
-def features_field(
-    d: Derivation, layout: tuple[MosesFeature, ...], labeled: bool = True, float_tm: bool = False,
-    emulated: dict | None = None,
-) -> str:
+def _float_sum(values) -> float:
+    """``values`` added one by one in C ``float`` (each sum rounded to float, as Moses' are)."""
+    acc = 0.0
+    for v in values:
+        acc = _core.moses_float_add(acc, v)
+    return acc
+
+
+def features_field(d: Derivation, layout: tuple[MosesFeature, ...], labeled: bool = True, float_tm: bool = False) -> str:
     """The n-best feature field: `` Name= v v`` for each tuneable feature, in Moses' order, with its
     tuned values only (Moses' OutputAllFeatureScores: a feature with ``tuneable=false``, or whose
     ``tuneable-components=`` tunes none, is left out, and so is each value it keeps fixed;
-    :attr:`~fstdecode.model.features.MosesFeature.in_nbest`); with
-    ``emulated`` (:meth:`~fstdecode.cli.moses_float.MosesFloat.emulate`'s values) every value in
-    Moses' float arithmetic, else with ``float_tm`` the phrase table's (:func:`moses_tm`)."""
+    :attr:`~fstdecode.model.features.MosesFeature.in_nbest`); with ``float_tm`` the phrase
+    table's values in Moses' float arithmetic (:func:`moses_tm`). The core writes the whole
+    field in Moses' arithmetic for the models it knows (:mod:`fstdecode.search.moses_nbest`)."""
     out = []
     values = replace(d.features, tm=moses_tm(d)) if float_tm else d.features
     for f in layout:
         if f.in_nbest:
             if labeled:
                 out.append(f" {f.name}=")
-            kind = MOSES_KINDS[f.kind]
-            own = emulated[kind] if emulated is not None and kind in emulated else f.values(values)
-            out.extend(f" {_g(v)}" for v in f.tuned(own))
+            out.extend(f" {_g(v)}" for v in f.tuned(f.values(values)))
     return "".join(out)
 
 
-def nbest(result: DecodeResult, layout: tuple[MosesFeature, ...], opts: MosesOutput, emulator=None) -> str:
-    """The n-best entries of ``result`` (Moses writes none for a line it cannot translate).
-
-    ``emulator`` (a :class:`~fstdecode.cli.moses_float.MosesFloat`), when given, supplies the
-    feature values and the total in Moses' float arithmetic, and the entries are in the order of
-    those totals, as Moses ranks its paths (a stable sort: derivations whose float totals are
-    equal keep the search's order, which is by the exact totals)."""
+def nbest(result: DecodeResult, layout: tuple[MosesFeature, ...], opts: MosesOutput) -> str:
+    """The n-best entries of ``result`` (Moses writes none for a line it cannot translate): the
+    lines the core wrote (``result.nbest_text``: Moses' float arithmetic and order), else, for a
+    model the core's arithmetic does not know (several LMs or tables) or a line without a search
+    (an empty line), each derivation's own values (the phrase table's in float with
+    ``float_tm``) and the scorer's total, in the search's order."""
+    if result.nbest_text is not None:
+        return result.nbest_text
     ident = result.id + opts.start_id
     lines = []
-    entries = [(d, emulator.emulate(d) if emulator is not None else None) for d in result.derivations]
-    if emulator is not None:
-        entries.sort(key=lambda entry: -entry[1].total)
-    for d, emulated in entries:
-        feats = features_field(d, layout, opts.labeled, opts.float_tm,
-                               emulated.values if emulated is not None else None)
-        total = emulated.total if emulated is not None else d.score
-        line = f"{ident} ||| {_words(d, opts, False)} |||{feats} ||| {_g(total)}"
+    for d in result.derivations:
+        feats = features_field(d, layout, opts.labeled, opts.float_tm)
+        line = f"{ident} ||| {_words(d, opts, False)} |||{feats} ||| {_g(d.score)}"
         if opts.include_segmentation:
             line += " |||" + "".join(" " + span for span in d.segmentation().split())
         if opts.nbest_alignment:

@@ -183,20 +183,9 @@ def writers() -> Formats:
 
 
 def moses_scores(model: Model) -> Callable[[Derivation], tuple[str, float]]:
-    """A derivation's n-best feature field and total as ``fstdecode moses -n-best-list`` writes
-    them: in Moses' float arithmetic (MosesFloat) for a model of one LM and one table under Moses'
-    distortion semantics, else the scorer's values with the phrase table's in float
-    (moses_output.features_field) and the scorer's total."""
+    """A derivation's n-best feature field and total for a line whose fields the core did not
+    write (``DecodeResult.nbest_fields``: in Moses' float arithmetic, for a model of one LM and one
+    table under Moses' distortion semantics): the scorer's values with the phrase table's in
+    float (moses_output.features_field) and the scorer's total."""
     layout = tuple(model.features)
-    # The emulation knows one LM, one table and Moses' distortion (the paper's is not Moses' to print).
-    if model.weights.lms or any(f.width for f in layout) or model.distortion_semantics != "moses":
-        return lambda d: (features_field(d, layout, True, True), d.score)
-    from fstdecode.cli.moses_float import MosesFloat  # (numpy: loaded with the model's first use)
-
-    emulator = MosesFloat(model, layout)
-
-    def scores(d: Derivation) -> tuple[str, float]:
-        emulated = emulator.emulate(d)
-        return features_field(d, layout, True, True, emulated.values), float(emulated.total)
-
-    return scores
+    return lambda d: (features_field(d, layout, True, True), d.score)

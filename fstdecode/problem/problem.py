@@ -417,7 +417,7 @@ class SearchResult:
 
     ``winners`` (the stack decoder's n-best lists only, else None) holds, for each hypothesis,
     each phrase's recombination winner as Moses' n-best arithmetic needs it
-    (:class:`~fstdecode.cli.moses_float.MosesFloat`): None where the hypothesis made of the
+    (:mod:`fstdecode.search.moses_nbest`, checked by :mod:`fstdecode.reference.moses_float`): None where the hypothesis made of the
     previous phrase's winner and this phrase is itself the best of its recombination key, else
     that best hypothesis' phrases.
     """
@@ -432,6 +432,10 @@ class SearchResult:
     winners: tuple[tuple[tuple[Phrase, ...] | None, ...], ...] | None = None
     #: Why a result that is no failure is not proven (``prove``'s budget or tables), else None.
     unproven: str | None = None
+    #: The native searches: ``(form, result)``, the core form of the problem
+    #: (:func:`~fstdecode.search.native.native_form`) and the core's result, for a writer that
+    #: reads the hypotheses in the core (:mod:`fstdecode.search.moses_nbest`); else None.
+    native: Any = None
 
     def certified(self) -> SearchResult:
         """This result with its certificate: a proven optimum bounds every derivation by its score."""

@@ -35,6 +35,7 @@ from fstdecode.model.features import UNKNOWN_WORD_VALUE, Weights
 from fstdecode.model.lexical_reordering import BACKWARD, FORWARD
 from fstdecode.problem.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult, no_derivation_message
 from fstdecode.problem.sentence import Phrase, unknown_pair
+from fstdecode.search.moses_nbest import reordering_values
 
 __all__ = ["NativeForm", "NativeTable", "core_budget", "native_form", "native_problem", "to_result", "lm_core", "options_form"]
 
@@ -115,7 +116,7 @@ class NativeTable:
     Invariant: handle ``h`` of the core holds the pairs ``self.pairs[h]``, in that order.
     """
 
-    def __init__(self, table: PhraseTable, lm: Any, weights: Weights) -> None:
+    def __init__(self, table: PhraseTable, lm: Any, weights: Weights, moses_values: bool = False) -> None:
         self.index = _core.PhraseIndex(
             lm_core(lm),
             [float(w) for w in weights.tm],
@@ -124,11 +125,16 @@ class NativeTable:
             float(weights.unknown),
             float(weights.lm),
             UNKNOWN_WORD_VALUE,
+            moses_values,
         )
+        #: The core problems carry Moses' values too (fstdecode.search.moses_nbest).
+        self.moses_values = moses_values
         self.num_scores = table.num_scores
         #: handle -> its pairs' weighted reordering rows (backward and forward, flattened), made
         #: on first use; a NativeTable serves one model and one set of weights.
         self._lr: dict[int, tuple[list[float], list[float]]] = {}
+        #: with moses_values: handle -> its pairs' Moses reordering rows (moses_nbest.reordering_values)
+        self._moses_lr: dict[int, tuple[list[float], list[int], int]] = {}
         #: handle -> the pairs it stands for
         self.pairs: _Pairs
         store = table.store
@@ -167,7 +173,27 @@ class NativeTable:
                 back.extend(b)
                 after.extend(a)
             _set_reordering(problem, core, back, after)
+            if self.moses_values:
+                self._set_moses_reordering(problem, form)
         return form
+
+    def _set_moses_reordering(self, problem: SearchProblem, form: NativeForm) -> None:
+        """The core problem's Moses reordering rows (each hit's, kept per handle)."""
+        model = problem.reordering
+        values: list[float] = []
+        kinds: list[int] = []
+        width = 0
+        for i, (start, end, h) in enumerate(form.hits):
+            if h < 0:
+                got = reordering_values(model, (form.phrase(form.offsets[i]).pair,))
+            else:
+                got = self._moses_lr.get(h)
+                if got is None:
+                    got = self._moses_lr[h] = reordering_values(model, form.pairs[h])
+            values.extend(got[0])
+            kinds.extend(got[1])
+            width = got[2]
+        form.core.set_moses_reordering(width, values, kinds)
 
 
 class _Pairs:
@@ -328,25 +354,28 @@ def to_result(problem: SearchProblem, result: Any) -> SearchResult:
     """
     status = result.status
     hypotheses, winners = (), None
-    if result.hypotheses:
+    found = result.hypotheses  # (a copy of the core's list: read once)
+    form = native_form(problem)
+    if found:
         # One Phrase per option index, shared by every derivation that places it (the n-best
-        # lists' derivations and winners share most of theirs; MosesFloat.chain keys on them).
-        phrase = functools.lru_cache(maxsize=None)(native_form(problem).phrase)
-        hypotheses = tuple((h.score, tuple(phrase(i) for i in h.options)) for h in result.hypotheses)
-        if any(h.winners for h in result.hypotheses):  # the stack decoder's n-best lists
-            winners = tuple(
-                tuple(tuple(phrase(i) for i in w) if w else None for w in h.winners) for h in result.hypotheses
-            )
+        # lists' derivations and winners share most of theirs; the oracle MosesFloat keys on them).
+        phrase = functools.lru_cache(maxsize=None)(form.phrase)
+        hypotheses = tuple((h.score, tuple(phrase(i) for i in h.options)) for h in found)
+        if any(h.winners for h in found):  # the stack decoder's n-best lists
+            winners = tuple(tuple(tuple(phrase(i) for i in w) if w else None for w in h.winners) for h in found)
     bound = None if math.isnan(result.upper_bound) else result.upper_bound
     report = astar_report(result)
+    native = (form, result)
     if status == "budget":
-        best = SearchResult(hypotheses, False, result.states, result.transitions, bound, *report) if hypotheses else None
+        best = SearchResult(hypotheses, False, result.states, result.transitions, bound, *report,
+                            native=native) if hypotheses else None
         raise SearchLimitError(result.message, best)
     if status == "none":  # an empty message: no derivation within the distortion limit
         raise SearchError(result.message or no_derivation_message(problem.d))
     if status:
         raise SearchError(f"the native search ended with an unknown status {status!r}: {result.message}")
-    return SearchResult(hypotheses, result.optimal, result.states, result.transitions, bound, *report, winners=winners)
+    return SearchResult(hypotheses, result.optimal, result.states, result.transitions, bound, *report,
+                        winners=winners, native=native)
 
 
 def astar_report(result: Any) -> tuple[float | None, tuple[tuple[str, float], ...]]:

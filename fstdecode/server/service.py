@@ -31,6 +31,7 @@ from fstdecode.decoder import DecodeResult, Decoder, Derivation
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.table_filter import SourceFilter
 from fstdecode.model.model import NO_LIMIT, UNLIMITED, Model, mapped_tables, refiltered
+from fstdecode.search.moses_nbest import MosesNbest
 from fstdecode.run.filtered import batch_filter, decode_filtered
 from fstdecode.run.lines import Line
 from fstdecode.search.base import SearchOptions
@@ -108,7 +109,9 @@ class Service:
         #: The phrase pairs served: the binarized tables' (per sentence), else the index's.
         self.phrase_pairs = (sum(self.mapped[s.path].entries for s in self.model.table_sources if s.in_use)
                              if setup.per_sentence else len(self.model.table))
-        self.base = Decoder(self.model, setup.method, setup.options[setup.method], xml_input=setup.xml_input)
+        # Each derivation's n-best fields in Moses' float arithmetic, from the core (XML-RPC's fvals).
+        self.base = Decoder(self.model, setup.method, setup.options[setup.method], xml_input=setup.xml_input,
+                            moses_nbest=MosesNbest(derivations=True))
         self.moses_scores = setup.formats.moses_scores(self.model)
         self._decoders: OrderedDict[tuple[str, int, bool], Decoder] = OrderedDict()
         self._decoders[LineRequest(setup.method).key()] = self.base

@@ -165,7 +165,9 @@ def translate_reply(
     if call.nbest:
         # In the order of the totals given, as Moses ranks its paths by its float totals (stable:
         # equal totals keep the search's order), as fstdecode moses writes its lists.
-        scored = [(d, scores(d)) for d in result.derivations[: call.nbest]]
+        # Each derivation's fields in Moses' float arithmetic, from the core, where it wrote them.
+        fields = result.nbest_fields or [scores(d) for d in result.derivations]
+        scored = list(zip(result.derivations[: call.nbest], fields))
         scored.sort(key=lambda entry: -entry[1][1])
         reply["nbest"] = [_nbest_entry(d, call, fvals, total) for d, (fvals, total) in scored]
     return reply
