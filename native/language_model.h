@@ -62,7 +62,7 @@ class LanguageModel {
   // log10 p(w | ctx[0..n)) as KenLM's FullScore returns it to Moses, a float: the longest stored
   // n-gram's probability, then each backoff the match leaves out, shortest context first, each
   // value a float (its log10 as the file spells it) added in float. Moses' n-best numbers are
-  // summed from these (fstdecode/cli/moses_float.py). The default rounds logprob to float (equal
+  // summed from these (moses_float.h). The default rounds logprob to float (equal
   // to it but for the last digits: a model whose tables it cannot walk); NgramLM and RestrictedLM
   // walk their tables.
   virtual float log10_float(const WordId* ctx, int n, WordId w) const {

@@ -247,7 +247,7 @@ struct Hypothesis {
   double score;
   std::vector<int> options;
   // The stack decoder with nbest > 1 only (Moses' n-best arithmetic, TrellisPath: see
-  // fstdecode/cli/moses_float.py): one entry per option; empty where the hypothesis made of the
+  // fstdecode/reference/moses_float.py): one entry per option; empty where the hypothesis made of the
   // previous option's recombination winner and this option is itself its key's winner (the best
   // hypothesis of its recombination key, by Moses' keys), else the winner's options.
   std::vector<std::vector<int>> winners;

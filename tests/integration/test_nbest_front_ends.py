@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 
 import fstdecode.cli.main  # noqa: F401  (imported here, so run_cli's forked commands need not import it each)
 import fstdecode.cli.moses  # noqa: F401
-import fstdecode.cli.moses_float  # noqa: F401  (numpy: Moses' float arithmetic)
+import fstdecode.reference.moses_float  # noqa: F401  (numpy: Moses' float arithmetic)
 from fstdecode.decoder import Decoder
 from fstdecode.model.model import load_model
 from fstdecode.reference import exhaustive

@@ -3,7 +3,7 @@
 Moses scores an n-best entry that is not its winning chain of hypotheses through ``TrellisPath``:
 the path's hypothesis i extends the winner of step i - 1's recombination key by phrase i, and
 where that hypothesis lost its own key's recombination the path's numbers are the last winner's
-chain minus the winner's plus its own, in float (fstdecode/cli/moses_float.py). The stack decoder
+chain minus the winner's plus its own, in float (fstdecode/reference/moses_float.py). The stack decoder
 reports, per phrase, the winner of its key where it is not that hypothesis.
 
 Oracle: with a beam that keeps everything, a key's winner is the best of every prefix that reaches
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from randmodels import moses_case, problem_of, random_case
 from shared import SEARCH_SETTINGS as SETTINGS, examples
 
-from fstdecode.cli.moses_float import MosesFloat
+from fstdecode.reference.moses_float import MosesFloat
 from fstdecode.decoder import Decoder
 from fstdecode.io.arpa import BOS
 from fstdecode.search.native_stack import stack_search

@@ -1,4 +1,4 @@
-"""Moses' float arithmetic for the n-best numbers (fstdecode.cli.moses_float).
+"""Moses' float arithmetic for the n-best numbers (fstdecode.reference.moses_float).
 
 Small hand-checkable cases of each rule, KenLM's float scores against the kenlm package, and the
 gold lists: every entry of Moses' de-en 50-best but one (named, with its cause) and every entry of
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from shared import arpa_text, data_path, run_cli
 
-from fstdecode.cli.moses_float import LN10_F, KenScorer, MosesFloat, NativeKenScorer, fsum, tm_value, transform_lm
+from fstdecode.reference.moses_float import LN10_F, KenScorer, MosesFloat, NativeKenScorer, fsum, tm_value, transform_lm
 from fstdecode.io.arpa import ArpaLM
 from fstdecode.io.native_lm import NativeLM
 

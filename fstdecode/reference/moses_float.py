@@ -1,4 +1,8 @@
-"""Moses' n-best numbers in Moses' own float arithmetic (``fstdecode moses``).
+"""The oracle of Moses' n-best numbers in Moses' own float arithmetic, in Python.
+
+The production path is the native core's (native/moses_float.h, through
+:mod:`fstdecode.search.moses_nbest`); this module is its independent twin, which the tests hold
+it to (tests/unit/test_native_moses_float.py), and which no production module imports.
 
 Moses keeps every feature value in a C ``float`` (``ScoreComponentCollection`` over
 ``FVector``, ``FValue = float``) and adds them up hypothesis by hypothesis, so its 6-digit
@@ -58,6 +62,8 @@ were made with 34452895, whose versions of these functions are the ones below):
   lexicalized reordering, its span and forward scores; a complete hypothesis' LM state, after
   ``</s>``, is every complete one's). On the two gold models in ../shared/data every entry both
   lists hold matches byte for byte.
+
+:class:`MosesFloat` needs numpy (float32 arithmetic).
 """
 
 from __future__ import annotations
@@ -184,8 +190,11 @@ class Emulated:
 class MosesFloat:
     """Moses' float arithmetic over a model (see the module docstring)."""
 
-    def __init__(self, model, layout: Sequence[MosesFeature]) -> None:
+    def __init__(self, model, layout: Sequence[MosesFeature], sentence_of=None) -> None:
         self.model = model
+        #: source words -> the Sentence whose options the future-cost estimate reads (default:
+        #: build_sentence over the model's table; a line with XML markup has others).
+        self.sentence_of = sentence_of
         self.layout = tuple(layout)
         lm = model.lm
         if isinstance(lm, ArpaLM):
@@ -349,7 +358,7 @@ class MosesFloat:
         n = len(source)
         neg = f32(-np.inf)
         m = [[neg] * n for _ in range(n)]
-        sentence = build_sentence(self.model.table, source)
+        sentence = self.sentence_of(source) if self.sentence_of is not None else build_sentence(self.model.table, source)
         for options in sentence.options:
             for ph in options:
                 v = self.option_future(ph.pair, num_tm)
