@@ -348,6 +348,8 @@ class Decoder:
         reason = None
         try:
             problem = self.problem(words, id, markup)
+            # The stack decoder's list (distinct in the core) is written by the core: Python needs its best alone.
+            problem.list_in_core = self._nbest_writer is not None and not self.moses_nbest.derivations and self.method == "stack"
             try:
                 result = self.searcher.search(problem)
             except SearchLimitError as e:
@@ -379,7 +381,7 @@ class Decoder:
         (a non-native search, or a list filtered in Python)."""
         everything = len(result.hypotheses)
         native = result.native
-        if self._nbest_writer is None or native is None or native[1].size != everything:
+        if self._nbest_writer is None or native is None or (native[1].size != everything and not problem.list_in_core):
             return None, None, everything
         form, core = native
         text = self._nbest_writer.lines(problem, form, core, id)

@@ -141,6 +141,13 @@ void bind_problem(py::module_& m) {
       .def_readonly("hypotheses", &Result::hypotheses, "best first")
       .def_property_readonly("size", [](const Result& r) { return r.hypotheses.size(); },
                              "the number of hypotheses (without copying them, as hypotheses does)")
+      .def(
+          "hypothesis",
+          [](const Result& r, std::size_t i) {
+            if (i >= r.hypotheses.size()) throw py::index_error("no such hypothesis");
+            return r.hypotheses[i];
+          },
+          "a copy of hypothesis i alone", py::arg("i"))
       .def_readonly("optimal", &Result::optimal)
       .def_readonly("states", &Result::states)
       .def_readonly("transitions", &Result::transitions)

@@ -175,6 +175,9 @@ class SearchProblem:
         self.phrase_scores = phrase_scores
         #: The native core's form of this problem, made once by :mod:`fstdecode.search.native`.
         self.native: Any = None
+        #: The native searches' n-best list stays in the core (a decoder whose lines the core
+        #: writes: fstdecode.search.moses_nbest): the Python result holds its best hypothesis only.
+        self.list_in_core = False
         self.bos_option = Option(0, 0, self.bos, self.bos, 0.0, None, (self.bos,))
         self.eos_option = Option(self.end, self.end, self.eos, self.eos, 0.0, None, (self.eos,))
 

@@ -354,7 +354,8 @@ def to_result(problem: SearchProblem, result: Any) -> SearchResult:
     """
     status = result.status
     hypotheses, winners = (), None
-    found = result.hypotheses  # (a copy of the core's list: read once)
+    # (a copy of the core's list: read once; only its best where the list stays in the core)
+    found = ([result.hypothesis(0)] if result.size else []) if problem.list_in_core else result.hypotheses
     form = native_form(problem)
     if found:
         # One Phrase per option index, shared by every derivation that places it (the n-best
