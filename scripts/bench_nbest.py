@@ -158,6 +158,7 @@ def run(args, record) -> int:
             *(f"| {name} | {'--batch-mira' if mira else 'MERT'} | {t['code']} | {t['seconds']:.0f} | {t['iterations']} | "
               f"{t['bleu']:.6f} |" for name, mira, t in tuned),
         ]
+    lines_out += targets(best, peak, tuned)
     section = marked("bench_nbest", lines_out)
     print(section)
     write_section(args.out, "bench_nbest", section)
@@ -165,6 +166,33 @@ def run(args, record) -> int:
     for t in failed:
         log(f"a tuning run failed in {t['work']}: {t['tail']}")
     return 1 if failed else 0
+
+
+def targets(best: dict, peak: dict, tuned: list) -> list[str]:
+    """Issue 39's targets, each with its measure in this run and whether it was met."""
+    me = "fstdecode-moses"
+    one, one_mb = best[(me, "1-best")], peak[(me, "1-best")]
+    checks = [
+        (f"100-best at most 2x its 1-best time: {best[(me, '100-best')] / one:.2f}x", best[(me, "100-best")] <= 2 * one),
+        (f"100-best distinct at most 3x its 1-best time: {best[(me, '100-best distinct')] / one:.2f}x",
+         best[(me, "100-best distinct")] <= 3 * one),
+        *((f"{kind} peak memory at most 2x the 1-best's: {peak[(me, kind)] / one_mb:.2f}x", peak[(me, kind)] <= 2 * one_mb)
+          for kind in ("100-best", "100-best distinct")),
+    ]
+    if ("Moses", "100-best distinct") in best:
+        ratio = best[(me, "100-best distinct")] / best[("Moses", "100-best distinct")]
+        checks.append((f"100-best distinct at most half Moses' time: {ratio:.2f}x", ratio <= 0.5))
+    runs = {(name, mira): t for name, mira, t in tuned}
+    for mira in sorted({m for _, m, _ in tuned}):
+        ours, theirs = runs.get((me, mira)), runs.get(("Moses", mira))
+        if ours is None or theirs is None:
+            continue
+        what = "--batch-mira" if mira else "MERT"
+        checks.append((f"mert-moses.pl ({what}) no longer than with Moses: {ours['seconds']:.0f} s against "
+                       f"{theirs['seconds']:.0f} s", ours["code"] == 0 and ours["seconds"] <= theirs["seconds"]))
+        checks.append((f"the same final BLEU within 0.005 ({what}): {ours['bleu']:.6f} against {theirs['bleu']:.6f}",
+                       abs(ours["bleu"] - theirs["bleu"]) <= 0.005))
+    return ["", "Targets (issue 39), in this run:", "", *(f"- {text}: {'met' if ok else 'NOT met'}" for text, ok in checks)]
 
 
 main = script("bench_nbest", __doc__, run, add_args=add_args, out=DOCS / "benchmarks.md")
