@@ -147,6 +147,9 @@ def run(args, record) -> int:
         lines_out += ["", "fstdecode-moses against Moses, the same call: "
                       + "; ".join(f"{kind} {best[('fstdecode-moses', kind)] / best[('Moses', kind)]:.2f}x the time"
                                   for kind in CALLS)]
+        lines_out += ["", "The lists themselves (the last round's files): " + "; ".join(
+            f"{kind}: {same:,} of Moses' {theirs:,} entries byte for byte in fstdecode's {ours:,}"
+            for kind, (same, ours, theirs) in same_entries(out).items())]
     if tuned:
         lines_out += [
             "",
@@ -166,6 +169,22 @@ def run(args, record) -> int:
     for t in failed:
         log(f"a tuning run failed in {t['work']}: {t['tail']}")
     return 1 if failed else 0
+
+
+def same_entries(out: Path) -> dict[str, tuple[int, int, int]]:
+    """Per listed call: how many of Moses' n-best lines fstdecode-moses wrote byte for byte (as
+    multisets), and the two lists' lengths."""
+    from collections import Counter
+
+    found = {}
+    for kind, nbest in CALLS.items():
+        if not nbest:
+            continue
+        name = kind.replace(" ", "-")
+        ours = (out / f"fstdecode-moses.{name}.nbest").read_text(encoding="utf-8").splitlines()
+        theirs = (out / f"Moses.{name}.nbest").read_text(encoding="utf-8").splitlines()
+        found[kind] = (sum((Counter(ours) & Counter(theirs)).values()), len(ours), len(theirs))
+    return found
 
 
 def targets(best: dict, peak: dict, tuned: list) -> list[str]:
