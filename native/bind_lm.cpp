@@ -261,6 +261,8 @@ void bind_lm(py::module_& m) {
       "A back-off n-gram LM read from ARPA text with KenLM's semantics (fstdecode.io.arpa.ArpaLM, "
       "value for value); scores are natural logs. Words are interned to ids 0..vocab_size-1.");
   ngram
+      .def_property_readonly("suffix_closed", &NgramLM::suffix_closed,
+                             "every stored n-gram's suffix is stored: queries look their orders up shortest first")
       .def_static(
           "parse_arpa",
           [](const py::bytes& text, int max_order) {
@@ -303,6 +305,8 @@ void bind_lm(py::module_& m) {
       "An LM image (fstdecode binarize; lm_image.h) mapped: NgramLM's queries, answered bit for bit "
       "as the NgramLM it was written from.");
   image
+      .def_property_readonly("suffix_closed", &ImageLM::suffix_closed,
+                             "the image's flag (NgramLM.suffix_closed of its source; False for a version 2 image)")
       .def_static(
           "map_image",
           [](const std::string& path) {

@@ -292,6 +292,12 @@ long ArpaParser::read_section(int n, bool keep_backoff) {
   auto store = [&]() {
     for (std::size_t b = 0; b < pending; ++b) {
       const Pending& q = batch[b];
+      const WordId* w = batch_ids.data() + b * static_cast<std::size_t>(n);
+      if (lm.suffix_closed_) {  // (the shorter orders are read already)
+        const NgramLM::Entry* suffix = n == 2 ? &lm.unigrams_[static_cast<std::size_t>(w[1])]
+                                              : lm.tables_[static_cast<std::size_t>(n - 3)].find(hash_ngram(w + 1, n - 1));
+        if (suffix == nullptr || !suffix->stored) lm.suffix_closed_ = false;
+      }
       NgramLM::Entry& x = table->insert(q.key);
       if (x.stored) fail(q.lineno, "duplicate n-gram");
       x.stored = true;
@@ -301,7 +307,6 @@ long ArpaParser::read_section(int n, bool keep_backoff) {
       // of the same context, has). A prefix already marked was marked with its own prefixes,
       // by an n-gram no longer than this one: stop there.
       if (!q.mark_prefixes) continue;
-      const WordId* w = batch_ids.data() + b * static_cast<std::size_t>(n);
       for (int k = n - 1; k >= 1; --k) {
         NgramLM::Entry& pre = k == 1 ? lm.unigrams_[static_cast<std::size_t>(w[0])]
                                      : lm.tables_[static_cast<std::size_t>(k - 2)].insert(hash_ngram(w, k));
@@ -399,10 +404,10 @@ long ArpaParser::read_section(int n, bool keep_backoff) {
     q.mark_prefixes = !same_context;
     q.lineno = lineno_;
     table->prefetch(q.key);
-    if (q.mark_prefixes) {
-      std::copy(ids.begin(), ids.end(), batch_ids.begin() + static_cast<std::ptrdiff_t>(pending * static_cast<std::size_t>(n)));
-      if (n >= 3) lm.tables_[static_cast<std::size_t>(n - 3)].prefetch(hash_ngram(ids.data(), n - 1));
-    }
+    // (every line's ids: the suffix check reads them, the prefix marks too)
+    std::copy(ids.begin(), ids.end(), batch_ids.begin() + static_cast<std::ptrdiff_t>(pending * static_cast<std::size_t>(n)));
+    if (q.mark_prefixes && n >= 3) lm.tables_[static_cast<std::size_t>(n - 3)].prefetch(hash_ngram(ids.data(), n - 1));
+    if (lm.suffix_closed_ && n >= 3) lm.tables_[static_cast<std::size_t>(n - 3)].prefetch(hash_ngram(ids.data() + 1, n - 1));
     if (++pending == kBatch) store();
   }
   store();
@@ -632,7 +637,24 @@ double NgramLM::logprob_facts(const WordId* ctx, int n, WordId w, const double* 
   // ngram_hash::backoff_score's rule with the facts for its backoff lookups: the longest stored
   // n-gram's probability plus the backoffs of the longer contexts, longest first, zeros skipped.
   double result;
-  {
+  if (suffix_closed_) {
+    // Shortest first, up to the first absent n-gram (suffix_closed): the same longest match.
+    int L = 0, l = 1;
+    for (; l <= n; ++l) {
+      const Entry* e = tables_[static_cast<std::size_t>(l - 1)].find(key[l]);
+      at[l] = e;
+      if (e == nullptr) break;
+      if (e->stored) L = l;
+    }
+    for (; l <= n; ++l) at[l] = nullptr;
+    double total = 0.0;
+    for (int k = n; k > L; --k) {
+      const double b = facts[k - 1];
+      if (b != 0.0) total += b;
+    }
+    result = L >= 1 ? total + at[L]->prob : total + uni.prob;
+    if (next == nullptr) return result;
+  } else {
     double total = 0.0;
     int L = n;
     for (; L >= 1; --L) {
@@ -733,6 +755,7 @@ NgramLM NgramLM::restrict(int order) const {
   out.unk_ = unk_;
   out.vocab_ = vocab_;
   out.counts_.assign(counts_.begin(), counts_.begin() + order);
+  out.suffix_closed_ = suffix_closed_;  // (the stored n-grams of the orders kept, and their suffixes, stay)
   auto adjust = [order](Entry& e, int length) {
     if (e.min_ext > order) e.min_ext = 0;
     if (length >= order) e.backoff = 0.0;

@@ -94,6 +94,11 @@ class NgramLM final : public LanguageModel {
   void prefetch_facts(const WordId* ctx, int n, WordId w) const override;
   // The number of n-grams of each order read from the file (ARPA's \data\ counts).
   const std::vector<long>& counts() const override { return counts_; }
+  // Whether every stored n-gram's suffix (its first word dropped) is a stored n-gram too, as
+  // KenLM's tables make it: a query may then look its orders up shortest first and stop at the
+  // first absent one (no longer n-gram ending so is stored, nor a prefix of one). Checked as the
+  // file is read (conservatively: false may be said of a closed model, never true of another).
+  bool suffix_closed() const { return suffix_closed_; }
 
   // A model using only n-grams up to `order` (1 <= order <= order()), exactly as
   // parse_arpa(text, order) would read it: the backoffs of order `order` are dropped and
@@ -153,6 +158,7 @@ class NgramLM final : public LanguageModel {
   friend class LmImage;  // lm_image.cpp, the writer of LM images
 
   int order_ = 0;
+  bool suffix_closed_ = true;
   WordId unk_ = 0;
   Vocab vocab_;
   std::vector<long> counts_;

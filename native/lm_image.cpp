@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -42,7 +43,12 @@ struct Header {
   std::int64_t stamp_size, stamp_mtime_ns;
   std::uint64_t begin[kSections], end[kSections];
   std::uint64_t hash_check;  // hash_ngram's key of kHashProbe
+  std::uint64_t flags;       // version 3 on (kFlagSuffixClosed); version 2's header ends before it
 };
+// flags: the source model is suffix-closed (NgramLM::suffix_closed).
+constexpr std::uint64_t kFlagSuffixClosed = 1;
+// Version 2's header: all of Header but flags (read as 0).
+constexpr std::size_t kHeaderV2 = offsetof(Header, flags);
 static_assert(sizeof(Header) % 8 == 0, "sections start 8-aligned");
 constexpr WordId kHashProbe[3] = {3, 1, 4};
 
@@ -76,6 +82,7 @@ void LmImage::write(const NgramLM& lm, const SourceStamp& stamp, const std::stri
   h.stamp_size = stamp.size;
   h.stamp_mtime_ns = stamp.mtime_ns;
   h.hash_check = hash_ngram(kHashProbe, 3);
+  h.flags = lm.suffix_closed_ ? kFlagSuffixClosed : 0;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   std::uint64_t at = 0;
   auto fail = [&] { throw std::runtime_error(path + ": cannot write: " + std::strerror(errno ? errno : EIO)); };
@@ -238,12 +245,15 @@ std::shared_ptr<ImageLM> ImageLM::map(const std::string& path, SourceStamp* stam
   if (load32(base + 16) != kByteOrder)
     throw LmImageError(path + ": this LM image was built on a machine of another byte order");
   const std::uint32_t version = load32(base + 20);
-  if (version != kLmImageVersion)
+  if (version != kLmImageVersion && version != 2)
     throw LmImageError(path + ": this LM image has format version " + std::to_string(version) +
-                       " and this fstdecode reads version " + std::to_string(kLmImageVersion) +
+                       " and this fstdecode reads versions 2 and " + std::to_string(kLmImageVersion) +
                        "; run fstdecode binarize again");
-  if (file->size() < sizeof(Header)) bad(path, "its header is cut short");
-  const Header& h = *reinterpret_cast<const Header*>(base);
+  const std::size_t header_size = version == 2 ? kHeaderV2 : sizeof(Header);
+  if (file->size() < header_size) bad(path, "its header is cut short");
+  Header h{};  // (a version 2 header has no flags: 0)
+  std::memcpy(&h, base, header_size);
+  if (h.flags & ~kFlagSuffixClosed) bad(path, "its header holds unknown flags");
   if (h.mid_slot != kMidSlot || h.top_slot != kTopSlot) bad(path, "its slot sizes are wrong");
   if (h.hash_check != hash_ngram(kHashProbe, 3))
     throw LmImageError(path + ": this LM image was built by an fstdecode with other n-gram keys; run fstdecode binarize again");
@@ -252,7 +262,7 @@ std::shared_ptr<ImageLM> ImageLM::map(const std::string& path, SourceStamp* stam
   if (h.order < 1 || h.order > static_cast<std::uint32_t>(kMaxOrder)) bad(path, "its order is " + std::to_string(h.order));
   const int used = S_SLOTS + static_cast<int>(h.order) - 1;
   for (int s = 0; s < used; ++s)
-    if (h.begin[s] > h.end[s] || h.end[s] > h.file_size || h.begin[s] < sizeof(Header) || h.begin[s] % 8)
+    if (h.begin[s] > h.end[s] || h.end[s] > h.file_size || h.begin[s] < header_size || h.begin[s] % 8)
       bad(path, "section " + std::to_string(s) + " lies outside the file");
   auto count = [&](int s, std::uint64_t width) { return (h.end[s] - h.begin[s]) / width; };
   auto sized = [&](int s, std::uint64_t n, std::uint64_t width) {
@@ -274,6 +284,7 @@ std::shared_ptr<ImageLM> ImageLM::map(const std::string& path, SourceStamp* stam
   std::shared_ptr<ImageLM> lm(new ImageLM());
   lm->order_ = lm->file_order_ = static_cast<int>(h.order);
   lm->unk_ = static_cast<WordId>(h.unk);
+  lm->suffix_closed_ = (h.flags & kFlagSuffixClosed) != 0;
   // Words, in id order.
   auto vocab = std::make_shared<Vocab>();
   const auto* word_off = reinterpret_cast<const std::uint64_t*>(at(S_WORD_OFF));
@@ -475,8 +486,26 @@ double ImageLM::logprob_facts(const WordId* ctx, int n, WordId w, const double* 
   const Unigram& uni = unigrams_[static_cast<std::size_t>(w)];
   // ngram_hash::backoff_score with the facts for its backoff lookups (as NgramLM::logprob_facts).
   double result;
-  int L = n;
-  {
+  if (suffix_closed_) {
+    // Shortest first, up to the first absent n-gram (NgramLM::suffix_closed): the same longest match.
+    double p = 0.0, q = 0.0;
+    int L = 0, l = 1;
+    for (; l <= n; ++l) {
+      const unsigned char* s = tables_[static_cast<std::size_t>(l - 1)].find(key[l]);
+      at[l] = s;
+      if (s == nullptr) break;
+      if (prob(s, &q)) L = l, p = q;
+    }
+    for (; l <= n; ++l) at[l] = nullptr;
+    double total = 0.0;
+    for (int k = n; k > L; --k) {
+      const double b = facts[k - 1];
+      if (b != 0.0) total += b;
+    }
+    result = L >= 1 ? total + p : total + uni.prob;
+    if (next == nullptr) return result;
+  } else {
+    int L = n;
     double total = 0.0;
     double p = 0.0;
     for (; L >= 1; --L) {
@@ -487,9 +516,9 @@ double ImageLM::logprob_facts(const WordId* ctx, int n, WordId w, const double* 
       if (b != 0.0) total += b;
     }
     result = L >= 1 ? total + p : total + uni.prob;
+    if (next == nullptr) return result;
+    for (int l = L - 1; l >= 1; --l) at[l] = tables_[static_cast<std::size_t>(l - 1)].find(key[l]);
   }
-  if (next == nullptr) return result;
-  for (int l = L - 1; l >= 1; --l) at[l] = tables_[static_cast<std::size_t>(l - 1)].find(key[l]);
   // The suffix of length l + 1 of ctx + w is at[l]'s n-gram (l = 0: w); those of order_ words or
   // more have no backoff and extend nothing (backoff, extends).
   for (int l = 0; l <= asked; ++l) {

@@ -5,8 +5,10 @@
 //
 // Format (version kLmImageVersion; native byte order, checked by a marker): a header (magic
 // "fstdecode lm\n", version, order, <unk>'s id, the two slot sizes, the file's own size, the
-// numbers of words and aliases, the source file's stamp, each section's [begin, end), and
-// hash_ngram's key of a fixed n-gram, so that an image written with other keys is refused),
+// numbers of words and aliases, the source file's stamp, each section's [begin, end),
+// hash_ngram's key of a fixed n-gram, so that an image written with other keys is refused, and
+// from version 3 a u64 of flags: bit 0, the model is suffix-closed, NgramLM::suffix_closed; a
+// version 2 image, the same without the flags, is read as not suffix-closed),
 // then 8-aligned sections:
 //   path      the source file's path;
 //   words     u64 offsets (words + 1) and the words' bytes, by id; aliases: i32 ids, u64
@@ -48,7 +50,7 @@
 
 namespace fstdecode {
 
-constexpr std::uint32_t kLmImageVersion = 2;
+constexpr std::uint32_t kLmImageVersion = 3;
 
 struct LmImageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -70,6 +72,8 @@ class ImageLM final : public LanguageModel {
   static std::shared_ptr<ImageLM> map(const std::string& path, SourceStamp* stamp);
 
   int order() const override { return order_; }
+  // The header's flag: queries look their orders up shortest first (NgramLM::suffix_closed).
+  bool suffix_closed() const { return suffix_closed_; }
   const Vocab& vocab() const { return *vocab_; }
   std::size_t vocab_size() const override { return vocab_->size(); }
   WordId index(std::string_view word) const override;
@@ -121,6 +125,7 @@ class ImageLM final : public LanguageModel {
   std::shared_ptr<const Vocab> vocab_;
   int order_ = 0;
   int file_order_ = 0;
+  bool suffix_closed_ = false;  // the header's flag (NgramLM::suffix_closed); version 2: false
   WordId unk_ = 0;
   std::vector<long> counts_;
   const Unigram* unigrams_ = nullptr;

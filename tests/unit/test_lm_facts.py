@@ -187,6 +187,37 @@ def test_a_missing_suffix_does_not_hide_a_longer_match():
     assert same(value, lm.logprob([a, c, d], f))
 
 
+def test_suffix_closure_is_read_with_the_model(lms):
+    """A model whose every stored n-gram's suffix is stored (the generated one, as KenLM's tools
+    write them) is suffix-closed, and so is its LM image and their restrictions: their queries
+    walk the orders up, shortest first, and stop at the first absent one (its answers held to
+    logprob's by the tests above). The tricky model ("a c d f" without "c d f") is not: its
+    queries walk down from the longest, and still find "a c d f"."""
+    assert lms("generated").suffix_closed and lms("generated-image").suffix_closed
+    assert lms("generated").restrict(3).suffix_closed and lms("generated-image").restrict(3).suffix_closed
+    assert not lms("arpa").suffix_closed and not lms("image").suffix_closed and not lms("arpa-3").suffix_closed
+
+
+def test_a_closed_model_scores_as_the_same_model_unclosed():
+    """The two walks agree: a closed model, and the same model with one n-gram added whose suffix
+    is missing (so not closed), answer every query of the closed one's n-grams alike but there."""
+    closed = "\\data\\\nngram 1=4\nngram 2=3\nngram 3=1\n\n\\1-grams:\n-1.0\t<s>\t-0.3\n-0.5\ta\t-0.2\n-0.7\tb\t-0.1\n-0.9\t</s>\n\n" \
+             "\\2-grams:\n-0.4\t<s> a\t-0.25\n-0.3\ta b\t-0.15\n-0.6\tb </s>\n\n\\3-grams:\n-0.2\t<s> a b\n\n\\end\\\n"
+    lm = _core.NgramLM.parse_arpa(closed.encode(), 0)
+    assert lm.suffix_closed
+    opened = _core.NgramLM.parse_arpa(closed.replace("ngram 3=1", "ngram 3=2").replace(
+        "-0.2\t<s> a b\n", "-0.2\t<s> a b\n-0.05\tb a </s>\n").encode(), 0)
+    assert not opened.suffix_closed  # "a </s>" is no bigram
+    words = ["<s>", "a", "b", "</s>"]
+    for ctx in ([], *([lm.index(w)] for w in words), *([lm.index(v), lm.index(w)] for v in words for w in words)):
+        for w in words:
+            i = lm.index(w)
+            got, _, _ = lm.logprob_facts(ctx, i, lm.facts(ctx))
+            assert same(got, lm.logprob(ctx, i))
+            if ctx != [lm.index("b"), lm.index("a")] or w != "</s>":
+                assert same(got, opened.logprob_facts(ctx, i, opened.facts(ctx))[0])
+
+
 def chained(lm, words: list[str], *, bos: bool = True, eos: bool = True) -> tuple[list[float], list[float]]:
     """Each word's score with facts passed from word to word (the context cut to its last order
     - 1 words, its facts the next facts of the word before), and with logprob."""
