@@ -200,7 +200,7 @@ def _nbest(settings: MosesSettings, cfg_nbest: tuple[str | None, int | None, boo
 
 
 def _threads(settings: MosesSettings) -> int:
-    """``-threads N|all``: N sentences decoded at once (worker processes), as decode's --threads."""
+    """``-threads N|all``: N sentences decoded at once on N threads sharing one model, as decode's --threads."""
     values = settings.get("threads")
     if values is None:
         return 1
@@ -283,7 +283,7 @@ def moses_args(words: Sequence[str]) -> tuple[argparse.Namespace, MosesOutput]:
         table_limit=ttl,
         filter=None, filter_chunk=None, method="stack", format="text", print_alignment_info=False,
         alignment_output_file=None, show_weights="show-weights" in switches or settings.flag("show-weights"),
-        xml_input=xml_mode, workers=_threads(settings), cluster=None, scheduler=None, worker_memory=None,
+        xml_input=xml_mode, workers=1, threads=_threads(settings), cluster=None, scheduler=None, worker_memory=None,
         tls_ca_file=None, tls_cert=None, tls_key=None, chunk_size=None, retries=DEFAULT_RETRIES, shard=None, resume=None,
         progress=None, verbose=verbose, quiet=quiet, ini_paths=paths, input_file=input_file,
         beam_size=stack if stack > 0 else MAX_INT_OPTION,  # 0: no limit, as in Moses

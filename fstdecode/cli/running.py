@@ -18,7 +18,7 @@ from fstdecode.cli.options import check_min
 from fstdecode.cli.progress import wanted
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.files import is_regular
-from fstdecode.run import Line, Runner, SerialRunner, input_lines, runner_for
+from fstdecode.run import Line, Runner, SerialRunner, ThreadRunner, input_lines, runner_for
 from fstdecode.run.base import DASK_TASK_SECONDS, DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES
 from fstdecode.run.lines import count_lines, parse_shard, shard_span
 
@@ -27,9 +27,14 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
     """The flags that choose where and how much of the input runs (README, 'Running on many cores and machines')."""
     g = p.add_argument_group("running (README.md, 'Running on many cores and machines')")
     g.add_argument(
-        "--workers", "--threads", dest="workers", type=worker_count, default=1, metavar="N",
-        help="decode N sentences at once, in N local worker processes (default: 1, this process; all: one per "
-        "core); --threads is an alias, and means the same in fstdecode moses (-threads N|all)",
+        "--workers", dest="workers", type=worker_count, default=1, metavar="N",
+        help="decode N sentences at once, in N local worker processes, each with its own copy of the model "
+        "(default: 1, this process; all: one per core); a worker that dies loses only its lines, which are retried",
+    )
+    g.add_argument(
+        "--threads", dest="threads", type=worker_count, default=1, metavar="N",
+        help="decode N sentences at once on N threads of this process, sharing one loaded model (all: one per "
+        "core); fstdecode moses' -threads N|all",
     )
     g.add_argument("--cluster", metavar="local:N", help="decode on a Dask LocalCluster of N worker processes on 127.0.0.1 (the cluster extra)")
     g.add_argument(
@@ -77,8 +82,9 @@ def worker_count(text: str) -> int:
 
 def runner(args: argparse.Namespace) -> Runner:
     """The runner of the --workers, --cluster and --scheduler flags (one kind at a time)."""
-    if args.workers != 1 and (args.cluster or args.scheduler):
-        raise FstdecodeError("--workers is the local pool; give the Dask workers with --cluster local:N instead")
+    threads = getattr(args, "threads", 1)
+    if (args.workers != 1 or threads != 1) and (args.cluster or args.scheduler):
+        raise FstdecodeError("--workers and --threads run locally; give the Dask workers with --cluster local:N instead")
     if args.cluster and args.scheduler:
         raise FstdecodeError("give --cluster or --scheduler, not both")
     check_min("--chunk-size", args.chunk_size, 1)
@@ -86,7 +92,7 @@ def runner(args: argparse.Namespace) -> Runner:
     tls = dict(tls_ca_file=args.tls_ca_file, tls_cert=args.tls_cert, tls_key=args.tls_key)
     dashboard = {"dashboard": True} if args.cluster and args.verbose else {}  # a LocalCluster's dashboard with -v only
     return runner_for(
-        args.workers, cluster=args.cluster, scheduler=args.scheduler, chunk_size=args.chunk_size,
+        args.workers, threads=threads, cluster=args.cluster, scheduler=args.scheduler, chunk_size=args.chunk_size,
         retries=args.retries, worker_memory=args.worker_memory, **tls, **dashboard,
     )
 
@@ -116,7 +122,8 @@ def input_range(args: argparse.Namespace, runner: Runner) -> tuple[Iterator[Line
         if os.path.exists(args.resume):
             os.truncate(args.resume, cut)
         logging.getLogger("fstdecode").info("%s: %d results done; decoding the rest", args.resume, done)
-    threaded = not isinstance(runner, SerialRunner)  # the pool and Dask read their lines in a LineFeed thread
+    # The pool and Dask read their lines in a LineFeed thread (the threads' runner, in this one).
+    threaded = not isinstance(runner, (SerialRunner, ThreadRunner))
     name = getattr(args, "input_name", "<stdin>")
     lines = itertools.islice(input_lines(_standard_input(threaded), name), start + done, stop)
     return lines, (None if stop is None else stop - start), done

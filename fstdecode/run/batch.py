@@ -7,7 +7,7 @@ from typing import Iterable, Iterator
 from fstdecode.decoder import DecodeError, DecodeResult, Decoder
 from fstdecode.run.base import DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES, Progress, Runner, RunError, missing_module
 from fstdecode.run.lines import Line
-from fstdecode.run.local import ProcessRunner, SerialRunner
+from fstdecode.run.local import ProcessRunner, SerialRunner, ThreadRunner
 
 #: What to install for --cluster and --scheduler.
 CLUSTER_EXTRA = "pip install 'fstdecode[cluster]'"
@@ -16,6 +16,7 @@ CLUSTER_EXTRA = "pip install 'fstdecode[cluster]'"
 def runner_for(
     workers: int = 1,
     *,
+    threads: int = 1,
     cluster: str | None = None,
     scheduler: str | None = None,
     chunk_size: int | None = None,
@@ -27,7 +28,7 @@ def runner_for(
 
     ``cluster`` is ``local:N`` (a Dask LocalCluster of N worker processes); ``scheduler`` an
     existing Dask scheduler's address or scheduler file; neither: ``workers`` local processes
-    (1: this process). ``chunk_size``: lines per task (default: :data:`DEFAULT_CHUNK_SIZE` for
+    (1: this process), or ``threads`` threads of this process sharing its model (one of the two). ``chunk_size``: lines per task (default: :data:`DEFAULT_CHUNK_SIZE` for
     the local pool; on Dask, about :data:`~fstdecode.run.base.DASK_TASK_SECONDS` of decoding per
     task). ``dashboard``: start a LocalCluster's dashboard. ``dask_options`` are
     :class:`fstdecode.run.dask.ClusterSpec`'s ``worker_memory`` and ``tls_*`` fields.
@@ -35,6 +36,12 @@ def runner_for(
     if cluster is None and scheduler is None:
         if any(v is not None for v in dask_options.values()):
             raise RunError("--worker-memory and the TLS flags need --cluster or --scheduler")
+        if threads != 1:
+            if workers != 1:
+                raise RunError("give --workers (processes) or --threads (threads of one process), not both")
+            if chunk_size is not None:
+                raise RunError("--chunk-size sizes the tasks of --workers and Dask; --threads decodes a line a task")
+            return ThreadRunner(threads)
         return SerialRunner() if workers == 1 else ProcessRunner(workers, chunk_size or DEFAULT_CHUNK_SIZE, retries)
     local = None
     if cluster is not None:

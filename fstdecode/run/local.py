@@ -118,6 +118,49 @@ class _Worker:
     chunk: Chunk | None = None
 
 
+class ThreadRunner:
+    """Decodes on ``threads`` threads of this process, one line a task, sharing one decoder.
+
+    The model is loaded once and shared (its tables and LM in the core are read-only during a
+    search, and each line's search problem is its own); a native search releases the GIL, so
+    the searches of ``threads`` lines run at once, while the Python around them (building a
+    line's problem, its derivation, its output) takes turns. At most ``threads *
+    WINDOW_PER_WORKER`` lines are read ahead of the first one not yet yielded. Unlike
+    :class:`ProcessRunner`, a crash of the core ends the whole run: there is no worker to lose.
+    """
+
+    def __init__(self, threads: int) -> None:
+        check_workers(threads)
+        self.threads = threads
+
+    def map(self, decoder: Decoder, lines: Iterable[Line], progress: Progress | None = None) -> Iterator[DecodeResult]:
+        from concurrent.futures import ThreadPoolExecutor
+
+        window = self.threads * WINDOW_PER_WORKER
+        pending: deque = deque()
+        with ThreadPoolExecutor(self.threads, thread_name_prefix="fstdecode-decode") as pool:
+            try:
+                for line in lines:
+                    pending.append(pool.submit(decode_one, decoder, line))
+                    while len(pending) >= window or (pending and pending[0].done()):
+                        yield self._finished(pending.popleft(), progress)
+                while pending:
+                    yield self._finished(pending.popleft(), progress)
+            finally:
+                for future in pending:  # (a consumer that stops early: the lines not started are dropped)
+                    future.cancel()
+
+    @staticmethod
+    def _finished(future, progress: Progress | None) -> DecodeResult:
+        result = future.result()
+        if progress is not None:
+            progress(1)
+        return result
+
+    def close(self) -> None:
+        """Nothing to release: the threads end with each :meth:`map`."""
+
+
 class ProcessRunner:
     """Decodes in ``workers`` forked processes, ``chunk_size`` lines per task.
 

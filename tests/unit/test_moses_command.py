@@ -83,7 +83,7 @@ def test_moses_defaults_and_the_beam_threshold_as_a_probability_ratio(tmp_path):
     assert (args.method, args.beam_size, args.beam_threshold) == ("stack", DEFAULT_STACK, pytest.approx(math.log(1e5)))
     assert args.workers == 1 and args.ini_paths == "cwd" and opts.nbest_path is None
     args, _ = moses_args(["-f", str(example_ini(tmp_path)), "-b", "0.001", "-s", "0", "-threads", "3"])
-    assert args.beam_threshold == pytest.approx(math.log(1000)) and args.beam_size == MAX_INT_OPTION and args.workers == 3
+    assert args.beam_threshold == pytest.approx(math.log(1000)) and args.beam_size == MAX_INT_OPTION and args.threads == 3 and args.workers == 1
     # mert-moses.pl writes --decoder-flags back into the tuned ini under the name as typed: [s], [b]
     args, _ = moses_args(["-f", str(example_ini(tmp_path, "\n[s]\n7\n[b]\n0.5\n"))])
     assert args.beam_size == 7 and args.beam_threshold == pytest.approx(math.log(2))
@@ -380,7 +380,8 @@ def test_the_lattice_model_is_refused_clearly(capsys, monkeypatch):
         assert "PhraseDictionaryBinary" in err and "fstdecode binarize" in err and "word-lattice input" in err
 
 
-def test_threads_all_means_one_worker_per_core_in_both_commands(tmp_path):
+def test_threads_all_means_one_thread_per_core_in_both_commands(tmp_path):
+    """-threads all (Moses) and --threads all (decode): one thread per core, threads of one process."""
     import argparse
     import os
 
@@ -390,7 +391,7 @@ def test_threads_all_means_one_worker_per_core_in_both_commands(tmp_path):
     with pytest.raises(argparse.ArgumentTypeError, match="or all"):
         worker_count("many")
     args, _ = moses_args(["-f", str(example_ini(tmp_path)), "-threads", "all"])
-    assert args.workers == (os.cpu_count() or 1)
+    assert args.threads == (os.cpu_count() or 1) and args.workers == 1
 
 
 def test_moses_binary_tables_are_named_not_misread(tmp_path, capsys, monkeypatch):

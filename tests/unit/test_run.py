@@ -24,7 +24,7 @@ from faulty import KillAlways, KillOnce, Slow, SlowAt
 from shared import EXAMPLE_DATA, ROOT, examples, kill_all, run_cli
 
 from fstdecode.cli.output import OutputError, json_line, resume_point, text
-from fstdecode.run import Line, ProcessRunner, RunError, SerialRunner, decode_lines, runner_for
+from fstdecode.run import Line, ProcessRunner, RunError, SerialRunner, ThreadRunner, decode_lines, runner_for
 from fstdecode.run.base import ChunkSizer, LineFeed
 from fstdecode.run.lines import ShardError, count_lines, parse_shard, shard_span
 
@@ -149,6 +149,53 @@ def test_pool_order_and_count_whatever_finishes_first(stack_decoder, expected, n
     assert out == expected[:n]
 
 
+@settings(max_examples=examples(8), deadline=None)
+@given(n=st.integers(0, 40), threads=st.integers(2, 4),
+       delays=st.lists(st.sampled_from([0.0, 0.0, 0.003, 0.01]), min_size=1, max_size=7))
+def test_threads_keep_order_and_count_whatever_finishes_first(stack_decoder, expected, n, threads, delays):
+    """Threads sharing one decoder: N lines in, N results out, in order, each the serial run's."""
+    out = [text(r) for r in decode_lines(_Jumbled(stack_decoder, delays), LINES[:n], ThreadRunner(threads))]
+    assert out == expected[:n]
+
+
+def test_threads_equal_serial_and_count_progress(stack_decoder, expected):
+    """The whole input on two threads: the serial run's results; each line counted before it is written."""
+    results, calls, seen = progress_trace(stack_decoder, ThreadRunner(2))
+    assert [r.id for r in results] == list(range(len(LINES))) and [text(r) for r in results] == expected
+    assert calls == [1] * len(LINES) and all(done >= k + 1 for k, done in enumerate(seen))
+
+
+def test_threads_read_the_input_lazily(stack_decoder):
+    """At most threads * WINDOW_PER_WORKER lines in flight, even of an endless input."""
+    read = itertools.count()
+
+    def endless():
+        for k in itertools.count():
+            next(read)
+            yield Line(k, EXAMPLE_LINES[k % len(EXAMPLE_LINES)])
+
+    results = decode_lines(stack_decoder, endless(), ThreadRunner(2))
+    first = list(itertools.islice(results, 3))
+    results.close()
+    assert [r.id for r in first] == [0, 1, 2]
+    assert next(read) <= 2 * 4 + 3 + 1
+
+
+def test_threads_share_the_core_table_of_a_moses_nbest_decoder():
+    """The n-best lines the core writes, on threads: the serial run's, byte for byte."""
+    from fstdecode.decoder import Decoder
+    from fstdecode.model.model import load_model
+    from fstdecode.search.moses_nbest import MosesNbest
+    from fstdecode.search.stack import StackOptions
+
+    model = load_model(EXAMPLE_DATA / "moses.ini", distortion_semantics="moses")
+    decoder = Decoder(model, "stack", StackOptions(nbest=20, moses_nbest_pruning=True), moses_nbest=MosesNbest())
+    lines = [line for line in LINES if "<s>" not in line]
+    one = [r.nbest_text for r in decode_lines(decoder, lines)]
+    two = [r.nbest_text for r in decode_lines(decoder, lines, ThreadRunner(3))]
+    assert one == two and sum(t is not None for t in one) > len(lines) // 2
+
+
 def test_pool_reads_the_input_lazily(stack_decoder):
     """A window of chunks in flight, not the whole input: the pool has read a bounded number of
     lines when the first result comes out, even of an endless input."""
@@ -267,6 +314,13 @@ def test_serial_and_bad_settings(stack_decoder, expected):
         with pytest.raises(RunError, match=flag):
             make()
     assert isinstance(runner_for(1), SerialRunner) and isinstance(runner_for(3), ProcessRunner)
+    assert isinstance(runner_for(threads=2), ThreadRunner)
+    with pytest.raises(RunError, match="--workers .* or --threads"):
+        runner_for(2, threads=2)
+    with pytest.raises(RunError, match="--chunk-size"):
+        runner_for(threads=2, chunk_size=4)
+    with pytest.raises(RunError, match="--threads"):
+        ThreadRunner(0)
     with pytest.raises(RunError, match="--cluster takes local:N"):
         runner_for(cluster="slurm:4")
     with pytest.raises(RunError, match="need --cluster or --scheduler"):
@@ -491,10 +545,14 @@ def test_cli_pool_answers_a_slow_input_line_by_line(expected):
 
 
 @pytest.mark.slow
-def test_cli_workers_and_threads_alias(input_file, full_outputs):
-    for flag in ("--workers", "--threads"):
-        proc = cli([flag, "2", "--chunk-size", "3"], input_file)
-        assert proc.returncode == 0 and proc.stdout == full_outputs["text"]
+def test_cli_workers_and_threads(input_file, full_outputs):
+    """--workers (processes) and --threads (threads of one process) give the serial run's output;
+    --chunk-size is the processes' (and Dask's), refused with --threads."""
+    for flags in (["--workers", "2", "--chunk-size", "3"], ["--threads", "2"], ["--threads", "all"]):
+        proc = cli(flags, input_file)
+        assert proc.returncode == 0 and proc.stdout == full_outputs["text"], (flags, proc.stderr)
+    refused = cli(["--threads", "2", "--chunk-size", "3"], input_file)
+    assert refused.returncode == 2 and "--chunk-size" in refused.stderr
 
 
 @pytest.mark.slow
