@@ -440,6 +440,41 @@ double KenLMBinary::logprob(const WordId* ctx, int n, WordId w) const {
   return static_cast<double>(prob) * kLn10;
 }
 
+double KenLMBinary::logprob_facts(const WordId* ctx, int n, WordId w, const double* facts, const NextFacts* next) const {
+  const int asked = n;  // next's suffixes: 1 .. asked + 1
+  clip_context(ctx, n, order_);
+  if (n < 0) n = 0;
+  // logprob's walk from w leftwards: each stored suffix of ctx + w gives its probability and
+  // backoff (the next context's facts, as backoff() and extends() read them); the first one not
+  // stored ends it (KenLM's tables hold every suffix of a stored n-gram).
+  float prob, backoff, p;
+  Node node;
+  start(w, &prob, &backoff, &node);
+  auto record = [&](int l, bool found, float b) {  // the suffix of length l + 1
+    const bool kept = found && l + 1 < order_;
+    next->backoff[l] = kept && b != 0.0f ? static_cast<double>(b) * kLn10 : 0.0;
+    next->extends[l] = kept && float_bits(b) != kNoExtension ? 1 : 0;
+  };
+  if (next != nullptr) record(0, true, backoff);
+  int matched = 0;
+  for (int L = 1; L <= n; ++L) {
+    if (!step(&node, L + 1, ctx[n - L], &p, &backoff)) break;
+    prob = p;
+    matched = L;
+    if (next != nullptr) record(L, true, backoff);
+  }
+  if (next != nullptr)
+    for (int l = matched + 1; l <= asked; ++l) record(l, false, 0.0f);
+  // The longer contexts' backoffs, shortest first, in float as logprob sums them: each fact is
+  // backoff()'s double of a float, which converts back to that float exactly (0 for a context
+  // not stored, adding nothing).
+  for (int j = std::max(matched + 1, 1); j <= n; ++j) {
+    const double f = facts[j - 1];
+    if (f != 0.0) prob += static_cast<float>(f / kLn10);
+  }
+  return static_cast<double>(prob) * kLn10;
+}
+
 double KenLMBinary::unigram(WordId w) const {
   float prob, backoff;
   Node node;

@@ -86,6 +86,9 @@ class KenLMBinary final : public LanguageModel {
   // Queries as NgramLM's (natural logs; ids must be valid; ctx's most recent word last, only
   // its last order()-1 words used).
   double logprob(const WordId* ctx, int n, WordId w) const override;
+  // logprob bit for bit, from the walk logprob makes, with the next context's facts read on the
+  // way (language_model.h), rather than a query per suffix.
+  double logprob_facts(const WordId* ctx, int n, WordId w, const double* facts, const NextFacts* next) const override;
   double unigram(WordId w) const override;
   // ln backoff of the n-gram ctx[0..n) (0 when absent or n >= order()).
   double backoff(const WordId* ctx, int n) const override;

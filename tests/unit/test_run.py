@@ -577,7 +577,9 @@ def test_cli_without_dask_says_what_to_install(tmp_path):
 
 # each a flag combination that makes no sense, refused before anything runs.
 @pytest.mark.parametrize("args, message", [
-    (["--cluster", "local:2", "--workers", "2"], "--workers is the local pool"),
+    (["--cluster", "local:2", "--workers", "2"], "--workers and --threads run locally"),
+    (["--cluster", "local:2", "--threads", "2"], "--workers and --threads run locally"),
+    (["--workers", "2", "--threads", "2"], "not both"),
     (["--cluster", "local:2", "--scheduler", "tcp://x:1"], "not both"),
     (["--cluster", "remote"], "--cluster takes local:N"),
     (["--worker-memory", "1GB"], "need --cluster or --scheduler"),
