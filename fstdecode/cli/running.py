@@ -18,7 +18,7 @@ from fstdecode.cli.options import check_min
 from fstdecode.cli.progress import wanted
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.files import is_regular
-from fstdecode.run import Line, Runner, SerialRunner, ThreadRunner, input_lines, runner_for
+from fstdecode.run import Line, Runner, SerialRunner, input_lines, runner_for
 from fstdecode.run.base import DASK_TASK_SECONDS, DEFAULT_CHUNK_SIZE, DEFAULT_RETRIES
 from fstdecode.run.lines import count_lines, parse_shard, shard_span
 
@@ -122,8 +122,7 @@ def input_range(args: argparse.Namespace, runner: Runner) -> tuple[Iterator[Line
         if os.path.exists(args.resume):
             os.truncate(args.resume, cut)
         logging.getLogger("fstdecode").info("%s: %d results done; decoding the rest", args.resume, done)
-    # The pool and Dask read their lines in a LineFeed thread (the threads' runner, in this one).
-    threaded = not isinstance(runner, (SerialRunner, ThreadRunner))
+    threaded = not isinstance(runner, SerialRunner)  # the pool, the threads and Dask read their lines in a LineFeed thread
     name = getattr(args, "input_name", "<stdin>")
     lines = itertools.islice(input_lines(_standard_input(threaded), name), start + done, stop)
     return lines, (None if stop is None else stop - start), done

@@ -46,6 +46,9 @@ log = logging.getLogger("fstdecode")
 
 #: Seconds a stopped worker gets to end after SIGTERM before it is killed (SIGKILL).
 STOP_SECONDS = 5
+#: The longest the threads' runner waits in one call (for a line, a result), so that the main
+#: thread runs a signal's handler soon after it comes.
+POLL_SECONDS = 0.05
 
 
 class SerialRunner:
@@ -124,9 +127,13 @@ class ThreadRunner:
     The model is loaded once and shared (its tables and LM in the core are read-only during a
     search, and each line's search problem is its own); a native search releases the GIL, so
     the searches of ``threads`` lines run at once, while the Python around them (building a
-    line's problem, its derivation, its output) takes turns. At most ``threads *
-    WINDOW_PER_WORKER`` lines are read ahead of the first one not yet yielded. Unlike
-    :class:`ProcessRunner`, a crash of the core ends the whole run: there is no worker to lose.
+    line's problem, its derivation, its output) takes turns. The lines are read by a
+    :class:`LineFeed` thread, so that the main thread never blocks in a read: it waits for
+    results at most :data:`POLL_SECONDS` at a time, and a signal's handler (SIGTERM, SIGHUP: the
+    CLI's :class:`~fstdecode.cli.stopping.StopOnSignals`) runs there at once, whichever thread
+    the signal came to. At most ``threads * WINDOW_PER_WORKER`` lines are read ahead of the
+    first one not yet yielded. Unlike :class:`ProcessRunner`, a crash of the core ends the whole
+    run: there is no worker to lose.
     """
 
     def __init__(self, threads: int) -> None:
@@ -134,28 +141,37 @@ class ThreadRunner:
         self.threads = threads
 
     def map(self, decoder: Decoder, lines: Iterable[Line], progress: Progress | None = None) -> Iterator[DecodeResult]:
-        from concurrent.futures import ThreadPoolExecutor
+        from concurrent.futures import ThreadPoolExecutor, TimeoutError as Pending
 
         window = self.threads * WINDOW_PER_WORKER
         pending: deque = deque()
-        with ThreadPoolExecutor(self.threads, thread_name_prefix="fstdecode-decode") as pool:
-            try:
-                for line in lines:
-                    pending.append(pool.submit(decode_one, decoder, line))
-                    while len(pending) >= window or (pending and pending[0].done()):
-                        yield self._finished(pending.popleft(), progress)
-                while pending:
-                    yield self._finished(pending.popleft(), progress)
-            finally:
-                for future in pending:  # (a consumer that stops early: the lines not started are dropped)
-                    future.cancel()
-
-    @staticmethod
-    def _finished(future, progress: Progress | None) -> DecodeResult:
-        result = future.result()
-        if progress is not None:
-            progress(1)
-        return result
+        feed = LineFeed(lines)
+        try:
+            with ThreadPoolExecutor(self.threads, thread_name_prefix="fstdecode-decode") as pool:
+                ended = False
+                while pending or not ended:
+                    while not ended and len(pending) < window:  # (a line at once: each is a task)
+                        got = feed.take(1, timeout=0.0 if pending else POLL_SECONDS)
+                        if got is None:
+                            ended = True
+                        elif got:
+                            pending.append(pool.submit(decode_one, decoder, got[0]))
+                        else:
+                            break
+                    if not pending:
+                        continue
+                    try:
+                        result = pending[0].result(timeout=POLL_SECONDS)
+                    except Pending:
+                        continue
+                    pending.popleft()
+                    if progress is not None:
+                        progress(1)
+                    yield result
+        finally:
+            feed.close()
+            for future in pending:  # (a consumer that stops early: the lines not started are dropped)
+                future.cancel()
 
     def close(self) -> None:
         """Nothing to release: the threads end with each :meth:`map`."""

@@ -535,12 +535,13 @@ def answers_as_typed(args: list[str], lines: list[str], timeout: float = 60) -> 
     return answers, rest, err
 
 
-def test_cli_pool_answers_a_slow_input_line_by_line(expected):
+@pytest.mark.parametrize("flags", [["--workers", "2"], ["--threads", "2"]], ids=["processes", "threads"])
+def test_cli_pool_answers_a_slow_input_line_by_line(expected, flags):
     """A user typing into a pipe: each line is answered while the pipe stays open, though a chunk
-    holds 16 lines (the pool sends what it has when no new line comes); then nothing is left over,
-    and the answers are the serial run's."""
+    holds 16 lines (the pool sends what it has when no new line comes; the threads take a line a
+    task); then nothing is left over, and the answers are the serial run's."""
     typed = LINES[:3]
-    answers, rest, _ = answers_as_typed(["--workers", "2"], typed)
+    answers, rest, _ = answers_as_typed(flags, typed)
     assert answers == expected[:3] and rest == []
 
 
