@@ -19,6 +19,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 from collections import deque
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -127,11 +128,12 @@ class ThreadRunner:
     The model is loaded once and shared (its tables and LM in the core are read-only during a
     search, and each line's search problem is its own); a native search releases the GIL, so
     the searches of ``threads`` lines run at once, while the Python around them (building a
-    line's problem, its derivation, its output) takes turns. The lines are read by a
-    :class:`LineFeed` thread, so that the main thread never blocks in a read: it waits for
+    line's problem, its derivation, its output) takes turns. The lines are read, and submitted,
+    by a thread of their own, so that the main thread never blocks in a read: it waits for
     results at most :data:`POLL_SECONDS` at a time, and a signal's handler (SIGTERM, SIGHUP: the
     CLI's :class:`~fstdecode.cli.stopping.StopOnSignals`) runs there at once, whichever thread
-    the signal came to. At most ``threads * WINDOW_PER_WORKER`` lines are read ahead of the
+    the signal came to. An error reading the input is raised after the results of the lines
+    before it. At most ``threads * WINDOW_PER_WORKER`` lines are read ahead of the
     first one not yet yielded. Unlike :class:`ProcessRunner`, a crash of the core ends the whole
     run: there is no worker to lose.
     """
@@ -143,35 +145,59 @@ class ThreadRunner:
     def map(self, decoder: Decoder, lines: Iterable[Line], progress: Progress | None = None) -> Iterator[DecodeResult]:
         from concurrent.futures import ThreadPoolExecutor, TimeoutError as Pending
 
-        window = self.threads * WINDOW_PER_WORKER
-        pending: deque = deque()
-        feed = LineFeed(lines)
+        room = threading.Semaphore(self.threads * WINDOW_PER_WORKER)  # lines in flight
+        ready = threading.Condition()
+        queue: deque = deque()  # the submitted lines' futures, in input order
+        state = {"ended": False, "error": None, "stop": False}
+
+        def feed() -> None:  # (a daemon: it may be left blocked reading an open pipe)
+            try:
+                for line in lines:
+                    while not room.acquire(timeout=POLL_SECONDS):
+                        if state["stop"]:
+                            return
+                    if state["stop"]:
+                        return
+                    future = pool.submit(decode_one, decoder, line)
+                    with ready:
+                        queue.append(future)
+                        ready.notify()
+            except BaseException as e:  # noqa: BLE001 (raised again in the caller's thread, after the lines before it)
+                state["error"] = e
+            finally:
+                with ready:
+                    state["ended"] = True
+                    ready.notify()
+
+        pool = ThreadPoolExecutor(self.threads, thread_name_prefix="fstdecode-decode")
+        reader = threading.Thread(target=feed, name="fstdecode-input", daemon=True)
+        reader.start()
         try:
-            with ThreadPoolExecutor(self.threads, thread_name_prefix="fstdecode-decode") as pool:
-                ended = False
-                while pending or not ended:
-                    while not ended and len(pending) < window:  # (a line at once: each is a task)
-                        got = feed.take(1, timeout=0.0 if pending else POLL_SECONDS)
-                        if got is None:
-                            ended = True
-                        elif got:
-                            pending.append(pool.submit(decode_one, decoder, got[0]))
-                        else:
-                            break
-                    if not pending:
-                        continue
+            while True:
+                with ready:
+                    while not queue and not state["ended"]:
+                        ready.wait(POLL_SECONDS)  # (a bounded wait: the main thread runs signal handlers)
+                    future = queue.popleft() if queue else None
+                if future is None:
+                    if state["error"] is not None:
+                        raise state["error"]
+                    return
+                while True:
                     try:
-                        result = pending[0].result(timeout=POLL_SECONDS)
+                        result = future.result(timeout=POLL_SECONDS)
+                        break
                     except Pending:
                         continue
-                    pending.popleft()
-                    if progress is not None:
-                        progress(1)
-                    yield result
+                room.release()
+                if progress is not None:
+                    progress(1)
+                yield result
         finally:
-            feed.close()
-            for future in pending:  # (a consumer that stops early: the lines not started are dropped)
-                future.cancel()
+            state["stop"] = True
+            with ready:
+                for future in queue:  # (a consumer that stops early: the lines not started are dropped)
+                    future.cancel()
+            pool.shutdown(wait=True)
 
     def close(self) -> None:
         """Nothing to release: the threads end with each :meth:`map`."""

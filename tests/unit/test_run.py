@@ -165,6 +165,18 @@ def test_threads_equal_serial_and_count_progress(stack_decoder, expected):
     assert calls == [1] * len(LINES) and all(done >= k + 1 for k, done in enumerate(seen))
 
 
+def test_threads_raise_an_input_error_after_the_lines_before_it(stack_decoder, expected):
+    def failing():
+        yield from (Line(k, LINES[k]) for k in range(3))
+        raise ValueError("the input broke")
+
+    got = []
+    with pytest.raises(ValueError, match="the input broke"):
+        for result in ThreadRunner(2).map(stack_decoder, failing()):
+            got.append(text(result))
+    assert got == expected[:3]
+
+
 def test_threads_read_the_input_lazily(stack_decoder):
     """At most threads * WINDOW_PER_WORKER lines in flight, even of an endless input."""
     read = itertools.count()
