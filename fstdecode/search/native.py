@@ -130,11 +130,10 @@ class NativeTable:
         #: The core problems carry Moses' values too (fstdecode.search.moses_nbest).
         self.moses_values = moses_values
         self.num_scores = table.num_scores
-        #: handle -> its pairs' weighted reordering rows (backward and forward, flattened), made
-        #: on first use; a NativeTable serves one model and one set of weights.
-        self._lr: dict[int, tuple[list[float], list[float]]] = {}
-        #: with moses_values: handle -> its pairs' Moses reordering rows (moses_nbest.reordering_values)
-        self._moses_lr: dict[int, tuple[list[float], list[int], int]] = {}
+        #: handle -> its pairs' weighted reordering rows (backward and forward, flattened) and, with
+        #: moses_values, their Moses rows (moses_nbest.reordering_values), made on first use; a
+        #: NativeTable serves one model and one set of weights.
+        self._lr: dict[int, tuple[list[float], list[float], tuple | None]] = {}
         #: handle -> the pairs it stands for
         self.pairs: _Pairs
         store = table.store
@@ -162,38 +161,33 @@ class NativeTable:
         if problem.reordering is not None:
             back: list[float] = []
             after: list[float] = []
+            moses: list[float] = []
+            kinds: list[int] = []
+            width = 0
             for i, (start, end, h) in enumerate(form.hits):
                 if h < 0:  # an unknown word's copy: made per sentence, as SearchProblem does
-                    b, a = _lr_rows(problem, (form.phrase(offsets[i]).pair,))
+                    got = self._rows(problem, (form.phrase(offsets[i]).pair,))
                 else:
                     got = self._lr.get(h)
                     if got is None:
-                        got = self._lr[h] = _lr_rows(problem, pairs[h])
-                    b, a = got
+                        got = self._lr[h] = self._rows(problem, pairs[h])
+                b, a, m = got
                 back.extend(b)
                 after.extend(a)
+                if m is not None:
+                    moses.extend(m[0])
+                    kinds.extend(m[1])
+                    width = m[2]
             _set_reordering(problem, core, back, after)
             if self.moses_values:
-                self._set_moses_reordering(problem, form)
+                core.set_moses_reordering(width, moses, kinds)
         return form
 
-    def _set_moses_reordering(self, problem: SearchProblem, form: NativeForm) -> None:
-        """The core problem's Moses reordering rows (each hit's, kept per handle)."""
-        model = problem.reordering
-        values: list[float] = []
-        kinds: list[int] = []
-        width = 0
-        for i, (start, end, h) in enumerate(form.hits):
-            if h < 0:
-                got = reordering_values(model, (form.phrase(form.offsets[i]).pair,))
-            else:
-                got = self._moses_lr.get(h)
-                if got is None:
-                    got = self._moses_lr[h] = reordering_values(model, form.pairs[h])
-            values.extend(got[0])
-            kinds.extend(got[1])
-            width = got[2]
-        form.core.set_moses_reordering(width, values, kinds)
+    def _rows(self, problem: SearchProblem, pairs) -> tuple[list[float], list[float], tuple | None]:
+        """``pairs``' weighted backward and forward rows (:func:`_lr_rows`) and, with
+        ``moses_values``, their Moses rows (:func:`~fstdecode.search.moses_nbest.reordering_values`)."""
+        back, after = _lr_rows(problem, pairs)
+        return back, after, reordering_values(problem.reordering, pairs) if self.moses_values else None
 
 
 class _Pairs:
