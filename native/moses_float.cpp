@@ -125,13 +125,12 @@ class Arithmetic {
         }
     isolation_.assign(static_cast<std::size_t>(p_.option_count()), {0.0f, 0.0f});
     isolated_.assign(static_cast<std::size_t>(p_.option_count()), 0);
-    bos_ = p_.lm_id(p_.bos());
     eos_ = p_.lm_id(p_.eos());
     build_matrix();
     // The root: the empty hypothesis, <s> its history.
     nodes_.push_back({-1, -1, 0, 0.0f, 0.0f});
     covered_.assign(cover_words_, 0);
-    history_.push_back(bos_);
+    history_.push_back(p_.lm_id(p_.bos()));
     history_off_ = {0, 1};
     sums_.assign(slots_, 0.0f);
   }
@@ -210,20 +209,29 @@ class Arithmetic {
     return v_.lr.data() + static_cast<std::size_t>(opt.id) * static_cast<std::size_t>(v_.lr_width);
   }
 
+  // The option's own value of dense component i (its translation option's scores: the phrase
+  // table's, the word and phrase penalties, the unknown-word penalty), or false for a kind the
+  // option alone does not determine (KENLM, Distortion, LexicalReordering).
+  bool own_value(const Option& opt, std::size_t i, float* value) const {
+    switch (s_.kind[i]) {
+      case MK_TM: *value = tm(opt, s_.component[i]); return true;
+      case MK_WORD: *value = -static_cast<float>(opt.words.size()); return true;
+      case MK_PHRASE: *value = 1.0f; return true;
+      case MK_UNKNOWN: *value = unknown_score(opt); return true;
+      default: return false;
+    }
+  }
+
   // A translation option's TargetPhrase::EvaluateInIsolation future score.
   float option_future(const Option& opt) {
     const auto& [ngram, full] = isolation(opt);
     float product = 0.0f, estimate = 0.0f;
     for (std::size_t i = 0; i < slots_; ++i) {
       float value;
-      switch (s_.kind[i]) {
-        case MK_LM: value = ngram; break;
-        case MK_TM: value = tm(opt, s_.component[i]); break;
-        case MK_WORD: value = -static_cast<float>(opt.words.size()); break;
-        case MK_PHRASE: value = 1.0f; break;
-        case MK_UNKNOWN: value = unknown_score(opt); break;
-        default: continue;  // (stateful: no value in isolation)
-      }
+      if (s_.kind[i] == MK_LM)
+        value = ngram;
+      else if (!own_value(opt, i, &value))
+        continue;  // (stateful: no value in isolation)
       product = product + value * s_.weight[i];
       if (s_.kind[i] == MK_LM) estimate = estimate + (full - ngram) * s_.weight[i];
     }
@@ -333,15 +341,13 @@ class Arithmetic {
     float product = 0.0f;
     for (std::size_t i = 0; i < slots_; ++i) {
       float value = 0.0f;
-      switch (s_.kind[i]) {
-        case MK_LM: value = lm; break;
-        case MK_TM: value = tm(opt, s_.component[i]); break;
-        case MK_DISTORTION: value = dist; break;
-        case MK_WORD: value = -static_cast<float>(m); break;
-        case MK_PHRASE: value = 1.0f; break;
-        case MK_UNKNOWN: value = unknown_score(opt); break;
-        case MK_LR: value = lr_delta_[static_cast<std::size_t>(s_.component[i])]; break;
-        default: break;
+      if (!own_value(opt, i, &value)) {
+        switch (s_.kind[i]) {
+          case MK_LM: value = lm; break;
+          case MK_DISTORTION: value = dist; break;
+          case MK_LR: value = lr_delta_[static_cast<std::size_t>(s_.component[i])]; break;
+          default: break;
+        }
       }
       product = product + value * s_.weight[i];
       sums_[base + i] = sums_[static_cast<std::size_t>(node) * slots_ + i] + value;
@@ -363,7 +369,7 @@ class Arithmetic {
   const MosesValues& v_;
   const int order_, n_;
   const std::size_t slots_, cover_words_;
-  WordId bos_ = 0, eos_ = 0;
+  WordId eos_ = 0;
   std::vector<const Option*> by_index_;
   std::vector<std::pair<float, float>> isolation_;
   std::vector<unsigned char> isolated_;
