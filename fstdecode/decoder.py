@@ -384,10 +384,9 @@ class Decoder:
         if self._nbest_writer is None or native is None or (native[1].size != everything and not problem.list_in_core):
             return None, None, everything
         form, core = native
-        text = self._nbest_writer.lines(problem, form, core, id)
-        if not self.moses_nbest.derivations:
-            return text, None, min(everything, 1)
-        return text, self._nbest_writer.fields(problem, form, core), everything
+        kept = self.moses_nbest.derivations
+        text, fields = self._nbest_writer.lines(problem, form, core, id, fields=kept)
+        return text, fields, everything if kept else min(everything, 1)
 
     def _over_budget(self, problem: SearchProblem, e: SearchLimitError) -> tuple[SearchResult, str]:
         """The one rule for a search over budget: its best derivations, else the stack decoder's.

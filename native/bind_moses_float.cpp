@@ -56,10 +56,22 @@ void bind_moses_float(py::module_& m) {
   m.def(
       "moses_float_add", [](float a, float b) { return a + b; }, "a + b in C float (Moses' sums)", py::arg("a"),
       py::arg("b"));
-  m.def("moses_nbest", &moses_nbest,
-        "the n-best lines of a stack search's result, in Moses' float arithmetic and order",
-        py::arg("problem"), py::arg("result"), py::arg("scoring"), py::arg("id"), py::arg("format"),
-        py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "moses_nbest",
+      [](const Problem& problem, const Result& result, const MosesScoring& scoring, long id, const NbestFormat& format,
+         bool with_fields) {
+        std::vector<MosesFields> fields;
+        std::string text;
+        {
+          py::gil_scoped_release unlocked;
+          text = moses_nbest(problem, result, scoring, id, format, with_fields ? &fields : nullptr);
+        }
+        return py::make_tuple(text, with_fields ? py::cast(fields) : py::none());
+      },
+      "(the n-best lines of a stack search's result, in Moses' float arithmetic and order; with fields, each "
+      "hypothesis' (feature field, total) in the result's order, else None)",
+      py::arg("problem"), py::arg("result"), py::arg("scoring"), py::arg("id"), py::arg("format"),
+      py::arg("fields") = false);
   m.def(
       "moses_entries",
       [](const Problem& problem, const Result& result, const MosesScoring& scoring) {
@@ -69,16 +81,6 @@ void bind_moses_float(py::module_& m) {
       },
       "(values, total) of each hypothesis of result, in its order (the dense components of scoring)",
       py::arg("problem"), py::arg("result"), py::arg("scoring"));
-  m.def(
-      "moses_fields",
-      [](const Problem& problem, const Result& result, const MosesScoring& scoring, bool labeled) {
-        std::vector<std::pair<std::string, float>> out;
-        for (const auto& e : moses_entries(problem, result, scoring))
-          out.emplace_back(moses_features(e, scoring, labeled), e.total);
-        return out;
-      },
-      "(feature field, total) of each hypothesis of result, in its order, as n-best lines print them",
-      py::arg("problem"), py::arg("result"), py::arg("scoring"), py::arg("labeled"));
 }
 
 }  // namespace fstdecode

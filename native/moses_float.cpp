@@ -468,7 +468,7 @@ std::string moses_features(const MosesEntry& e, const MosesScoring& scoring, boo
 }
 
 std::string moses_nbest(const Problem& problem, const Result& result, const MosesScoring& scoring, long id,
-                        const NbestFormat& format) {
+                        const NbestFormat& format, std::vector<MosesFields>* fields) {
   const MosesValues& v = problem.moses_values();
   if (v.words.size() != problem.vocab_size())
     throw std::invalid_argument("moses_nbest: the problem's word texts were not set");
@@ -477,6 +477,12 @@ std::string moses_nbest(const Problem& problem, const Result& result, const Mose
   scoring.check();
   Arithmetic a(problem, scoring);
   const std::vector<MosesEntry> entries = entries_of(a, result, scoring.kind.size());
+  std::vector<std::string> features(entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) features[i] = moses_features(entries[i], scoring, format.labeled);
+  if (fields != nullptr) {
+    fields->clear();
+    for (std::size_t i = 0; i < entries.size(); ++i) fields->emplace_back(features[i], entries[i].total);
+  }
   std::vector<std::size_t> order(entries.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(),
@@ -489,7 +495,7 @@ std::string moses_nbest(const Problem& problem, const Result& result, const Mose
     out += head;
     for (const int index : h.options) append_words(out, problem, a.by_index(index), format);
     out += " |||";
-    out += moses_features(e, scoring, format.labeled);
+    out += features[i];
     out += " ||| ";
     out += moses_number(e.total);
     if (format.segmentation) {

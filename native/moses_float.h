@@ -17,6 +17,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "problem.h"
@@ -75,8 +76,10 @@ std::string moses_features(const MosesEntry& entry, const MosesScoring& scoring,
 // The n-best lines of result (problem's MosesValues set, with words and, for format.alignment,
 // alignments): one per hypothesis, in the order of their float totals, best first (a stable sort:
 // equal totals keep the search's order), each "id ||| words  ||| features ||| total[...]\n".
+// With `fields`, also each hypothesis' feature field and total, in result's order (the server's fvals).
+using MosesFields = std::pair<std::string, float>;
 std::string moses_nbest(const Problem& problem, const Result& result, const MosesScoring& scoring, long id,
-                        const NbestFormat& format);
+                        const NbestFormat& format, std::vector<MosesFields>* fields = nullptr);
 
 // Setting a problem's MosesValues (after finish(); each checks its lengths against the problem
 // and throws std::invalid_argument): the options' phrase-table scores (natural logs, id * num_tm

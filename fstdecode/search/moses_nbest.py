@@ -127,15 +127,14 @@ class NbestWriter:
         self.scoring = moses_scoring(model)
         self.format = settings.core_format()
 
-    def lines(self, problem: Any, form: Any, result: Any, id: int) -> str:
-        """The n-best lines of the core ``result`` of ``problem`` (whose core form is ``form``), line ``id``."""
+    def lines(self, problem: Any, form: Any, result: Any, id: int, fields: bool = False) -> tuple[str, Any]:
+        """The n-best lines of the core ``result`` of ``problem`` (whose core form is ``form``), line
+        ``id``, and with ``fields`` each hypothesis' (feature field, total) in the result's order
+        (the server's ``fvals``; else None): one pass of the core's arithmetic for both."""
         self.prepare(problem, form)
-        return _core.moses_nbest(form.core, result, self.scoring, id + self.settings.start_id, self.format)
-
-    def fields(self, problem: Any, form: Any, result: Any) -> tuple[tuple[str, float], ...]:
-        """Each hypothesis' (feature field, total), in the result's order (the server's ``fvals``)."""
-        self.prepare(problem, form)
-        return tuple(_core.moses_fields(form.core, result, self.scoring, self.settings.labeled))
+        text, listed = _core.moses_nbest(form.core, result, self.scoring, id + self.settings.start_id, self.format,
+                                         fields)
+        return text, None if listed is None else tuple(listed)
 
     def prepare(self, problem: Any, form: Any) -> None:
         """Give the core problem the values its PhraseIndex did not: all of them for options built
