@@ -148,11 +148,7 @@ def run(args, record) -> int:
         f"## fstdecode moses against Moses and Moses2 at real size{' (lexicalized reordering)' if args.with_lr else ''} "
         "(`scripts/bench_moses2.py`)",
         "",
-        f"- command: `{record.command}`",
-        f"- machine: {record.machine}",
-        f"- code: {record.code}",
-        f"- date: {record.date()}; whole run {record.elapsed():.0f} s; load average at start {record.load_start}, "
-        f"at the end {load_end}",
+        *record.header(load_end),
         f"- model: `{args.model}` (scripts/make_big_model.py), binarized in `{args.binarized}`; "
         f"{'with' if args.with_lr else 'without'} its LexicalReordering; input: its input.txt; each run a whole "
         f"process with `-s N -threads T -output-hypo-score -v 0`, {args.rounds} rounds alternating, best time kept; "

@@ -128,11 +128,7 @@ def run(args, record) -> int:
     lines_out = [
         "## N-best lists for tuning: fstdecode-moses against Moses (`scripts/bench_nbest.py`)",
         "",
-        f"- command: `{record.command}`",
-        f"- machine: {record.machine}",
-        f"- code: {record.code}",
-        f"- date: {record.date()}; whole run {record.elapsed():.0f} s; load average at start {record.load_start}, "
-        f"at the end {load_end}",
+        *record.header(load_end),
         f"- set-up: `../shared/tools/moses-hansards {folder} 3` ({lines} dev lines); each call is the tuning loop's "
         f"(`-threads 1 -v 0 -weight-overwrite \"{WEIGHTS}\"`), timed whole, peak RSS its own (`os.wait4`); the "
         f"calls alternate, {args.rounds} rounds, best kept"

@@ -133,6 +133,16 @@ class Run:
         """Seconds since the start."""
         return time.perf_counter() - self.t0
 
+    def header(self, load_end: str) -> list[str]:
+        """A section's first lines: the command, machine, commit, and the run's date, length and load."""
+        return [
+            f"- command: `{self.command}`",
+            f"- machine: {self.machine}",
+            f"- code: {self.code}",
+            f"- date: {self.date()}; whole run {self.elapsed():.0f} s; load average at start {self.load_start}, "
+            f"at the end {load_end}",
+        ]
+
 
 def log(msg: str) -> None:
     """Print a progress line to stderr, flushed."""
