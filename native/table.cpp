@@ -74,9 +74,8 @@ int PhraseIndex::add_source(const std::vector<std::string>& source,
     for (const auto& word : targets[i]) pair.words.push_back(intern(word));
     pair.score = pair_score(scores.data() + i * m, pair.words, false, static_cast<int>(source.size()));
     if (moses_values_) {
-      pair.number = static_cast<int>(moses_tm_.size() / std::max<std::size_t>(m, 1));
+      pair.moses = moses_tm_.size();
       for (std::size_t k = 0; k < m; ++k) moses_tm_.push_back(moses_table_value(scores[i * m + k]));
-      if (m == 0) moses_tm_.push_back(0.0f);  // (a placeholder, so that numbers stay distinct)
     }
     pairs.push_back(std::move(pair));
   }
@@ -146,7 +145,7 @@ std::unique_ptr<Problem> PhraseIndex::sentence(const std::vector<std::string>& w
       if (moses_values_) {
         unknown.push_back(h < 0);
         for (std::size_t k = 0; k < m; ++k)
-          tm.push_back(h < 0 ? 0.0f : moses_tm_[static_cast<std::size_t>(pair->number) * std::max<std::size_t>(m, 1) + k]);
+          tm.push_back(h < 0 ? 0.0f : moses_tm_[pair->moses + k]);
       }
       Option o;
       o.s = a + 1;

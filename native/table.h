@@ -60,7 +60,7 @@ class PhraseIndex {
   struct Pair {
     std::vector<int> words;  // global ids (index into words_)
     double score;            // ŵ(p)
-    int number = -1;         // with moses_values: its scores are moses_tm_[number * tm ...]
+    std::size_t moses = 0;   // with moses_values: its scores are moses_tm_[moses .. moses + tm)
   };
   int intern(const std::string& word);
   double pair_score(const double* scores, const std::vector<int>& words, bool unknown,
@@ -80,7 +80,7 @@ class PhraseIndex {
   Pair unknown_pair(const std::string& word);
   int bos_, eos_;
   bool moses_values_;
-  std::vector<float> moses_tm_;    // by pair number, weights.tm.size() each
+  std::vector<float> moses_tm_;    // each pair's weights.tm.size() scores, from its Pair::moses
   std::vector<std::string> text_;  // with moses_values: global id -> word
 };
 
