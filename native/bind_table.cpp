@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +39,28 @@ void bind_table(py::module_& m) {
             index.add_store(store);
           },
           "Registers every source of a PhraseStore; handle h is the store's source h.", py::arg("store"))
+      .def(
+          "set_reordering",
+          [](PhraseIndex& index, const ReorderingStore& store, int kind, int orientations, int back_column,
+             int next_column, std::vector<double> back_weights, std::vector<double> next_weights,
+             std::optional<std::vector<double>> defaults, int moses_width) {
+            ReorderingSpec spec;
+            spec.kind = kind;
+            spec.orientations = orientations;
+            spec.back_column = back_column;
+            spec.next_column = next_column;
+            spec.back_weights = std::move(back_weights);
+            spec.next_weights = std::move(next_weights);
+            spec.has_defaults = defaults.has_value();
+            if (defaults) spec.defaults = std::move(*defaults);
+            spec.moses_width = moses_width;
+            index.set_reordering(store, std::move(spec));
+          },
+          "From now on sentence() sets its problem's reordering rows from the store (table.h "
+          "ReorderingSpec): a direction's column -1 when the model has none; defaults None: none.",
+          py::arg("store"), py::arg("kind"), py::arg("orientations"), py::arg("back_column"), py::arg("next_column"),
+          py::arg("back_weights"), py::arg("next_weights"), py::arg("defaults"), py::arg("moses_width"),
+          py::keep_alive<1, 2>())  // the index keeps the store alive
       .def(
           "sentence",
           [](const py::object& self, const std::vector<std::string>& words, int d, double eta) {

@@ -21,7 +21,7 @@ int PhraseIndex::intern(const std::string& word) {
   const auto [it, fresh] = ids_.emplace(word, static_cast<int>(lm_of_.size()));
   if (fresh) {
     lm_of_.push_back(lm_.index(word));
-    if (moses_values_) text_.push_back(word);
+    text_.push_back(word);
   }
   return it->second;
 }
@@ -106,6 +106,62 @@ void PhraseIndex::add_store(const PhraseStore& store) {
   }
 }
 
+void PhraseIndex::set_reordering(const ReorderingStore& store, ReorderingSpec spec) {
+  const int k = spec.orientations;
+  const auto width = [&](int column, const std::vector<double>& weights) {
+    if (column < 0) return 0;
+    if (weights.size() != static_cast<std::size_t>(k))
+      throw std::invalid_argument("set_reordering: a direction has " + std::to_string(weights.size()) +
+                                  " weights for " + std::to_string(k) + " orientations");
+    if (store.size() > 0 && column + k > store.num_scores())
+      throw std::invalid_argument("set_reordering: a direction reads past the table's " +
+                                  std::to_string(store.num_scores()) + " columns");
+    if (spec.has_defaults && column + k > static_cast<int>(spec.defaults.size()))
+      throw std::invalid_argument("set_reordering: a direction reads past the default scores");
+    return k;
+  };
+  lr_back_ = width(spec.back_column, spec.back_weights);
+  lr_next_ = width(spec.next_column, spec.next_weights);
+  if (spec.moses_width < 0) throw std::invalid_argument("set_reordering: moses_width < 0");
+  lr_stride_ = static_cast<std::size_t>(lr_back_ + lr_next_ + (moses_values_ ? spec.moses_width + 1 : 0));
+  lr_store_ = &store;
+  lr_ = std::move(spec);
+  lr_rows_.clear();
+  lr_first_.assign(sources_.size(), -1);
+}
+
+void PhraseIndex::reordering_row(const std::vector<std::string>& words, int a, int b, const Pair& pair,
+                                 std::vector<double>& out) const {
+  const std::vector<std::string> source(words.begin() + a, words.begin() + b + 1);
+  std::vector<std::string> target;
+  target.reserve(pair.words.size());
+  for (const int w : pair.words) target.push_back(text_[static_cast<std::size_t>(w)]);
+  const double* found = lr_store_->find(source, target);
+  const double* values = found != nullptr ? found : lr_.has_defaults ? lr_.defaults.data() : nullptr;
+  const auto direction = [&](int column, const std::vector<double>& weights, int width) {
+    for (int o = 0; o < width; ++o)
+      out.push_back(weights[static_cast<std::size_t>(o)] * (values != nullptr ? values[column + o] : 0.0));
+  };
+  direction(lr_.back_column, lr_.back_weights, lr_back_);
+  direction(lr_.next_column, lr_.next_weights, lr_next_);
+  if (!moses_values_) return;
+  const std::size_t have = found != nullptr ? static_cast<std::size_t>(lr_store_->num_scores())
+                           : values != nullptr ? lr_.defaults.size() : 0;
+  for (std::size_t c = 0; c < static_cast<std::size_t>(lr_.moses_width); ++c)
+    out.push_back(c < have ? values[c] : 0.0);
+  out.push_back(found != nullptr ? 1.0 : values != nullptr ? 2.0 : 0.0);
+}
+
+std::size_t PhraseIndex::reordering_rows(int h, const std::vector<std::string>& words, int a, int b) {
+  if (lr_first_.size() < sources_.size()) lr_first_.resize(sources_.size(), -1);  // sources added since
+  long& first = lr_first_[static_cast<std::size_t>(h)];
+  if (first < 0) {
+    first = static_cast<long>(lr_rows_.size() / std::max<std::size_t>(lr_stride_, 1));
+    for (const Pair& pair : sources_[static_cast<std::size_t>(h)]) reordering_row(words, a, b, pair, lr_rows_);
+  }
+  return static_cast<std::size_t>(first);
+}
+
 PhraseIndex::Pair PhraseIndex::unknown_pair(const std::string& word) {
   const std::vector<double> zeros(weights_.tm.size(), 0.0);
   Pair pair;
@@ -137,10 +193,31 @@ std::unique_ptr<Problem> PhraseIndex::sentence(const std::vector<std::string>& w
   const WordId bos = local_id(bos_), eos = local_id(eos_);
   // Option k (index k) is the k-th pair of the hits, in order.
   std::vector<Option> options;
+  // With set_reordering: the options' rows (Problem::set_reordering, set_moses_reordering).
+  std::vector<double> back, next, moses_lr, copy_row;
+  std::vector<int> moses_kind;
+  const auto add_row = [&](const double* r) {
+    back.insert(back.end(), r, r + lr_back_);
+    next.insert(next.end(), r + lr_back_, r + lr_back_ + lr_next_);
+    if (!moses_values_) return;
+    const double* m = r + lr_back_ + lr_next_;
+    moses_lr.insert(moses_lr.end(), m, m + lr_.moses_width);
+    moses_kind.push_back(static_cast<int>(m[lr_.moses_width]));
+  };
   auto hit = [&](int a, int b, int h, const Pair* pairs, std::size_t count) {
     s.push_back(a);
     t.push_back(b);
     handle.push_back(h);
+    if (lr_store_ != nullptr) {
+      if (h < 0) {  // an unknown word's copy: its row made per sentence
+        copy_row.clear();
+        reordering_row(words, a, b, *pairs, copy_row);
+        add_row(copy_row.data());
+      } else {
+        const std::size_t first = reordering_rows(h, words, a, b);
+        for (std::size_t i = 0; i < count; ++i) add_row(lr_rows_.data() + (first + i) * lr_stride_);
+      }
+    }
     for (const Pair* pair = pairs; pair != pairs + count; ++pair) {
       if (moses_values_) {
         unknown.push_back(h < 0);
@@ -182,6 +259,8 @@ std::unique_ptr<Problem> PhraseIndex::sentence(const std::vector<std::string>& w
   auto problem = std::make_unique<Problem>(lm_, std::move(lm_id), n, d, eta, weights_.lm, bos, eos);
   for (auto& o : options) problem->add_option(std::move(o));
   problem->finish();
+  if (lr_store_ != nullptr)
+    problem->set_reordering(lr_.kind, lr_back_, lr_next_, std::move(back), std::move(next));
   if (moses_values_) {
     MosesValues& v = problem->moses_values();
     v.num_tm = static_cast<int>(m);
@@ -189,6 +268,7 @@ std::unique_ptr<Problem> PhraseIndex::sentence(const std::vector<std::string>& w
     v.unknown = std::move(unknown);
     v.words.reserve(global_of.size());
     for (const int g : global_of) v.words.push_back(text_[static_cast<std::size_t>(g)]);
+    if (lr_store_ != nullptr) set_moses_reordering(*problem, lr_.moses_width, moses_lr, moses_kind);
   }
   return problem;
 }

@@ -29,6 +29,22 @@ struct PairWeights {
   double lm = 0.0;
 };
 
+// How a PhraseIndex makes its pairs' lexicalized reordering rows (ReorderingModel.row, then
+// .weighted): kind is Problem::set_reordering's orientation class, with `orientations` per
+// direction; a direction's row is the table columns [column, column + orientations) (column -1:
+// no such direction), each times its weight (weights[o]). A pair the table has no row for reads
+// `defaults` (has_defaults), else zeros. Moses' rows (set_moses_reordering) are each pair's whole
+// table row, else the defaults, else none, `moses_width` values each.
+struct ReorderingSpec {
+  int kind = Problem::LR_NONE;
+  int orientations = 0;
+  int back_column = -1, next_column = -1;
+  std::vector<double> back_weights, next_weights;
+  bool has_defaults = false;
+  std::vector<double> defaults;
+  int moses_width = 0;
+};
+
 class PhraseIndex {
  public:
   // Invariant: every registered pair has weights.tm.size() scores and a non-empty target.
@@ -53,6 +69,9 @@ class PhraseIndex {
   // unknown word's copy first, then by end, each source's pairs in table order); option k of
   // the result has index k, the k-th pair of the hits. With moses_values, the Problem's
   // MosesValues hold the options' scores, unknown-word flags and word texts.
+  // From now on sentence() sets its Problem's reordering rows (and with moses_values its Moses
+  // rows) from `store` (kept alive by the caller), made once per registered source on first use.
+  void set_reordering(const ReorderingStore& store, ReorderingSpec spec);
   std::unique_ptr<Problem> sentence(const std::vector<std::string>& words, int d, double eta,
                                     std::vector<int>& s, std::vector<int>& t, std::vector<int>& handle);
 
@@ -63,6 +82,11 @@ class PhraseIndex {
     std::size_t moses = 0;   // with moses_values: its scores are moses_tm_[moses .. moses + tm)
   };
   int intern(const std::string& word);
+  // Appends to `out` the reordering row (lr_stride_ values) of the pair (source words [a, b] of `words`, target `pair`).
+  void reordering_row(const std::vector<std::string>& words, int a, int b, const Pair& pair,
+                      std::vector<double>& out) const;
+  // The first of handle h's rows in lr_ (made on first use).
+  std::size_t reordering_rows(int h, const std::vector<std::string>& words, int a, int b);
   double pair_score(const double* scores, const std::vector<int>& words, bool unknown,
                     int source_length) const;
 
@@ -81,7 +105,16 @@ class PhraseIndex {
   int bos_, eos_;
   bool moses_values_;
   std::vector<float> moses_tm_;    // each pair's weights.tm.size() scores, from its Pair::moses
-  std::vector<std::string> text_;  // with moses_values: global id -> word
+  std::vector<std::string> text_;  // global id -> word
+  // Reordering (set_reordering): rows by pair, back_width + next_width weighted values, then
+  // moses_width Moses values, then its kind (set_moses_reordering's 0, 1, 2), in one row of
+  // lr_stride_ doubles; lr_first_[h]: handle h's first row, or -1 until made.
+  const ReorderingStore* lr_store_ = nullptr;
+  ReorderingSpec lr_;
+  int lr_back_ = 0, lr_next_ = 0;
+  std::size_t lr_stride_ = 0;
+  std::vector<double> lr_rows_;
+  std::vector<long> lr_first_;
 };
 
 }  // namespace fstdecode

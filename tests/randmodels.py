@@ -217,7 +217,8 @@ def reordering_table(draw, pt_text: str, columns: int, conditioned_on_target: bo
 def moses_files(draw, max_n: int = 5, max_d: int = 4, order: int = 2, types=REORDERING_TYPES,
                 srilm_lm: bool = False) -> tuple[dict[str, str], tuple[str, ...]]:
     """(the files of a random moses.ini model by name: moses.ini, pt, lm, rt; a sentence): a
-    LexicalReordering feature of a random type (one of ``types``) and weights of any sign; with
+    LexicalReordering feature of a random type (one of ``types``), with or without default-scores,
+    and weights of any sign; with
     ``srilm_lm`` the LM's non-extending n-grams have no backoff (:func:`without_dead_backoffs`)."""
     from fstdecode.model.lexical_reordering import parse_reordering_type
 
@@ -229,6 +230,9 @@ def moses_files(draw, max_n: int = 5, max_d: int = 4, order: int = 2, types=REOR
         lm = without_dead_backoffs(lm)
     rt = draw(reordering_table(pt, config.table_columns, config.condition == "fe"))
     lr = " ".join(f"{draw(signed(-1, 1)):.3f}" for _ in range(config.num_features))
+    defaults = ""  # the pairs the table lacks pay these (collapseff refuses them, as Moses misreads them)
+    if not config.collapse and draw(st.booleans()):
+        defaults = " default-scores=" + ",".join(f"{draw(st.floats(0.01, 1)):.3f}" for _ in range(config.num_features))
     d = draw(st.integers(1, max_d))
     ini = f"""[feature]
 KENLM path=lm order={order}
@@ -237,7 +241,7 @@ WordPenalty
 PhrasePenalty
 UnknownWordPenalty
 PhraseDictionaryMemory path=pt num-features=2 table-limit=0
-LexicalReordering type={config.type_string} path=rt
+LexicalReordering type={config.type_string} path=rt{defaults}
 [weight]
 KENLM0= {draw(st.floats(0.2, 2)):.3f}
 Distortion0= {draw(signed(-0.5, 1.5)):.3f}

@@ -101,11 +101,17 @@ def moses_scoring(model: Any) -> Any:
     )
 
 
+def moses_reordering_width(rm: Any) -> int:
+    """The width of Moses' reordering rows under the reordering model ``rm``: the table's columns
+    or the default scores', whichever is more."""
+    return max(rm.table.num_scores or 0, len(rm.default_scores or ()))
+
+
 def reordering_values(rm: Any, pairs) -> tuple[list[float], list[int], int]:
     """Moses' reordering rows of ``pairs`` under the reordering model ``rm`` (the core's
     set_moses_reordering): each pair's table row (natural logs), else the model's default-scores,
     else none; flattened to a common width."""
-    width = max(rm.table.num_scores or 0, len(rm.default_scores or ()))
+    width = moses_reordering_width(rm)
     values: list[float] = []
     kinds: list[int] = []
     for pair in pairs:

@@ -35,7 +35,7 @@ from fstdecode.model.features import UNKNOWN_WORD_VALUE, Weights
 from fstdecode.model.lexical_reordering import BACKWARD, FORWARD
 from fstdecode.problem.problem import Option, SearchError, SearchLimitError, SearchProblem, SearchResult, no_derivation_message
 from fstdecode.problem.sentence import Phrase, unknown_pair
-from fstdecode.search.moses_nbest import reordering_values
+from fstdecode.search.moses_nbest import moses_reordering_width, reordering_values
 
 __all__ = ["NativeForm", "NativeTable", "core_budget", "native_form", "native_problem", "to_result", "lm_core", "options_form"]
 
@@ -130,9 +130,11 @@ class NativeTable:
         #: The core problems carry Moses' values too (fstdecode.search.moses_nbest).
         self.moses_values = moses_values
         self.num_scores = table.num_scores
-        #: handle -> its pairs' weighted reordering rows (backward and forward, flattened) and, with
-        #: moses_values, their Moses rows (moses_nbest.reordering_values), made on first use; a
-        #: NativeTable serves one model and one set of weights.
+        #: Whether the core makes the reordering rows (set on the first problem with a reordering
+        #: model; a NativeTable serves one model and one set of weights); for a table made in memory,
+        #: handle -> its pairs' weighted rows (backward and forward, flattened) and, with
+        #: moses_values, their Moses rows (moses_nbest.reordering_values), made on first use.
+        self._rows_in_core: bool | None = None
         self._lr: dict[int, tuple[list[float], list[float], tuple | None]] = {}
         #: handle -> the pairs it stands for
         self.pairs: _Pairs
@@ -151,37 +153,69 @@ class NativeTable:
 
     def form(self, problem: SearchProblem) -> NativeForm:
         """The core Problem of a problem made by :meth:`SearchProblem.from_table`, with the options
-        :func:`build_sentence` would give, in its order."""
+        :func:`build_sentence` would give, in its order (and their reordering rows)."""
+        rows_in_core = problem.reordering is not None and self._reordering_in_core(problem)
         core, starts, ends, handles = self.index.sentence(list(problem.words), problem.d, float(problem.eta))
         offsets = [0]
         pairs = self.pairs
         for h in handles:
             offsets.append(offsets[-1] + (pairs.count(h) if h >= 0 else 1))
         form = NativeForm(core, tuple(zip(starts, ends, handles)), tuple(offsets), pairs, problem.words, self.num_scores)
-        if problem.reordering is not None:
-            back: list[float] = []
-            after: list[float] = []
-            moses: list[float] = []
-            kinds: list[int] = []
-            width = 0
-            for i, (start, end, h) in enumerate(form.hits):
-                if h < 0:  # an unknown word's copy: made per sentence, as SearchProblem does
-                    got = self._rows(problem, (form.phrase(offsets[i]).pair,))
-                else:
-                    got = self._lr.get(h)
-                    if got is None:
-                        got = self._lr[h] = self._rows(problem, pairs[h])
-                b, a, m = got
-                back.extend(b)
-                after.extend(a)
-                if m is not None:
-                    moses.extend(m[0])
-                    kinds.extend(m[1])
-                    width = m[2]
-            _set_reordering(problem, core, back, after)
-            if self.moses_values:
-                core.set_moses_reordering(width, moses, kinds)
+        if problem.reordering is not None and not rows_in_core:
+            self._python_rows(problem, form)
         return form
+
+    def _reordering_in_core(self, problem: SearchProblem) -> bool:
+        """Whether the core makes the reordering rows: for a table the core holds (a store), the
+        index is told the model's columns, weights and defaults once (PhraseIndex.set_reordering)."""
+        if self._rows_in_core is None:
+            model = problem.reordering
+            store = model.table.store
+            self._rows_in_core = store is not None
+            if store is not None:
+                cfg = model.config
+                k = cfg.num_orientations
+                weights = problem.weights.lr
+
+                def column(direction: str) -> int:
+                    return cfg.offset(direction) if direction in cfg.directions else -1
+
+                def by_orientation(direction: str) -> list[float]:
+                    if direction not in cfg.directions:
+                        return []
+                    return [float(weights[cfg.feature_index(direction, o)]) for o in range(k)]
+
+                defaults = None if model.default_scores is None else [float(v) for v in model.default_scores]
+                self.index.set_reordering(
+                    store, _LR_KINDS[cfg.classes], k, column(BACKWARD), column(FORWARD), by_orientation(BACKWARD),
+                    by_orientation(FORWARD), defaults, moses_reordering_width(model),
+                )
+        return self._rows_in_core
+
+    def _python_rows(self, problem: SearchProblem, form: NativeForm) -> None:
+        """The reordering rows of a table made in memory (no store), in Python."""
+        back: list[float] = []
+        after: list[float] = []
+        moses: list[float] = []
+        kinds: list[int] = []
+        width = 0
+        for i, (start, end, h) in enumerate(form.hits):
+            if h < 0:  # an unknown word's copy: made per sentence, as SearchProblem does
+                got = self._rows(problem, (form.phrase(form.offsets[i]).pair,))
+            else:
+                got = self._lr.get(h)
+                if got is None:
+                    got = self._lr[h] = self._rows(problem, form.pairs[h])
+            b, a, m = got
+            back.extend(b)
+            after.extend(a)
+            if m is not None:
+                moses.extend(m[0])
+                kinds.extend(m[1])
+                width = m[2]
+        _set_reordering(problem, form.core, back, after)
+        if self.moses_values:
+            form.core.set_moses_reordering(width, moses, kinds)
 
     def _rows(self, problem: SearchProblem, pairs) -> tuple[list[float], list[float], tuple | None]:
         """``pairs``' weighted backward and forward rows (:func:`_lr_rows`) and, with

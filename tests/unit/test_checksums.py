@@ -63,6 +63,61 @@ def test_crc_equals_the_bitwise_definition_at_every_alignment(size):
         assert _core.crc32c(chunk[cut:], _core.crc32c(chunk[:cut])) == crc32c_bitwise(chunk)
 
 
+# native/checksum.cpp's kLane: past 3 lanes the crc32-instruction kernel runs three chains at once
+# and joins them by a table of the state's shift over a lane of zeros. Lengths near multiples of
+# 3 lanes are tried for this lane size and its neighbours, so a change of kLane stays covered.
+LANES = (2048, 4096, 8192)
+
+
+def crc32c_bytewise(data: bytes, crc: int = 0) -> int:
+    """The bitwise definition one byte at a time (a table of its 256 steps), to check 100 KB."""
+    table = _BYTE_STEPS
+    crc ^= 0xFFFFFFFF
+    for byte in data:
+        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def _byte_step(b: int) -> int:
+    for _ in range(8):
+        b = (b >> 1) ^ (0x82F63B78 if b & 1 else 0)
+    return b
+
+
+_BYTE_STEPS = [_byte_step(b) for b in range(256)]
+
+
+def test_the_bytewise_oracle_is_the_bitwise_one():
+    data = random.Random(5).randbytes(300)
+    assert crc32c_bytewise(b"123456789") == 0xE3069283
+    assert all(crc32c_bytewise(data[:n]) == crc32c_bitwise(data[:n]) for n in range(0, 300, 7))
+
+
+@pytest.mark.parametrize("size", sorted({0, 1, 7, 8, *(n for lane in LANES for n in (
+    3 * lane - 1, 3 * lane, 3 * lane + 1, 6 * lane + 8, 10 * lane + 5))}))
+def test_crc_over_three_lanes_equals_the_definition(size):
+    rng = random.Random(size)
+    data = rng.randbytes(size + 1)
+    for chunk in (data[:size], data[1:]):  # aligned and unaligned starts
+        assert _core.crc32c(chunk) == crc32c_bytewise(chunk)
+    # Continued from a state other than the initial one, which the first lane carries.
+    start = rng.randrange(1 << 32)
+    assert _core.crc32c(data[:size], start) == crc32c_bytewise(data[:size], start)
+
+
+def test_crc_of_megabytes_equals_the_definition_and_the_crc_of_short_pieces():
+    # Pieces shorter than 3 lanes take the one-chain loop only, which the tests above check.
+    rng = random.Random(11)
+    data = rng.randbytes(3 * (1 << 20) + 12345)
+    crc, at = 0, 0
+    while at < len(data):
+        step = rng.randrange(1, 3 * min(LANES))
+        crc = _core.crc32c(data[at:at + step], crc)
+        at += step
+    assert _core.crc32c(data) == crc == crc32c_bytewise(data)
+    assert _core.crc32c(data[3:], 0x12345678) == crc32c_bytewise(data[3:], 0x12345678)
+
+
 def test_file_crc_reads_the_whole_file(tmp_path):
     path = tmp_path / "f"
     data = random.Random(1).randbytes(3 * (1 << 20) + 5)  # more than the reader's 1 MiB buffer
