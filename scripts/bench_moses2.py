@@ -19,12 +19,17 @@ count of ``--threads`` (``-threads N``), ``--rounds`` rounds alternating between
 best time kept. Reported per run: wall seconds, peak RSS of the process (``os.wait4``: with
 ``-threads N > 1`` fstdecode's workers are processes whose memory this does not add), and the
 mean of the printed model scores (each decoder's own: Moses' float sums, fstdecode's exact ones).
-The curve plots time against mean model score per variant (docs/benchmarks-moses2*.png). Moses
+With ``--optima-time-limit W`` each line's optimum is first proven by ``fstdecode decode --method
+exact`` (untimed), and every run counts the lines it reaches it on (a run that beats a proven
+optimum stops the script). fstdecode's bytecode is compiled first, as ``pip install`` does. The
+curve plots time against mean model score per variant (docs/benchmarks-moses2*.png), and the
+summary says which of Moses2's points a run of ours matches in score at half its time. Moses
 and Moses2 are built from their source outside the repository; nothing of them is committed.
 Writes the ``bench_moses2`` (or ``bench_moses2_lr``) section of docs/benchmarks.md.
 
     python -m scripts.bench_moses2 --model DIR --binarized BIN [--kenlm-binary F] [--moses2 EXE]
         [--moses EXE --probing-pt PT] [--with-lr] [--stacks 200,100,50,20,10] [--threads 1,2] [--rounds 2]
+        [--optima-time-limit W]
 """
 
 from __future__ import annotations
@@ -52,6 +57,9 @@ def add_args(ap) -> None:
     ap.add_argument("--stacks", default="200,100,50,20,10", help="stack sizes (-s), comma-separated")
     ap.add_argument("--threads", default="1,2", help="thread counts (-threads), comma-separated")
     ap.add_argument("--rounds", type=int, default=2, help="rounds, best time kept (default 2)")
+    ap.add_argument("--optima-time-limit", type=float, default=None, metavar="W",
+                    help="first prove each line's optimum with fstdecode decode --method exact --time-limit W "
+                         "(untimed), and count the lines each run reaches it on")
 
 
 def _ini_lines(path: Path, with_lr: bool, model_dir: Path) -> list[str]:
@@ -106,16 +114,61 @@ def variants(args, work: Path) -> dict[str, tuple[list[str], Path]]:
     return found
 
 
+def line_scores(out: bytes) -> list[float | None]:
+    """The score that starts each 1-best line (-output-hypo-score), None for a line with none."""
+    scores: list[float | None] = []
+    for line in out.decode("utf-8").splitlines():
+        try:
+            scores.append(float(line.split(" ", 1)[0]))
+        except ValueError:
+            scores.append(None)
+    return scores
+
+
 def mean_score(out: bytes) -> tuple[float, int]:
     """The mean of the scores that start the 1-best lines (-output-hypo-score), and how many lines have none."""
-    scores, empty = [], 0
+    scores = [v for v in line_scores(out) if v is not None]
+    return (sum(scores) / len(scores) if scores else float("nan")), len(line_scores(out)) - len(scores)
+
+
+#: A printed score within this of the proven optimum reaches it (Moses prints float sums, 4-6 digits).
+OPTIMUM_TOLERANCE = 1e-3
+
+
+def proven_optima(ini: Path, text: bytes, limit: float, cwd: Path) -> list[float | None]:
+    """Each line's optimum by ``fstdecode decode --method exact`` (None: not proven within ``limit`` s)."""
+    import json
+
+    argv = [sys.executable, "-m", "fstdecode", "decode", "-f", str(ini), "--method", "exact", "--time-limit", str(limit),
+            "--format", "json"]
+    _, _, out, _ = whole_process(argv, stdin=text, cwd=cwd, check=False)
+    optima: list[float | None] = []
     for line in out.decode("utf-8").splitlines():
-        head = line.split(" ", 1)[0]
-        try:
-            scores.append(float(head))
-        except ValueError:
-            empty += 1
-    return (sum(scores) / len(scores) if scores else float("nan")), empty
+        got = json.loads(line)
+        optima.append(got["score"] if got.get("optimal") else None)
+    return optima
+
+
+def reached(scores: list[float | None], optima: list[float | None]) -> int:
+    """How many lines with a proven optimum a run's scores reach (no line beats a proven optimum)."""
+    hits = 0
+    for got, best in zip(scores, optima):
+        if best is None or got is None:
+            continue
+        if got > best + OPTIMUM_TOLERANCE:
+            raise SystemExit(f"a run's score {got} beats the proven optimum {best}: a search is wrong")
+        hits += got >= best - OPTIMUM_TOLERANCE
+    return hits
+
+
+def compile_bytecode() -> None:
+    """Compile fstdecode's bytecode, as ``pip install`` does for a regular install (an editable install
+    under PYTHONDONTWRITEBYTECODE would compile every module at every start)."""
+    import compileall
+
+    import fstdecode
+
+    compileall.compile_dir(str(Path(fstdecode.__file__).parent), quiet=1)
 
 
 def run(args, record) -> int:
@@ -124,6 +177,12 @@ def run(args, record) -> int:
     text = (args.model / "input.txt").read_bytes()
     work = Path(tempfile.mkdtemp(prefix="bench_moses2_"))
     found = variants(args, work)
+    compile_bytecode()
+    optima: list[float | None] = []
+    if args.optima_time_limit is not None:
+        log(f"proving each line's optimum (--method exact --time-limit {args.optima_time_limit:g}) ...")
+        optima = proven_optima(found["fstdecode moses (LM image)"][1], text, args.optima_time_limit, work)
+        log(f"{sum(o is not None for o in optima)} of {len(optima)} lines proven")
     results: dict[tuple[str, int, int], dict] = {}
     for r in range(args.rounds):
         for s in stacks:
@@ -132,7 +191,8 @@ def run(args, record) -> int:
                     argv = [*exe, "-f", str(ini), "-s", str(s), "-threads", str(t), "-output-hypo-score", "-v", "0"]
                     wall, peak, out, _ = whole_process(argv, stdin=text, cwd=work)
                     score, empty = mean_score(out)
-                    got = results.setdefault((name, s, t), {"walls": [], "peak": 0, "score": score, "empty": empty})
+                    got = results.setdefault((name, s, t), {"walls": [], "peak": 0, "score": score, "empty": empty,
+                                                            "optimal": reached(line_scores(out), optima)})
                     got["walls"].append(wall)
                     got["peak"] = max(got["peak"], peak)
                     log(f"round {r + 1}: {name} -s {s} -threads {t}: {wall:.2f} s, {peak / 2**20:.0f} MB, mean {score:.4f}")
@@ -140,10 +200,15 @@ def run(args, record) -> int:
     suffix = "_lr" if args.with_lr else ""
     figure = DOCS / f"benchmarks-moses2{suffix}.png"
     _plot(results, found, threads, figure)
+    proven = sum(o is not None for o in optima)
     rows = []
     for (name, s, t), got in results.items():
         rows.append(f"| {name} | {s} | {t} | {min(got['walls']):.2f} | {', '.join(f'{w:.2f}' for w in got['walls'])} | "
-                    f"{got['peak'] / 2**20:.0f} | {got['score']:.4f} | {got['empty']} |")
+                    f"{got['peak'] / 2**20:.0f} | {got['score']:.4f} | {got['empty']} |"
+                    + (f" {got['optimal']} |" if optima else ""))
+    optima_note = ([f"- proven optima: `fstdecode decode --method exact --time-limit {args.optima_time_limit:g}` on the "
+                    f"LM image's ini proved {proven} of {len(optima)} lines (untimed); 'at optimum' counts the lines "
+                    f"whose printed score is within {OPTIMUM_TOLERANCE:g} of theirs"] if optima else [])
     lines = [
         f"## fstdecode moses against Moses and Moses2 at real size{' (lexicalized reordering)' if args.with_lr else ''} "
         "(`scripts/bench_moses2.py`)",
@@ -152,10 +217,12 @@ def run(args, record) -> int:
         f"- model: `{args.model}` (scripts/make_big_model.py), binarized in `{args.binarized}`; "
         f"{'with' if args.with_lr else 'without'} its LexicalReordering; input: its input.txt; each run a whole "
         f"process with `-s N -threads T -output-hypo-score -v 0`, {args.rounds} rounds alternating, best time kept; "
-        "peak RSS of the main process (os.wait4)",
+        "peak RSS of the main process (os.wait4); fstdecode's bytecode compiled first, as pip install does",
+        *optima_note,
         "",
-        "| decoder | -s | -threads | best s | rounds s | peak RSS MB | mean model score | lines without |",
-        "|---|---:|---:|---:|---|---:|---:|---:|",
+        "| decoder | -s | -threads | best s | rounds s | peak RSS MB | mean model score | lines without |"
+        + (f" at optimum (of {proven}) |" if optima else ""),
+        "|---|---:|---:|---:|---|---:|---:|---:|" + ("---:|" if optima else ""),
         *rows,
         "",
         f"![time against mean model score]({figure.name})",
@@ -188,6 +255,23 @@ def _summary(results, found, stacks, threads) -> list[str]:
                 w, s, sc = min(fit)
                 line += f"; the fastest run at a mean score no lower than Moses2's: -s {s}, {w / rt:.2f}x its time ({sc:.4f})"
             out.append(line)
+    out += ["", "The curve: each Moses2 point against fstdecode's runs at the same -threads with a mean score no "
+            "lower, at half its time or less:", ""]
+    for t in threads:
+        points = sorted((s, g) for (n, s, tt), g in results.items() if n == "Moses2" and tt == t)
+        for name in found:
+            if not name.startswith("fstdecode"):
+                continue
+            met, missed = 0, []
+            for s, ref in points:
+                rt = min(ref["walls"])
+                if any(min(g["walls"]) <= rt / 2 and g["score"] >= ref["score"]
+                       for (n, _, tt), g in results.items() if n == name and tt == t):
+                    met += 1
+                else:
+                    missed.append(f"-s {s} ({rt:.2f} s, {ref['score']:.4f})")
+            out.append(f"- -threads {t}, {name}: {met} of {len(points)} Moses2 points matched at half the time"
+                       + (f"; not: {', '.join(missed)}" if missed else ""))
     return out
 
 
