@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 from fstdecode import __version__
 from fstdecode.cli import moses_output, output, running, stopping, streams
 from fstdecode.cli import serve as serve_cli
+from fstdecode.cli import tune as tune_cli
 from fstdecode.cli.moses_output import MosesOutput
 from fstdecode.cli.options import add_search_flags, check_min, search_options
 from fstdecode.cli.progress import progress_bar
@@ -196,6 +197,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _model_args(srv)
     serve_cli.add_flags(srv)
+    tune_cli.add_flags(sub)
     demo = sub.add_parser("demo", help="decode the example sentence and show the DP at work")
     _model_args(demo)
     demo.add_argument("sentence", nargs="?", default="das muss unsere sorge gleichermaßen sein")
@@ -508,6 +510,18 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return serve_cli.run(args, lambda: _load(args))
 
 
+def _cmd_tune(args: argparse.Namespace) -> int:
+    """``tune``: the dev set decoded as ``fstdecode moses`` decodes it (its flags, its model loading)."""
+    from fstdecode.cli.moses import moses_args
+
+    def decode_args(words: list[str]) -> argparse.Namespace:
+        found, moses = moses_args(words)
+        found.moses_output = moses  # (the decoder writes Moses' n-best lines: _decoder)
+        return found
+
+    return tune_cli.run(args, decode_args, lambda a, keep: _load(a, source_vocabulary=keep), _decoder)
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from fstdecode.research.demo import run_demo
 
@@ -585,7 +599,7 @@ def _cmd_tsp(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "decode": _cmd_decode, "demo": _cmd_demo, "compile": _cmd_compile, "binarize": _cmd_binarize,
-    "inspect": _cmd_inspect, "tsp": _cmd_tsp, "serve": _cmd_serve, "verify": _cmd_verify,
+    "inspect": _cmd_inspect, "tsp": _cmd_tsp, "serve": _cmd_serve, "verify": _cmd_verify, "tune": _cmd_tune,
 }
 
 

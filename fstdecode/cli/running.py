@@ -23,8 +23,9 @@ from fstdecode.run.base import DASK_TASK_SECONDS, DEFAULT_CHUNK_SIZE, DEFAULT_RE
 from fstdecode.run.lines import count_lines, parse_shard, shard_span
 
 
-def add_run_flags(p: argparse.ArgumentParser) -> None:
-    """The flags that choose where and how much of the input runs (README, 'Running on many cores and machines')."""
+def add_run_flags(p: argparse.ArgumentParser, input_flags: bool = True) -> None:
+    """The flags that choose where and how much of the input runs (README, 'Running on many cores and
+    machines'); without ``input_flags`` only where (no --shard, --resume or --progress: fstdecode tune)."""
     g = p.add_argument_group("running (README.md, 'Running on many cores and machines')")
     g.add_argument(
         "--workers", dest="workers", type=worker_count, default=1, metavar="N",
@@ -54,6 +55,8 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
         "--retries", type=int, default=DEFAULT_RETRIES, metavar="R",
         help=f"times a chunk is retried after its worker died (killed, out of memory) before the run fails (default: {DEFAULT_RETRIES})",
     )
+    if not input_flags:
+        return
     g.add_argument(
         "--shard", metavar="I/N",
         help="decode only the I-th of N contiguous blocks of the input (stdin must be a file); "

@@ -1,0 +1,289 @@
+"""The tuning loop: decode the dev set to n-best lists with the model loaded once, merge them,
+optimize the weights, and again, until ``mert-moses.pl`` would stop.
+
+Iteration k (1, 2, ...) decodes every dev line with the weights of iteration k - 1 (the model's
+own for k = 1) into its n-best list (the core's Moses lines), adds the lists to the pool (each
+distinct entry once), and runs the optimizer on the whole pool from those weights. The run stops
+after ``max_iterations``, when an iteration adds no new entry, or when no weight moved by
+``min_change`` or more (``mert-moses.pl``'s three rules). A line that fails to decode is reported
+and left out of the pool and of every metric (never counted as an empty translation).
+
+Every iteration's decoded lists and weights are kept in the working folder, with the settings
+of the run; ``resume`` replays the iterations found there and goes on, so that an interrupted
+run ends where an uninterrupted one ends: the decoder is deterministic, and iteration k's random
+draws come from a generator seeded with (seed, k) alone.
+
+Invariant: after iteration k, ``state.weights[k]`` are the optimizer's weights, the ones
+iteration k + 1 decodes with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from fstdecode.decoder import DecodeResult, Decoder
+from fstdecode.errors import FstdecodeError
+from fstdecode.model.features import Weights
+from fstdecode.tune import mert, mira
+from fstdecode.tune.metric import Metric, MetricSettings
+from fstdecode.tune.pool import NbestPool
+from fstdecode.tune.space import WeightSpace
+
+#: The optimizers ``--optimizer`` offers (PRO is not built).
+OPTIMIZERS = ("mert", "mira")
+#: The files of a working folder.
+SETTINGS_FILE = "run.json"
+LOG_FILE = "log.json"
+
+
+class TuneError(FstdecodeError):
+    """Tuning that cannot start or go on: bad dev data, a working folder of another run."""
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """How a run tunes (every field is part of the run's identity in its working folder)."""
+
+    optimizer: str = "mert"
+    metric: MetricSettings = field(default_factory=MetricSettings)
+    nbest: int = 100
+    distinct: bool = True
+    max_iterations: int = 25
+    min_change: float = 1e-5
+    seed: int = 0
+    mert: mert.MertSettings = field(default_factory=mert.MertSettings)
+    mira: mira.MiraSettings = field(default_factory=mira.MiraSettings)
+
+
+@dataclass(frozen=True)
+class Iteration:
+    """What iteration ``k`` did (one line of the JSON log)."""
+
+    k: int
+    decoded: float  # the metric of the 1-best of the lines that decoded, with the weights decoded with
+    optimized: float  # the optimizer's metric on the pool, with its weights
+    entries: int  # pool size after the iteration
+    new: int  # entries it added
+    moved: float  # largest change of a weight
+    failed: int  # lines that did not decode
+    seconds: float
+    decode_seconds: float
+    weights: tuple[float, ...]  # the optimizer's (decoded by iteration k + 1)
+    decoded_with: tuple[float, ...]
+
+
+@dataclass
+class TuneState:
+    """The run so far: its iterations, in order."""
+
+    iterations: list[Iteration] = field(default_factory=list)
+    stopped: str | None = None
+
+
+def read_references(paths: Sequence[str], count: int) -> list[list[str]]:
+    """Each dev line's references (one per file), checked: UTF-8, and ``count`` lines in each."""
+    columns = []
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise TuneError(f"{path}: cannot read the reference: {e.strerror}") from None
+        lines = data.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        text = []
+        for i, raw in enumerate(lines, 1):
+            try:
+                text.append(raw.rstrip(b"\r").decode("utf-8"))
+            except UnicodeDecodeError as e:
+                raise TuneError(f"{path}:{i}: the reference is not UTF-8 (byte {e.start + 1}); tune reads UTF-8 "
+                                "text") from None
+        if len(text) != count:
+            raise TuneError(f"{path}: {len(text)} reference line(s) for {count} dev line(s); give one reference line "
+                            "per dev line")
+        columns.append(text)
+    return [list(refs) for refs in zip(*columns)]
+
+
+def fingerprint(ini_text: str, dev: Sequence[str], references: Sequence[Sequence[str]],
+                settings: TuneSettings) -> dict:
+    """The identity of a run: what a working folder must match to be resumed."""
+    digest = hashlib.sha256()
+    for part in (ini_text, "\n".join(dev), "\n".join("\t".join(r) for r in references)):
+        digest.update(part.encode("utf-8"))
+        digest.update(b"\0")
+    return {"inputs": digest.hexdigest(), "settings": json.loads(json.dumps(asdict(settings)))}
+
+
+class Tuner:
+    """Tunes one model on one dev set (see the module docstring)."""
+
+    def __init__(self, base: Weights, space: WeightSpace, decoder_for: Callable[[Weights], Decoder],
+                 decode: Callable[[Decoder], list[DecodeResult]], dev: Sequence[str],
+                 references: Sequence[Sequence[str]], settings: TuneSettings, work: str, identity: dict,
+                 report: Callable[[str], None] = lambda _msg: None) -> None:
+        if not dev:
+            raise TuneError("the dev set is empty: tuning needs at least one line")
+        if settings.optimizer not in OPTIMIZERS:
+            raise TuneError(f"--optimizer {settings.optimizer}: choose {', '.join(OPTIMIZERS)}")
+        self.base = base
+        self.space = space
+        self.decoder_for = decoder_for
+        self.decode = decode
+        self.settings = settings
+        self.metric = Metric(settings.metric, references)
+        self.pool = NbestPool(self.metric, space)
+        self.work = work
+        self.identity = identity
+        self.report = report
+        self.state = TuneState()
+
+    # ---------------------------------------------------------------- the working folder
+
+    def prepare(self, resume: bool) -> None:
+        """Make the working folder, or check it holds this run (``resume``) and replay it."""
+        os.makedirs(self.work, exist_ok=True)
+        settings_path = os.path.join(self.work, SETTINGS_FILE)
+        if os.path.exists(settings_path):
+            with open(settings_path, encoding="utf-8") as f:
+                found = json.load(f)
+            if found != self.identity:
+                raise TuneError(f"{self.work}: the working folder holds another run (other inputs or settings); "
+                                "give another --working-dir, or remove this one")
+            if not resume:
+                raise TuneError(f"{self.work}: the working folder holds this run already; add --resume to go on "
+                                "from it, or give another --working-dir")
+            self._replay()
+            return
+        if any(os.scandir(self.work)):
+            raise TuneError(f"{self.work}: the working folder is not empty and holds no run of fstdecode tune; "
+                            "give an empty or new --working-dir")
+        _write_json(settings_path, self.identity)
+
+    def _nbest_path(self, k: int) -> str:
+        return os.path.join(self.work, f"iter{k:02d}.nbest")
+
+    def _record_path(self, k: int) -> str:
+        return os.path.join(self.work, f"iter{k:02d}.json")
+
+    def _replay(self) -> None:
+        """The iterations the folder holds complete (its record written last), their lists pooled."""
+        k = 1
+        while os.path.exists(self._record_path(k)):
+            with open(self._record_path(k), encoding="utf-8") as f:
+                record = json.load(f)
+            it = Iteration(**{**record, "weights": tuple(record["weights"]),
+                              "decoded_with": tuple(record["decoded_with"])})
+            with open(self._nbest_path(k), encoding="utf-8") as f:
+                self._pool_text(f.read().splitlines(), self._nbest_path(k))
+            self.state.iterations.append(it)
+            self.report(f"iteration {k}: resumed from {self.work}")
+            k += 1
+        if self.state.iterations:
+            self.state.stopped = self._stop_reason(self.state.iterations[-1])
+
+    # ---------------------------------------------------------------- one iteration
+
+    def current(self) -> np.ndarray:
+        """The weights the next iteration decodes with."""
+        if self.state.iterations:
+            return np.array(self.state.iterations[-1].weights)
+        return self.space.vector(self.base)
+
+    def _pool_text(self, lines: Iterable[str], where: str) -> int:
+        """Adds n-best lines (``id ||| words ||| fields ||| total``) to the pool; the new entries."""
+        by_sentence: dict[int, list[tuple[str, np.ndarray]]] = {}
+        for n, line in enumerate(lines, 1):
+            parts = line.split(" ||| ")
+            if len(parts) < 4:
+                raise TuneError(f"{where}:{n}: not an n-best line 'id ||| words ||| features ||| total'")
+            i = int(parts[0])
+            if not 0 <= i < len(self.metric):
+                raise TuneError(f"{where}:{n}: sentence {i} is not a dev line")
+            by_sentence.setdefault(i, []).append((parts[1].strip(), self.space.parse_fields(parts[2], f"{where}:{n}")))
+        return sum(self.pool.add(i, entries) for i, entries in by_sentence.items())
+
+    def step(self) -> Iteration:
+        """Run the next iteration and record it."""
+        k = len(self.state.iterations) + 1
+        start = time.perf_counter()
+        w = self.current()
+        weights = self.space.weights(w, self.base)
+        results = self.decode(self.decoder_for(weights))
+        decode_seconds = time.perf_counter() - start
+        lines, best, failed = [], {}, 0
+        for r in results:
+            if r.error is not None or r.nbest_text is None:
+                failed += 1
+                self.report(f"iteration {k}: dev line {r.id + 1} did not decode ({r.error}); left out")
+                continue
+            text = r.nbest_text.splitlines()
+            lines.extend(text)
+            best[r.id] = text[0].split(" ||| ")[1].strip()
+        path = self._nbest_path(k)
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in lines))
+        os.replace(path + ".tmp", path)
+        new = self._pool_text(lines, path)
+        decoded = self.decoded_metric(best)
+        rng = np.random.default_rng([self.settings.seed, k])
+        arrays = self.pool.arrays()
+        if self.settings.optimizer == "mert":
+            tuned, optimized = mert.optimize(arrays, self.metric, w, self.settings.mert, rng)
+        else:
+            tuned, optimized = mira.optimize(arrays, self.metric, w, self.settings.mira, rng)
+        moved = float(np.abs(tuned - w).max())
+        it = Iteration(k, decoded, optimized, len(self.pool), new, moved, failed, time.perf_counter() - start,
+                       decode_seconds, tuple(float(v) for v in tuned), tuple(float(v) for v in w))
+        _write_json(self._record_path(k), asdict(it))
+        self.state.iterations.append(it)
+        self.state.stopped = self._stop_reason(it)
+        return it
+
+    def decoded_metric(self, best: dict[int, str]) -> float:
+        """The metric of each decoded line's 1-best (the lines that failed left out)."""
+        if not best:
+            return 0.0
+        total = np.sum([self.metric.stats(i, words) for i, words in best.items()], axis=0)
+        return self.metric.score(total)
+
+    def _stop_reason(self, it: Iteration) -> str | None:
+        if it.k >= self.settings.max_iterations:
+            return f"the maximum of {self.settings.max_iterations} iterations"
+        if it.k > 1 and it.new == 0:
+            return "no new n-best entries"
+        if it.moved < self.settings.min_change:
+            return f"no weight moved by {self.settings.min_change:g} or more"
+        return None
+
+    def run(self) -> TuneState:
+        """Iterate until a stopping rule holds (replayed iterations count)."""
+        while self.state.stopped is None:
+            it = self.step()
+            self.report(f"iteration {it.k}: {self.settings.metric.name.upper()} {it.decoded:.2f} decoded, "
+                        f"{it.optimized:.2f} optimized on {it.entries:,} entries (+{it.new:,}), weights moved "
+                        f"{it.moved:.4g}, {it.seconds:.1f} s ({it.decode_seconds:.1f} s decoding)"
+                        + (f", {it.failed} line(s) left out" if it.failed else ""))
+        _write_json(os.path.join(self.work, LOG_FILE), [asdict(i) for i in self.state.iterations])
+        return self.state
+
+    def final(self) -> tuple[np.ndarray, Iteration]:
+        """The weights to write: those of the iteration whose decode scored best (the last of equals)
+        — weights the run has decoded with, not only ones the optimizer expects to be good."""
+        best = max(self.state.iterations, key=lambda it: (it.decoded, it.k))
+        return np.array(best.decoded_with), best
+
+
+def _write_json(path: str, value: object) -> None:
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=1)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
