@@ -28,6 +28,7 @@ from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, load_moses_ini
 from fstdecode.io.table_filter import SourceFilter
 from fstdecode.model.model import Model, moses_ranker
 from fstdecode.run import Line
+from fstdecode.search.moses_nbest import supports
 from fstdecode.tune.ini import check_writable, tuned_ini
 from fstdecode.tune.loop import OPTIMIZERS, TuneError, TuneSettings, Tuner, fingerprint, read_references
 from fstdecode.tune.mert import MertSettings
@@ -178,6 +179,9 @@ def run(args: argparse.Namespace, moses_args: Callable[[list[str]], argparse.Nam
     decode_args.table_limit = 0
     model = load(decode_args, SourceFilter(d.split() for d in dev))
     space = WeightSpace.of(model.features, model.weights)
+    if decode_args.moses_output.nbest_setting() is None or not supports(model):
+        raise TuneError(f"{args.config}: fstdecode tune reads the core's Moses n-best lines, which need one LM, one "
+                        "phrase table of probabilities and Moses' distortion semantics; this model has more")
     _LOG.warning("tune: %d lines, %d weights (%s), %s on %s; loaded in %.1f s", len(dev), len(space),
                  " ".join(dict.fromkeys(space.names)), settings.optimizer, settings.metric.name,
                  time.perf_counter() - started)
@@ -205,9 +209,9 @@ def run(args: argparse.Namespace, moses_args: Callable[[list[str]], argparse.Nam
     with open(args.output + ".tmp", "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(args.output + ".tmp", args.output)
-    print(f"fstdecode tune: wrote {args.output}: {settings.metric.name.upper()} {best.decoded:.2f} on the dev set "
-          f"(iteration {best.k}), {len(state.iterations)} iterations in {time.perf_counter() - started:.1f} s; "
-          f"stopped: {state.stopped}; {tuner.metric.signature()}", file=sys.stderr)
+    print(f"fstdecode tune: wrote {args.output}: {best.decoded_text} on the dev set (iteration {best.k}), "
+          f"{len(state.iterations)} iterations in {time.perf_counter() - started:.1f} s; stopped: {state.stopped}; "
+          f"{tuner.metric.signature()}", file=sys.stderr)
     if args.plot:
         plot(state, space.names, settings.metric.name, args.plot)
     return 0

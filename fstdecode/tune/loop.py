@@ -77,6 +77,7 @@ class Iteration:
     decode_seconds: float
     weights: tuple[float, ...]  # the optimizer's (decoded by iteration k + 1)
     decoded_with: tuple[float, ...]
+    decoded_text: str = ""  # ``decoded`` as sacrebleu prints it
 
 
 @dataclass
@@ -233,7 +234,7 @@ class Tuner:
             f.write("".join(line + "\n" for line in lines))
         os.replace(path + ".tmp", path)
         new = self._pool_text(lines, path)
-        decoded = self.decoded_metric(best)
+        decoded, decoded_text = self.decoded_metric(best)
         rng = np.random.default_rng([self.settings.seed, k])
         arrays = self.pool.arrays()
         if self.settings.optimizer == "mert":
@@ -242,18 +243,19 @@ class Tuner:
             tuned, optimized = mira.optimize(arrays, self.metric, w, self.settings.mira, rng)
         moved = float(np.abs(tuned - w).max())
         it = Iteration(k, decoded, optimized, len(self.pool), new, moved, failed, time.perf_counter() - start,
-                       decode_seconds, tuple(float(v) for v in tuned), tuple(float(v) for v in w))
+                       decode_seconds, tuple(float(v) for v in tuned), tuple(float(v) for v in w), decoded_text)
         _write_json(self._record_path(k), asdict(it))
         self.state.iterations.append(it)
         self.state.stopped = self._stop_reason(it)
         return it
 
-    def decoded_metric(self, best: dict[int, str]) -> float:
-        """The metric of each decoded line's 1-best (the lines that failed left out)."""
+    def decoded_metric(self, best: dict[int, str]) -> tuple[float, str]:
+        """The metric of each decoded line's 1-best (the lines that failed left out), and as
+        sacrebleu prints it."""
         if not best:
-            return 0.0
+            return 0.0, "no line decoded"
         total = np.sum([self.metric.stats(i, words) for i, words in best.items()], axis=0)
-        return self.metric.score(total)
+        return self.metric.score(total), self.metric.describe(total)
 
     def _stop_reason(self, it: Iteration) -> str | None:
         if it.k >= self.settings.max_iterations:

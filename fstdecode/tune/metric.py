@@ -85,6 +85,10 @@ class Metric:
         """The corpus score (0-100) of summed statistics, as sacrebleu computes it."""
         return float(self._metric._compute_score_from_stats([int(v) for v in total]).score)
 
+    def describe(self, total: Sequence[float]) -> str:
+        """The score of summed statistics as sacrebleu prints it (``BLEU = 37.11 69.5/43.7/... (BP = ...)``)."""
+        return str(self._metric._compute_score_from_stats([int(v) for v in total]))
+
     def signature(self) -> str:
         """sacrebleu's reproducibility signature of the metric (``nrefs:1|case:mixed|...``)."""
         return str(self._signature.format()) if len(self._refs) else ""

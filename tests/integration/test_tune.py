@@ -60,7 +60,7 @@ def bleu_of(output: str, refs: list[str]) -> float:
 @pytest.mark.parametrize("optimizer", ["mert", "mira"])
 def test_the_tuned_ini_loads_and_decodes_to_the_reported_bleu(example, optimizer):
     proc = tune(example, "--optimizer", optimizer, *(["--plot", "plot.png"] if optimizer == "mert" else []))
-    reported = float(re.search(r"wrote \S+: BLEU ([\d.]+)", proc.stderr).group(1))
+    reported = float(re.search(r"wrote \S+: BLEU = ([\d.]+)", proc.stderr).group(1))
     log = json.loads((example / "tuned.ini.work" / loop.LOG_FILE).read_text())
     assert log and all(it["k"] == k for k, it in enumerate(log, 1))
     shown = run_cli(["moses", "-f", "tuned.ini", "-show-weights"], cwd=example)
