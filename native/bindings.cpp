@@ -26,4 +26,5 @@ PYBIND11_MODULE(_core, m) {
   bind_signature(m);
   bind_coverage(m);
   bind_exact(m);
+  bind_envelope(m);
 }

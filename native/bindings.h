@@ -23,5 +23,6 @@ void bind_stack(pybind11::module_& m);           // bind_stack.cpp: StackOptions
 void bind_signature(pybind11::module_& m);       // bind_signature.cpp: Signature*Options, signature_*
 void bind_coverage(pybind11::module_& m);        // bind_coverage.cpp: CoverageOptions, coverage_search
 void bind_exact(pybind11::module_& m);           // bind_exact.cpp: ExactOptions, ExactBounds, ExactSupport, exact_*
+void bind_envelope(pybind11::module_& m);        // bind_envelope.cpp: upper_envelopes (MERT's line search)
 
 }  // namespace fstdecode

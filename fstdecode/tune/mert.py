@@ -23,6 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
+from fstdecode._native import core as _core
 from fstdecode.tune.metric import Metric
 from fstdecode.tune.pool import PoolArrays
 
@@ -47,17 +48,22 @@ class MertSettings:
 
 
 class Padded:
-    """The pool's rows as (sentences x most entries) matrices, for per-sentence argmax and sweeps."""
+    """The pool's rows as (sentences x most entries) matrices, for per-sentence argmax and sweeps;
+    only the sentences that have entries."""
 
     def __init__(self, arrays: PoolArrays) -> None:
         counts = np.diff(arrays.offsets)
+        kept = counts > 0  # a sentence with no entry (its line failed to decode) counts in no total
+        counts, starts = counts[kept], arrays.offsets[:-1][kept]
         self.sentences = len(counts)
         self.width = int(counts.max()) if len(counts) else 0
         self.valid = np.arange(self.width)[None, :] < counts[:, None]
-        rows = np.where(self.valid, arrays.offsets[:-1, None] + np.arange(self.width)[None, :], 0)
+        rows = np.where(self.valid, starts[:, None] + np.arange(self.width)[None, :], 0)
         self.rows = rows
         self.features = arrays.features[rows]  # S x K x D
         self.stats = arrays.stats[rows]  # S x K x W
+        # the entries flat, sentence by sentence (the line search's)
+        self.entries, self.entry_stats, self.offsets = arrays.features, arrays.stats, arrays.offsets
 
     def model_scores(self, w: np.ndarray) -> np.ndarray:
         return np.where(self.valid, self.features @ w, -np.inf)
@@ -78,45 +84,12 @@ def evaluate(padded: Padded, metric: Metric, w: np.ndarray) -> float:
 def line_search(padded: Padded, metric: Metric, p: np.ndarray, d: np.ndarray) -> tuple[float, float]:
     """(γ, metric) of the best point ``p + γ d``: γ = 0 if its interval is among the best (a line
     that gains nothing does not move), else the middle of the best interval nearest it."""
-    a = np.where(padded.valid, padded.features @ p, -np.inf)
-    b = np.where(padded.valid, padded.features @ d, 0.0)
-    s = np.arange(padded.sentences)
-    # at γ -> -inf each sentence takes its least slope (the highest line among those)
-    low = np.where(padded.valid, b, np.inf)
-    least = low.min(axis=1)
-    cur = np.argmax(np.where(padded.valid & (b == least[:, None]), a, -np.inf), axis=1)
-    base = padded.stats[s, cur].sum(axis=0)
-    xs: list[np.ndarray] = []
-    deltas: list[np.ndarray] = []
-    at = np.full(padded.sentences, -np.inf)
-    active = np.ones(padded.sentences, dtype=bool)
-    while active.any():
-        idx = s[active]
-        ac, bc = a[idx, cur[idx]], b[idx, cur[idx]]
-        steeper = padded.valid[idx] & (b[idx] > bc[:, None])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            x = np.where(steeper, (ac[:, None] - a[idx]) / (b[idx] - bc[:, None]), np.inf)
-        x = np.maximum(x, at[idx, None])  # (rounding: never behind the sweep)
-        nx = x.min(axis=1)
-        found = np.isfinite(nx)
-        # among the lines meeting there, the steepest (it stays on top after), then the highest
-        tie = steeper & (x == nx[:, None])
-        nxt = np.argmax(np.where(tie, b[idx] * 1.0, -np.inf), axis=1)
-        steepest = b[idx, nxt]
-        tie &= b[idx] == steepest[:, None]
-        nxt = np.argmax(np.where(tie, a[idx], -np.inf), axis=1)
-        moved = idx[found]
-        xs.append(nx[found])
-        deltas.append(padded.stats[moved, nxt[found]] - padded.stats[moved, cur[moved]])
-        cur[moved] = nxt[found]
-        at[moved] = nx[found]
-        active[idx[~found]] = False
-    if xs:
-        x_all = np.concatenate(xs)
-        d_all = np.concatenate(deltas)
-    else:
-        x_all = np.zeros(0)
-        d_all = np.zeros((0, base.shape[0]), dtype=np.int64)
+    a = padded.entries @ p
+    b = padded.entries @ d
+    first, x_all, before, after = _core.upper_envelopes(a, b, padded.offsets)
+    stats = padded.entry_stats
+    base = stats[first].sum(axis=0)
+    d_all = stats[after] - stats[before]
     if len(x_all) == 0:
         return 0.0, float(metric.scores(base[None, :])[0])
     order = np.argsort(x_all, kind="stable")
