@@ -12,7 +12,7 @@ Two set-ups:
   ``fstdecode moses``'s 1-best translations of its input under hidden weights
   (:data:`HIDDEN`); both tuners start from the generated ini's weights. ``fstdecode tune`` tunes the
   binarized model; ``mert-moses.pl`` the text model with Moses (it filters the table to the dev
-  set, then reloads the filtered model each iteration).
+  set, then reloads the filtered model each iteration), on ``--kenlm-binary``'s LM when given.
 
 Every tuned ini is decoded by ``fstdecode moses`` and scored by sacrebleu (``-tok none -lc``);
 times are whole processes. Moses and its ``mert``, ``extractor`` and ``kbmira`` are built from
@@ -44,6 +44,8 @@ def add_args(ap) -> None:
     ap.add_argument("--hansards", type=Path, default=None, help="the Hansards set-up's folder")
     ap.add_argument("--big", type=Path, default=None, help="scripts/make_big_model.py's folder")
     ap.add_argument("--binarized", type=Path, default=None, help="fstdecode binarize's folder of --big")
+    ap.add_argument("--kenlm-binary", type=Path, default=None,
+                    help="a KenLM binary of --big's LM, for Moses (else it reads the ARPA file each iteration)")
     ap.add_argument("--moses", type=Path, default=None, help="Moses' moses executable")
     ap.add_argument("--mert-dir", type=Path, default=None, help="the folder of Moses' mert, extractor and kbmira")
     ap.add_argument("--mert-script", type=Path, default=None, help="Moses' scripts/training/mert-moses.pl")
@@ -123,7 +125,10 @@ def _ini_without_lr(path: Path, folder: Path, weights: dict[str, str] | None = N
 def big(args, work: Path) -> tuple[list[dict], dict | None, float]:
     model, binarized = args.big, args.binarized
     text_ini, bin_ini, hidden_ini = work / "big-text.ini", work / "big-bin.ini", work / "big-hidden.ini"
-    text_ini.write_text(_ini_without_lr(model / "moses.ini", model), encoding="utf-8")
+    text = _ini_without_lr(model / "moses.ini", model)
+    if args.kenlm_binary is not None:
+        text = re.sub(r"^(KENLM.*\bpath=)\S+", lambda m: m.group(1) + str(args.kenlm_binary), text, flags=re.M)
+    text_ini.write_text(text, encoding="utf-8")
     bin_ini.write_text(_ini_without_lr(binarized / "moses.ini", binarized), encoding="utf-8")
     hidden_ini.write_text(_ini_without_lr(binarized / "moses.ini", binarized, HIDDEN), encoding="utf-8")
     src, ref = model / "input.txt", work / "big.ref"

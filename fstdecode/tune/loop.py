@@ -229,6 +229,8 @@ class Tuner:
             text = r.nbest_text.splitlines()
             lines.extend(text)
             best[r.id] = text[0].split(" ||| ")[1].strip()
+        if not best:
+            raise TuneError(f"iteration {k}: no dev line decoded (each failed; see the messages above)")
         path = self._nbest_path(k)
         with open(path + ".tmp", "w", encoding="utf-8") as f:
             f.write("".join(line + "\n" for line in lines))
