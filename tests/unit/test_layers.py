@@ -42,6 +42,7 @@ RANKS = {
     "decoder": 7,
     "run": 8,
     "research": 8,
+    "tune": 8,  # beside run: decodes through a Decoder the CLI hands it, optimizes, writes the tuned ini
     "cli": 9,
     "server": 9,  # beside the CLI: the CLI starts it and hands it its output writers; it imports no CLI module
 }
