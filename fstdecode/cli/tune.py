@@ -22,6 +22,7 @@ import numpy as np
 
 from fstdecode.cli import running
 from fstdecode.cli.options import check_min
+from fstdecode.cli.progress import progress_bar
 from fstdecode.decoder import DecodeResult, Decoder
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, load_moses_ini
@@ -191,7 +192,9 @@ def run(args: argparse.Namespace, moses_args: Callable[[list[str]], argparse.Nam
         return make_decoder(decode_args, dataclasses.replace(model, weights=weights, table=table))
 
     def decode(decoder: Decoder) -> list[DecodeResult]:
-        return list(runner.map(decoder, [Line(i, text) for i, text in enumerate(dev)]))
+        lines = [Line(i, text) for i, text in enumerate(dev)]
+        with progress_bar(False if args.quiet else None, total=len(dev)) as bar:  # (on a terminal)
+            return list(runner.map(decoder, lines, bar.completed) if bar.active else runner.map(decoder, lines))
 
     tuner = Tuner(model.weights, space, decoder_for, decode, dev, references, settings, work, identity,
                   report=lambda msg: print(f"fstdecode tune: {msg}", file=sys.stderr, flush=True))
@@ -200,16 +203,17 @@ def run(args: argparse.Namespace, moses_args: Callable[[list[str]], argparse.Nam
         state = tuner.run()
     finally:
         runner.close()
-    vector, best = tuner.final()
-    weights = space.weights(vector, model.weights)
+    best = tuner.final()
+    weights = space.weights(np.array(best.weights), model.weights)
     header = (f"Tuned by fstdecode tune from {os.path.abspath(args.config)}: {settings.optimizer}, "
-              f"{settings.metric.name} {best.decoded:.2f} on {os.path.abspath(args.input)} (iteration {best.k} of "
-              f"{len(state.iterations)}; stopped: {state.stopped}); sacrebleu {tuner.metric.signature()}")
+              f"{settings.metric.name} {best.decoded:.2f} on {os.path.abspath(args.input)} (the weights of "
+              f"{best.source}, of {len(state.iterations)} iterations; stopped: {state.stopped}); sacrebleu "
+              f"{tuner.metric.signature()}")
     text = tuned_ini(cfg, model.features, weights, header)
     with open(args.output + ".tmp", "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(args.output + ".tmp", args.output)
-    print(f"fstdecode tune: wrote {args.output}: {best.decoded_text} on the dev set (iteration {best.k}), "
+    print(f"fstdecode tune: wrote {args.output}: {best.decoded_text} on the dev set (the weights of {best.source}), "
           f"{len(state.iterations)} iterations in {time.perf_counter() - started:.1f} s; stopped: {state.stopped}; "
           f"{tuner.metric.signature()}", file=sys.stderr)
     if args.plot:

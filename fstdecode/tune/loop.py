@@ -13,8 +13,9 @@ of the run; ``resume`` replays the iterations found there and goes on, so that a
 run ends where an uninterrupted one ends: the decoder is deterministic, and iteration k's random
 draws come from a generator seeded with (seed, k) alone.
 
-Invariant: after iteration k, ``state.weights[k]`` are the optimizer's weights, the ones
-iteration k + 1 decodes with.
+Invariant: after iteration k, ``state.iterations[k - 1].weights`` are the optimizer's weights,
+the ones iteration k + 1 decodes with; at the end, the last optimizer's weights (if they moved)
+are decoded once more, and the weights written are the best-scoring of all those decoded with.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ OPTIMIZERS = ("mert", "mira")
 #: The files of a working folder.
 SETTINGS_FILE = "run.json"
 LOG_FILE = "log.json"
+LAST_FILE = "last.json"
 
 
 class TuneError(FstdecodeError):
@@ -82,10 +84,21 @@ class Iteration:
 
 @dataclass
 class TuneState:
-    """The run so far: its iterations, in order."""
+    """The run so far: its iterations, in order, and the decode of the last optimizer's weights."""
 
     iterations: list[Iteration] = field(default_factory=list)
     stopped: str | None = None
+    last: dict | None = None
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Weights the run decoded the dev set with, and what that scored."""
+
+    weights: tuple[float, ...]
+    decoded: float
+    decoded_text: str
+    source: str  # which decode: "iteration k", or the last optimizer's
 
 
 def read_references(paths: Sequence[str], count: int) -> list[list[str]]:
@@ -269,21 +282,48 @@ class Tuner:
         return None
 
     def run(self) -> TuneState:
-        """Iterate until a stopping rule holds (replayed iterations count)."""
+        """Iterate until a stopping rule holds (replayed iterations count), then decode once more
+        with the last optimizer's weights if they moved (so that the weights written are ones the
+        run has decoded with)."""
         while self.state.stopped is None:
             it = self.step()
             self.report(f"iteration {it.k}: {self.settings.metric.name.upper()} {it.decoded:.2f} decoded, "
                         f"{it.optimized:.2f} optimized on {it.entries:,} entries (+{it.new:,}), weights moved "
                         f"{it.moved:.4g}, {it.seconds:.1f} s ({it.decode_seconds:.1f} s decoding)"
                         + (f", {it.failed} line(s) left out" if it.failed else ""))
-        _write_json(os.path.join(self.work, LOG_FILE), [asdict(i) for i in self.state.iterations])
+        last = self.state.iterations[-1]
+        if last.moved >= self.settings.min_change:
+            self._last_decode(last)
+        _write_json(os.path.join(self.work, LOG_FILE), {"iterations": [asdict(i) for i in self.state.iterations],
+                                                        "last": self.state.last})
         return self.state
 
-    def final(self) -> tuple[np.ndarray, Iteration]:
-        """The weights to write: those of the iteration whose decode scored best (the last of equals)
-        — weights the run has decoded with, not only ones the optimizer expects to be good."""
-        best = max(self.state.iterations, key=lambda it: (it.decoded, it.k))
-        return np.array(best.decoded_with), best
+    def _last_decode(self, last: Iteration) -> None:
+        """Decode the dev set with the last optimizer's weights (kept in the folder for a resume)."""
+        path = os.path.join(self.work, LAST_FILE)
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                found = json.load(f)
+            if tuple(found["weights"]) == last.weights:
+                self.state.last = found
+                return
+        results = self.decode(self.decoder_for(self.space.weights(np.array(last.weights), self.base)))
+        best = {r.id: r.nbest_text.splitlines()[0].split(" ||| ")[1].strip()
+                for r in results if r.error is None and r.nbest_text}
+        decoded, text = self.decoded_metric(best)
+        self.state.last = {"weights": list(last.weights), "decoded": decoded, "decoded_text": text}
+        _write_json(path, self.state.last)
+        self.report(f"the last weights: {self.settings.metric.name.upper()} {decoded:.2f} decoded")
+
+    def final(self) -> Choice:
+        """The weights to write: of all the run decoded with (each iteration's, and the last
+        optimizer's), those that scored best (the later of equals)."""
+        choices = [Choice(it.decoded_with, it.decoded, it.decoded_text, f"iteration {it.k}")
+                   for it in self.state.iterations]
+        if self.state.last is not None:
+            choices.append(Choice(tuple(self.state.last["weights"]), self.state.last["decoded"],
+                                  self.state.last["decoded_text"], "the last optimizer's"))
+        return max(reversed(choices), key=lambda c: c.decoded)
 
 
 def _write_json(path: str, value: object) -> None:

@@ -62,16 +62,19 @@ def test_the_tuned_ini_loads_and_decodes_to_the_reported_bleu(example, optimizer
     proc = tune(example, "--optimizer", optimizer, *(["--plot", "plot.png"] if optimizer == "mert" else []))
     reported = float(re.search(r"wrote \S+: BLEU = ([\d.]+)", proc.stderr).group(1))
     log = json.loads((example / "tuned.ini.work" / loop.LOG_FILE).read_text())
-    assert log and all(it["k"] == k for k, it in enumerate(log, 1))
+    assert log["iterations"] and all(it["k"] == k for k, it in enumerate(log["iterations"], 1))
     shown = run_cli(["moses", "-f", "tuned.ini", "-show-weights"], cwd=example)
     assert shown.returncode == 0, shown.stderr
-    best = max(log, key=lambda it: (it["decoded"], it["k"]))
+    decodes = [(it["decoded"], it["decoded_with"]) for it in log["iterations"]]
+    if log["last"] is not None:
+        decodes.append((log["last"]["decoded"], log["last"]["weights"]))
+    best = max(reversed(decodes), key=lambda d: d[0])
     tuned = [float(v) for line in shown.stdout.splitlines() if "UNTUNEABLE" not in line for v in line.split()[1:]]
-    assert tuned == pytest.approx(best["decoded_with"], abs=1e-6)
+    assert tuned == pytest.approx(best[1], abs=1e-6)
     out = run_cli(["moses", "-f", "tuned.ini"], (example / "input.txt").read_text(), cwd=example)
     assert out.returncode == 0, out.stderr
     assert bleu_of(out.stdout, REFS) == pytest.approx(reported, abs=0.006)  # printed with 2 decimals
-    assert bleu_of(out.stdout, REFS) == pytest.approx(best["decoded"], abs=1e-9)
+    assert bleu_of(out.stdout, REFS) == pytest.approx(best[0], abs=1e-9)
     decoded = run_cli(["decode", "-f", "tuned.ini"], (example / "input.txt").read_text(), cwd=example)
     assert decoded.returncode == 0, decoded.stderr
     if optimizer == "mert":
@@ -161,7 +164,7 @@ def test_a_line_that_fails_is_left_out(example, monkeypatch):
     code = main(["tune", "-f", "moses.ini", "--input", "input.txt", "--reference", "dev.ref", "-o", "f.ini",
                  "--max-iterations", "2"])
     assert code == 0
-    log = json.loads((example / "f.ini.work" / loop.LOG_FILE).read_text())
+    log = json.loads((example / "f.ini.work" / loop.LOG_FILE).read_text())["iterations"]
     assert all(it["failed"] == 1 for it in log)
     nbest = (example / "f.ini.work" / "iter01.nbest").read_text().splitlines()
     assert nbest and all(line.startswith("0 ||| ") for line in nbest)
@@ -181,5 +184,5 @@ def test_hansards_tunes_above_its_start(tmp_path):
     proc = run_cli(["tune", "-f", "moses.ini", "--input", "dev.src", "--reference", "dev.ref", "-o", "t.ini",
                     "--lowercase"], cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    log = json.loads((tmp_path / "t.ini.work" / loop.LOG_FILE).read_text())
+    log = json.loads((tmp_path / "t.ini.work" / loop.LOG_FILE).read_text())["iterations"]
     assert max(it["decoded"] for it in log) > log[0]["decoded"] + 5
