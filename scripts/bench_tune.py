@@ -82,7 +82,7 @@ def ours(ini: Path, src: Path, ref: Path, seed: int, work: Path, extra: list[str
                                     "--lowercase", "--seed", str(seed), *extra), work)
     last = proc.stderr.decode("utf-8").strip().splitlines()[-1]
     log(f"fstdecode tune seed {seed}: {seconds:.1f} s; {last}")
-    iterations = int(re.search(r"(\d+) iterations", last).group(1))
+    iterations = int(re.search(r"(\d+) iterations?", last).group(1))
     return {"seconds": seconds, "ini": out, "bleu": dev_bleu(out, src, ref, work), "iterations": iterations}
 
 

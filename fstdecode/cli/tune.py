@@ -214,7 +214,8 @@ def run(args: argparse.Namespace, moses_args: Callable[[list[str]], argparse.Nam
         f.write(text)
     os.replace(args.output + ".tmp", args.output)
     print(f"fstdecode tune: wrote {args.output}: {best.decoded_text} on the dev set (the weights of {best.source}), "
-          f"{len(state.iterations)} iterations in {time.perf_counter() - started:.1f} s; stopped: {state.stopped}; "
+          f"{len(state.iterations)} iteration{'s' if len(state.iterations) != 1 else ''} in "
+          f"{time.perf_counter() - started:.1f} s; stopped: {state.stopped}; "
           f"{tuner.metric.signature()}", file=sys.stderr)
     if args.plot:
         plot(state, space.names, settings.metric.name, args.plot)

@@ -186,3 +186,35 @@ def test_hansards_tunes_above_its_start(tmp_path):
     assert proc.returncode == 0, proc.stderr
     log = json.loads((tmp_path / "t.ini.work" / loop.LOG_FILE).read_text())["iterations"]
     assert max(it["decoded"] for it in log) > log[0]["decoded"] + 5
+
+
+def test_an_old_format_ini_is_refused_before_decoding(example):
+    old = (f"[ttable-file]\n0 0 0 2 {example}/phrase-table\n[ttable-limit]\n0\n[lmodel-file]\n8 0 2 {example}/lm.arpa\n"
+           "[distortion-limit]\n4\n[weight-d]\n0.3\n[weight-l]\n1.0\n[weight-t]\n0.5\n0.5\n[weight-w]\n0\n"
+           "[weight-u]\n1\n")  # the built-in example in Moses' old format
+    (example / "old.ini").write_text(old, encoding="utf-8")
+    proc = run_cli(["tune", "-f", "old.ini", "--input", "input.txt", "--reference", "dev.ref", "-o", "x.ini"],
+                   cwd=example)
+    _one_line_error(proc, "Moses' old format", example)
+
+
+def test_untuneable_weights_stay_fixed_and_runners_agree(example):
+    """Distortion0 tuneable=false keeps its 0.3 (and is in no n-best field); the same run on two
+    worker processes writes the same file as in this process."""
+    ini = (example / "moses.ini").read_text()
+    (example / "fixed.ini").write_text(ini.replace("\nDistortion\n", "\nDistortion tuneable=false\n"), encoding="utf-8")
+    args = ["tune", "-f", "fixed.ini", "--input", "input.txt", "--reference", "dev.ref", "--max-iterations", "3"]
+    for out, extra in (("serial.ini", []), ("workers.ini", ["--workers", "2"])):
+        proc = run_cli([*args, "-o", out, *extra], cwd=example)
+        assert proc.returncode == 0, proc.stderr
+    serial = (example / "serial.ini").read_text()
+    assert serial.replace("serial.ini", "workers.ini") == (example / "workers.ini").read_text()
+    assert "\nDistortion0= 0.3\n" in serial
+    nbest = (example / "serial.ini.work" / "iter01.nbest").read_text()
+    assert "Distortion0=" not in nbest and "KENLM0=" in nbest
+
+
+def test_chrf_with_mira(example):
+    proc = tune(example, "--metric", "chrf", "--optimizer", "mira", "--max-iterations", "2")
+    assert re.search(r"wrote \S+: chrF2 = [\d.]+ on the dev set", proc.stderr), proc.stderr
+    assert "nc:6|nw:0" in proc.stderr  # sacrebleu's chrF signature
