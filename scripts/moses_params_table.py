@@ -52,7 +52,9 @@ NOTES: dict[str, tuple[str, str]] = {
     "max-phrase-length": ("warned", "honoured; refused if the table has longer source phrases"),
     "threads": ("warned: --threads N (or all)", "honoured: N sentences at once"),
     "search-algorithm": ("0 and 1 warned; others refused", "0; 1 warned (stack search used); others refused"),
-    "verbose": ("warned: -v", "honoured: 0 errors, 1 warnings, 2 progress, 3 debug"),
+    "verbose": ("warned: -v", "honoured: 0 errors, 1 warnings, 2 progress, 3 debug; at 1 and above (Moses' "
+                "default) each line's `BEST TRANSLATION: ... [total=X] core=(...)` line on stderr, as Moses writes it "
+                "(its regression harness reads `SCORE_n` there)"),
 }
 
 

@@ -478,6 +478,8 @@ def _writers(args: argparse.Namespace, moses: MosesOutput | None, model: Model, 
         main_writer = [(out, lambda result: moses_output.nbest(result, layout, moses))]
     else:
         main_writer = [(out, lambda result: moses_output.one_best(result, moses))]
+    if moses is not None and not moses.side_only and moses.best_line:  # Moses' -v 1 and above, on stderr
+        main_writer.append((sys.stderr, lambda result: moses_output.best_translation(result, layout, moses)))
     side = {
         "alignments": moses_output.alignment_line if moses is not None and not moses.side_only else _alignment_line,
         "nbest": lambda result: moses_output.nbest(result, layout, moses),

@@ -73,7 +73,8 @@ fstdecode's stack search under Moses' defaults, and writes what Moses writes.
   -output-unknowns FILE         each sentence's unknown words, a line per sentence
   -print-id, -output-hypo-score, -start-translation-id N
   -inputtype 0                  plain text (the only input type supported)
-  -v N                          0 errors only, 1 warnings (default), 2 progress, 3 debug
+  -v N                          0 errors only, 1 warnings and Moses' BEST TRANSLATION lines (default),
+                                2 progress, 3 debug
 
 Every other Moses switch is refused by name, or warned about when nothing in the output
 depends on it; a switch that is not a Moses parameter is an error. README.md, "Moses
@@ -299,7 +300,7 @@ def moses_args(words: Sequence[str]) -> tuple[argparse.Namespace, MosesOutput]:
         labeled=settings.flag("labeled-n-best-list") if settings.get("labeled-n-best-list") is not None else True,
         alignment=settings.flag("print-alignment-info"), report_segmentation=settings.flag("report-segmentation"),
         mark_unknown=settings.flag("mark-unknown"), print_id=settings.flag("print-id"),
-        hypo_score=settings.flag("output-hypo-score"),
+        hypo_score=settings.flag("output-hypo-score"), best_line=not quiet,
         start_id=int(settings.one("start-translation-id", int, 0) or 0),
         alignment_file=settings.one("alignment-output-file", str), unknowns_file=settings.one("output-unknowns", str),
     )

@@ -1,0 +1,59 @@
+"""Moses' regression harness, as ../shared/data/moses-regression/SOURCE.md says it judges a test:
+stdout's n-th line is ``TRANSLATION_n``, the ``[total=X]`` of stderr's n-th ``BEST TRANSLATION:``
+line (Moses' -v 1, its default) is ``SCORE_n``, compared as text; every key of the truth must
+be there with its value. Run here on ``phrase.lexicalized-reordering``
+(../shared/data/moses-lexreo-europarl-fr-en), whose truth is Moses' own output.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from shared import SHARED_DATA, run_cli
+
+LEXREO = SHARED_DATA / "moses-lexreo-europarl-fr-en"
+
+
+def harness_keys(stdout: str, stderr: str) -> dict[str, str]:
+    keys = {f"TRANSLATION_{n}": line for n, line in enumerate(stdout.split("\n")[:-1], 1)}
+    totals = re.findall(r"^BEST TRANSLATION: .*\[total=([^\]]*)\]", stderr, flags=re.M)
+    keys.update({f"SCORE_{n}": total for n, total in enumerate(totals, 1)})
+    return keys
+
+
+def truth_keys(path) -> dict[str, str]:
+    keys = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if "~" in line.split("=", 1)[0]:  # measured (times), never compared
+            continue
+        key, _, value = line.partition("=")
+        keys[key.strip()] = value.strip() if key.endswith(" ") else value
+    return keys
+
+
+@pytest.mark.skipif(not LEXREO.is_dir(), reason="../shared/data/moses-lexreo-europarl-fr-en is absent")
+def test_phrase_lexicalized_reordering_passes_as_the_harness_judges_it(tmp_path):
+    proc = run_cli(["moses", "-f", str(LEXREO / "moses.ini"), "-input-file", str(LEXREO / "to-translate.txt")],
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    got = harness_keys(proc.stdout, proc.stderr)
+    want = truth_keys(LEXREO / "truth" / "results.txt")
+    assert any(k.startswith("SCORE_") for k in want)
+    assert {k: got.get(k) for k in want} == want
+
+
+def test_no_best_translation_lines_at_v_0(tmp_path):
+    """mert-moses.pl's -v 0: nothing on stderr but errors."""
+    import importlib.resources
+
+    ini = str(importlib.resources.files("fstdecode") / "data" / "moses.ini")
+    proc = run_cli(["moses", "-f", ini, "-v", "0"], "das muss unsere sorge gleichermaßen sein\n", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == ""
+    proc = run_cli(["moses", "-f", ini], "das muss unsere sorge gleichermaßen sein\n\n", cwd=tmp_path)
+    # the bytes Moses writes (its Manager::OutputBest at -v 1), the empty line's included
+    lines = proc.stderr.splitlines()
+    assert re.fullmatch(r"BEST TRANSLATION: this must also be our concern \[111111\]  \[total=-\d+\.\d{3}\] "
+                        r"core=\((-?\d+\.\d{3},){5}-?\d+\.\d{3}\)  ", lines[0]), lines[0]
+    assert lines[1] == "BEST TRANSLATION: []  [total=0.000] core=(0.000,0.000,0.000,0.000,0.000,0.000)  "
