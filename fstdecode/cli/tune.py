@@ -144,6 +144,18 @@ def _table_limit(cfg, decode_args: argparse.Namespace) -> int:
     return tables[0].int_arg("table-limit", DEFAULT_TABLE_LIMIT)
 
 
+def _stamps(cfg) -> dict[str, list[int]]:
+    """Each model file the ini names, with its size and mtime: a working folder made with other
+    files is another run."""
+    out = {}
+    for f in cfg.features:
+        path = f.args.get("path")
+        if path and os.path.exists(path):
+            st = os.stat(path)
+            out[path] = [st.st_size, st.st_mtime_ns]
+    return out
+
+
 def _check_plot(path: str | None) -> None:
     if path is None:
         return
@@ -167,6 +179,7 @@ def run(args: argparse.Namespace, moses_args: Callable[[list[str]], argparse.Nam
     with open(args.config, encoding="utf-8") as f:
         identity = fingerprint(f.read(), dev, references, settings)
     identity["decoder_flags"] = args.decoder_flags
+    identity["model_files"] = _stamps(cfg)
     words = ["-f", args.config, "-n-best-list", os.devnull, str(settings.nbest)]
     words += ["distinct"] if settings.distinct else []
     decode_args = moses_args(words + shlex.split(args.decoder_flags))

@@ -218,3 +218,16 @@ def test_chrf_with_mira(example):
     proc = tune(example, "--metric", "chrf", "--optimizer", "mira", "--max-iterations", "2")
     assert re.search(r"wrote \S+: chrF2 = [\d.]+ on the dev set", proc.stderr), proc.stderr
     assert "nc:6|nw:0" in proc.stderr  # sacrebleu's chrF signature
+
+
+def test_a_changed_model_file_makes_another_run(example):
+    """The working folder records each model file's size and mtime: resuming after the phrase
+    table changed is refused (its n-best lists were scored by another model)."""
+    import os
+
+    tune(example, "--max-iterations", "1")
+    table = example / "phrase-table"
+    st = table.stat()
+    os.utime(table, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    proc = tune(example, "--max-iterations", "1", "--resume", ok=False)
+    assert proc.returncode == 2 and "holds another run" in proc.stderr

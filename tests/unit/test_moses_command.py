@@ -27,11 +27,15 @@ EUROPARL = "moses-lexreo-europarl-fr-en"
 DE_EN = "moses-early-distortion-de-en"
 
 
-def run(args: list[str], stdin: bytes, capsys, monkeypatch) -> tuple[int, str, str]:
-    """``fstdecode ARGS`` in this process: (status, stdout, stderr)."""
+def run(args: list[str], stdin: bytes, capsys, monkeypatch, best_lines: bool = False) -> tuple[int, str, str]:
+    """``fstdecode ARGS`` in this process: (status, stdout, stderr); stderr without Moses' ``BEST
+    TRANSLATION`` lines (-v 1 and above: tests/integration/test_moses_harness.py) unless ``best_lines``."""
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
     status = main(args)
     out, err = capsys.readouterr()
+    if not best_lines:
+        err = "".join(line for line in err.splitlines(keepends=True)
+                      if not line.startswith(("BEST TRANSLATION: ", "NO BEST TRANSLATION")))
     return status, out, err
 
 
@@ -443,6 +447,11 @@ def test_verbose_is_honoured_without_a_warning(tmp_path, capsys, monkeypatch, sw
     assert errs["0"] == ""
     assert errs["1"].startswith("fstdecode: warning: line 2:") and errs["1"].count("\n") == 1
     assert "fstdecode: info: " in errs["2"] and "fstdecode: warning: line 2:" in errs["2"]
+    # and Moses' BEST TRANSLATION line per line from -v 1 on (NO BEST for the line it cannot translate)
+    for level, count in (("0", 0), ("1", 2)):
+        _, _, raw = run(["moses", "-f", ini, switch, level], stdin, capsys, monkeypatch, best_lines=True)
+        best = [line for line in raw.splitlines() if "BEST TRANSLATION" in line]
+        assert len(best) == count and (not best or best[1] == "NO BEST TRANSLATION")
 
 
 @pytest.mark.parametrize("words", [["-s", "0"], ["-stack", "0"]])
