@@ -144,3 +144,21 @@ def test_mert_reaches_the_obvious_optimum():
     w, score = mert.optimize(arrays, metric, [0.0, 1.0], mert.MertSettings(restarts=0), np.random.default_rng(0))
     assert score == pytest.approx(100.0)
     assert mert.evaluate(mert.Padded(arrays), metric, w) == pytest.approx(100.0)
+
+
+def test_upper_envelopes_by_hand_and_bad_arguments():
+    """Two sentences: lines (a, b) = (0, 0), (1, 1) cross at -1; (2, -1), (0.5, 3) at 0.375; a
+    line of an equal slope and below, and an empty sentence, add nothing."""
+    from fstdecode._native import core
+
+    a = np.array([0.0, 1.0, -5.0, 2.0, 0.5])
+    b = np.array([0.0, 1.0, 1.0, -1.0, 3.0])
+    first, x, before, after = core.upper_envelopes(a, b, np.array([0, 3, 3, 5]))
+    assert first.tolist() == [0, 3] and x.tolist() == [-1.0, 0.375]
+    assert before.tolist() == [0, 3] and after.tolist() == [1, 4]
+    with pytest.raises(ValueError, match="offsets must run from 0"):
+        core.upper_envelopes(a, b, np.array([0, 4]))
+    with pytest.raises(ValueError, match="one length"):
+        core.upper_envelopes(a, b[:3], np.array([0, 3]))
+    with pytest.raises(ValueError, match="offsets decrease"):
+        core.upper_envelopes(a, b, np.array([0, 4, 2, 5]))
