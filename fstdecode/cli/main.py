@@ -22,7 +22,6 @@ from typing import Callable, Sequence
 from fstdecode import __version__
 from fstdecode.cli import moses_output, output, running, stopping, streams
 from fstdecode.cli import serve as serve_cli
-from fstdecode.cli import tune as tune_cli
 from fstdecode.cli.moses_output import MosesOutput
 from fstdecode.cli.options import add_search_flags, check_min, search_options
 from fstdecode.cli.progress import progress_bar
@@ -197,6 +196,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     _model_args(srv)
     serve_cli.add_flags(srv)
+    from fstdecode.cli import tune as tune_cli  # (here, not at import: fstdecode moses builds no parser)
+
     tune_cli.add_flags(sub)
     demo = sub.add_parser("demo", help="decode the example sentence and show the DP at work")
     _model_args(demo)
@@ -514,6 +515,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 def _cmd_tune(args: argparse.Namespace) -> int:
     """``tune``: the dev set decoded as ``fstdecode moses`` decodes it (its flags, its model loading)."""
+    from fstdecode.cli import tune as tune_cli
     from fstdecode.cli.moses import moses_args
 
     def decode_args(words: list[str]) -> argparse.Namespace:
