@@ -25,6 +25,7 @@ from fstdecode.cli.options import check_min
 from fstdecode.cli.progress import progress_bar
 from fstdecode.decoder import DecodeResult, Decoder
 from fstdecode.errors import FstdecodeError
+from fstdecode.io.files import read_lines
 from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, load_moses_ini
 from fstdecode.io.table_filter import SourceFilter
 from fstdecode.model.model import Model, moses_ranker
@@ -114,20 +115,8 @@ def _settings(args: argparse.Namespace) -> TuneSettings:
 
 
 def _dev_lines(path: str) -> list[str]:
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise TuneError(f"{path}: cannot read the dev set: {e.strerror}") from None
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    out = []
-    for i, raw in enumerate(lines, 1):
-        try:
-            out.append(raw.rstrip(b"\r").decode("utf-8"))
-        except UnicodeDecodeError as e:
-            raise TuneError(f"{path}:{i}: the dev set is not UTF-8 (byte {e.start + 1})") from None
+    """The dev set's lines (read as the references are: read_lines), at least one."""
+    out = read_lines(path, TuneError)
     if not out:
         raise TuneError(f"{path}: the dev set is empty: tuning needs at least one line")
     return out

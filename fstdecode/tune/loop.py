@@ -31,6 +31,7 @@ import numpy as np
 
 from fstdecode.decoder import DecodeResult, Decoder
 from fstdecode.errors import FstdecodeError
+from fstdecode.io.files import read_lines
 from fstdecode.model.features import Weights
 from fstdecode.tune import mert, mira
 from fstdecode.tune.metric import Metric, MetricSettings
@@ -102,24 +103,12 @@ class Choice:
 
 
 def read_references(paths: Sequence[str], count: int) -> list[list[str]]:
-    """Each dev line's references (one per file), checked: UTF-8, and ``count`` lines in each."""
+    """Each dev line's references (one per file), read as every text file of the project is
+    (:func:`~fstdecode.io.files.read_lines`: UTF-8, lines bounded, errors naming file and line),
+    with ``count`` lines in each."""
     columns = []
     for path in paths:
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            raise TuneError(f"{path}: cannot read the reference: {e.strerror}") from None
-        lines = data.split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
-        text = []
-        for i, raw in enumerate(lines, 1):
-            try:
-                text.append(raw.rstrip(b"\r").decode("utf-8"))
-            except UnicodeDecodeError as e:
-                raise TuneError(f"{path}:{i}: the reference is not UTF-8 (byte {e.start + 1}); tune reads UTF-8 "
-                                "text") from None
+        text = read_lines(path, TuneError)
         if len(text) != count:
             raise TuneError(f"{path}: {len(text)} reference line(s) for {count} dev line(s); give one reference line "
                             "per dev line")
@@ -231,23 +220,12 @@ class Tuner:
         start = time.perf_counter()
         w = self.current()
         weights = self.space.weights(w, self.base)
-        results = self.decode(self.decoder_for(weights))
+        lines, best, failed = self._decoded(weights, f"iteration {k}")
         decode_seconds = time.perf_counter() - start
-        lines, best, failed = [], {}, 0
-        for r in results:
-            if r.error is not None or r.nbest_text is None:
-                failed += 1
-                self.report(f"iteration {k}: dev line {r.id + 1} did not decode ({r.error}); left out")
-                continue
-            text = r.nbest_text.splitlines()
-            lines.extend(text)
-            best[r.id] = text[0].split(" ||| ")[1].strip()
         if not best:
             raise TuneError(f"iteration {k}: no dev line decoded (each failed; see the messages above)")
         path = self._nbest_path(k)
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            f.write("".join(line + "\n" for line in lines))
-        os.replace(path + ".tmp", path)
+        _write_text(path, "".join(line + "\n" for line in lines))
         new = self._pool_text(lines, path)
         decoded, decoded_text = self.decoded_metric(best)
         rng = np.random.default_rng([self.settings.seed, k])
@@ -263,6 +241,22 @@ class Tuner:
         self.state.iterations.append(it)
         self.state.stopped = self._stop_reason(it)
         return it
+
+    def _decoded(self, weights: Weights, label: str) -> tuple[list[str], dict[int, str], int]:
+        """The dev set decoded with ``weights``: every n-best line, each decoded line's 1-best
+        translation by line, and how many lines failed (each reported, after ``label``)."""
+        lines: list[str] = []
+        best: dict[int, str] = {}
+        failed = 0
+        for r in self.decode(self.decoder_for(weights)):
+            if r.error is not None or r.nbest_text is None:
+                failed += 1
+                self.report(f"{label}: dev line {r.id + 1} did not decode ({r.error}); left out")
+                continue
+            text = r.nbest_text.splitlines()
+            lines.extend(text)
+            best[r.id] = text[0].split(" ||| ")[1].strip()
+        return lines, best, failed
 
     def decoded_metric(self, best: dict[int, str]) -> tuple[float, str]:
         """The metric of each decoded line's 1-best (the lines that failed left out), and as
@@ -307,9 +301,7 @@ class Tuner:
             if tuple(found["weights"]) == last.weights:
                 self.state.last = found
                 return
-        results = self.decode(self.decoder_for(self.space.weights(np.array(last.weights), self.base)))
-        best = {r.id: r.nbest_text.splitlines()[0].split(" ||| ")[1].strip()
-                for r in results if r.error is None and r.nbest_text}
+        _, best, _ = self._decoded(self.space.weights(np.array(last.weights), self.base), "the last weights")
         decoded, text = self.decoded_metric(best)
         self.state.last = {"weights": list(last.weights), "decoded": decoded, "decoded_text": text}
         _write_json(path, self.state.last)
@@ -326,8 +318,12 @@ class Tuner:
         return max(reversed(choices), key=lambda c: c.decoded)
 
 
-def _write_json(path: str, value: object) -> None:
+def _write_text(path: str, text: str) -> None:
+    """``path`` holds ``text`` whole or is as it was (written beside it, then renamed)."""
     with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=1)
-        f.write("\n")
+        f.write(text)
     os.replace(path + ".tmp", path)
+
+
+def _write_json(path: str, value: object) -> None:
+    _write_text(path, json.dumps(value, indent=1) + "\n")

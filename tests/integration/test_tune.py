@@ -120,7 +120,8 @@ def test_bad_inputs_are_one_line_errors_before_any_decoding(example):
     (example / "short.ref").write_text(REFS[0] + "\n", encoding="utf-8")
     _one_line_error(tune(example, "--reference", "short.ref", ok=False), "short.ref: 1 reference line(s) for 2", example)
     (example / "bad.ref").write_bytes(b"fine\n\xff broken\n")
-    _one_line_error(tune(example, "--reference", "bad.ref", ok=False), "bad.ref:2: the reference is not UTF-8", example)
+    _one_line_error(tune(example, "--reference", "bad.ref", ok=False),
+                    "bad.ref:2: invalid UTF-8 (byte 0xff at column 1)", example)  # (io.files' wording)
     (example / "empty.src").write_text("", encoding="utf-8")
     proc = run_cli(["tune", "-f", "moses.ini", "--input", "empty.src", "--reference", "dev.ref", "-o", "x.ini"],
                    cwd=example)
