@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
+import importlib.util
 import json
 import re
 import shutil
@@ -59,7 +60,8 @@ def bleu_of(output: str, refs: list[str]) -> float:
 
 @pytest.mark.parametrize("optimizer", ["mert", "mira"])
 def test_the_tuned_ini_loads_and_decodes_to_the_reported_bleu(example, optimizer):
-    proc = tune(example, "--optimizer", optimizer, *(["--plot", "plot.png"] if optimizer == "mert" else []))
+    plotting = optimizer == "mert" and importlib.util.find_spec("matplotlib") is not None  # (not in the test extra)
+    proc = tune(example, "--optimizer", optimizer, *(["--plot", "plot.png"] if plotting else []))
     reported = float(re.search(r"wrote \S+: BLEU = ([\d.]+)", proc.stderr).group(1))
     log = json.loads((example / "tuned.ini.work" / loop.LOG_FILE).read_text())
     assert log["iterations"] and all(it["k"] == k for k, it in enumerate(log["iterations"], 1))
@@ -77,9 +79,28 @@ def test_the_tuned_ini_loads_and_decodes_to_the_reported_bleu(example, optimizer
     assert bleu_of(out.stdout, REFS) == pytest.approx(best[0], abs=1e-9)
     decoded = run_cli(["decode", "-f", "tuned.ini"], (example / "input.txt").read_text(), cwd=example)
     assert decoded.returncode == 0, decoded.stderr
-    if optimizer == "mert":
-        pytest.importorskip("matplotlib")
+    if plotting:
         assert (example / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_is_one_line_before_decoding(example, monkeypatch, capsys):
+    """--plot with no matplotlib: one error line saying what to install, before any decoding."""
+    import builtins
+
+    real = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.chdir(example)
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    code = main(["tune", "-f", "moses.ini", "--input", "input.txt", "--reference", "dev.ref", "-o", "p.ini",
+                 "--plot", "p.png"])
+    err = capsys.readouterr().err
+    assert code == 2 and err == "fstdecode: error: --plot needs matplotlib: pip install 'matplotlib>=3.5'\n"
+    assert not list(example.glob("**/iter*.nbest"))
 
 
 def test_one_seed_gives_one_file_and_resume_ends_where_a_whole_run_ends(example, monkeypatch):
