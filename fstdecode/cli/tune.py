@@ -64,8 +64,9 @@ def add_flags(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    f"default {DEFAULTS.optimizer}. PRO is not built")
     g = p.add_argument_group("metric (sacrebleu)")
     g.add_argument("--metric", choices=METRICS, default=DEFAULTS.metric.name, help="bleu (default) or chrf")
-    g.add_argument("--tokenize", default=DEFAULTS.metric.tokenize,
-                   help="sacrebleu's BLEU tokenizer (default: none, for text tokenized already as Moses' is)")
+    g.add_argument("--tokenize", default=None,
+                   help=f"sacrebleu's BLEU tokenizer (default: {DEFAULTS.metric.tokenize}, for text tokenized already as "
+                   "Moses' is; BLEU only)")
     g.add_argument("--lowercase", action="store_true", help="compare lowercased (sacrebleu -lc)")
     g = p.add_argument_group("iterations")
     g.add_argument("--nbest", type=int, default=DEFAULTS.nbest, metavar="N",
@@ -78,13 +79,14 @@ def add_flags(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help=f"stop when no weight moves by X or more (default {DEFAULTS.min_change:g}, as mert-moses.pl)")
     g.add_argument("--seed", type=int, default=DEFAULTS.seed,
                    help=f"seed of every random draw (default {DEFAULTS.seed}); one seed gives one result")
-    g.add_argument("--random-restarts", type=int, default=DEFAULTS.mert.restarts, metavar="N",
+    g.add_argument("--random-restarts", type=int, default=None, metavar="N",
                    help=f"mert: random starting points besides the current weights (default {DEFAULTS.mert.restarts})")
-    g.add_argument("--random-directions", type=int, default=DEFAULTS.mert.random_directions, metavar="N",
-                   help="mert: random directions per line-search round besides the axes (default 0)")
-    g.add_argument("--mira-epochs", type=int, default=DEFAULTS.mira.epochs, metavar="N",
+    g.add_argument("--random-directions", type=int, default=None, metavar="N",
+                   help="mert: random directions per line-search round besides the axes (default "
+                   f"{DEFAULTS.mert.random_directions})")
+    g.add_argument("--mira-epochs", type=int, default=None, metavar="N",
                    help=f"mira: epochs per iteration (default {DEFAULTS.mira.epochs})")
-    g.add_argument("--mira-c", type=float, default=DEFAULTS.mira.c, metavar="C",
+    g.add_argument("--mira-c", type=float, default=None, metavar="C",
                    help=f"mira: the step cap C (default {DEFAULTS.mira.c:g})")
     g = p.add_argument_group("output and working folder")
     g.add_argument("--working-dir", metavar="DIR",
@@ -97,20 +99,40 @@ def add_flags(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
+#: Flags that apply to one optimizer or metric only: given with another, they are refused, not ignored.
+_ONLY_WITH = {
+    "random_restarts": ("optimizer", "mert"), "random_directions": ("optimizer", "mert"),
+    "mira_epochs": ("optimizer", "mira"), "mira_c": ("optimizer", "mira"), "tokenize": ("metric", "bleu"),
+}
+
+
 def _settings(args: argparse.Namespace) -> TuneSettings:
+    for name, (key, value) in _ONLY_WITH.items():
+        if getattr(args, name) is not None and getattr(args, key) != value:
+            flag = "--" + name.replace("_", "-")
+            raise FstdecodeError(f"{flag} applies to --{key} {value} only, not --{key} {getattr(args, key)}")
+    mert_settings = MertSettings(
+        DEFAULTS.mert.restarts if args.random_restarts is None else args.random_restarts,
+        DEFAULTS.mert.random_directions if args.random_directions is None else args.random_directions,
+    )
+    mira_settings = dataclasses.replace(
+        DEFAULTS.mira, epochs=DEFAULTS.mira.epochs if args.mira_epochs is None else args.mira_epochs,
+        c=DEFAULTS.mira.c if args.mira_c is None else args.mira_c,
+    )
     for flag, value, low in (("--nbest", args.nbest, 1), ("--max-iterations", args.max_iterations, 1),
-                             ("--random-restarts", args.random_restarts, 0),
-                             ("--random-directions", args.random_directions, 0), ("--mira-epochs", args.mira_epochs, 1)):
+                             ("--random-restarts", mert_settings.restarts, 0),
+                             ("--random-directions", mert_settings.random_directions, 0),
+                             ("--mira-epochs", mira_settings.epochs, 1)):
         check_min(flag, value, low)
     if not args.min_weight_change >= 0:
         raise FstdecodeError(f"--min-weight-change must be >= 0, got {args.min_weight_change}")
-    if not args.mira_c > 0:
-        raise FstdecodeError(f"--mira-c must be > 0, got {args.mira_c}")
+    if not mira_settings.c > 0:
+        raise FstdecodeError(f"--mira-c must be > 0, got {mira_settings.c}")
+    tokenize = DEFAULTS.metric.tokenize if args.tokenize is None else args.tokenize
     return TuneSettings(
-        optimizer=args.optimizer, metric=MetricSettings(args.metric, args.tokenize, args.lowercase), nbest=args.nbest,
+        optimizer=args.optimizer, metric=MetricSettings(args.metric, tokenize, args.lowercase), nbest=args.nbest,
         distinct=args.nbest_distinct, max_iterations=args.max_iterations, min_change=args.min_weight_change,
-        seed=args.seed, mert=MertSettings(args.random_restarts, args.random_directions),
-        mira=dataclasses.replace(DEFAULTS.mira, epochs=args.mira_epochs, c=args.mira_c),
+        seed=args.seed, mert=mert_settings, mira=mira_settings,
     )
 
 

@@ -154,6 +154,11 @@ def test_bad_inputs_are_one_line_errors_before_any_decoding(example):
     proc = run_cli(["tune", "-f", "frozen.ini", "--input", "input.txt", "--reference", "dev.ref", "-o", "x.ini"],
                    cwd=example)
     _one_line_error(proc, "no tuneable weight", example)
+    # a flag of the other optimizer or metric is refused, not ignored
+    for extra, fragment in ((["--optimizer", "mira", "--random-restarts", "3"], "--random-restarts applies to --optimizer mert"),
+                            (["--mira-c", "0.1"], "--mira-c applies to --optimizer mira only, not --optimizer mert"),
+                            (["--metric", "chrf", "--tokenize", "13a"], "--tokenize applies to --metric bleu")):
+        _one_line_error(tune(example, *extra, ok=False), fragment, example)
     # a working folder that holds another run (other settings)
     tune(example, "--max-iterations", "1", out="one.ini")
     proc = tune(example, "--max-iterations", "1", "--seed", "9", "--working-dir", "one.ini.work", out="two.ini",
