@@ -24,6 +24,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <queue>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -253,7 +254,18 @@ class Search {
       const WordId eos = p_.eos();
       eos_context_ = contexts_.intern(&eos, 1);
       push(0, zero, last_t, context, 0, -1, future, score, score, -1, -1);
-      for (int c = 0; c < n_; ++c) expand_stack(c);
+      if (o_.cube_pop_limit > 0) {
+        edges_.resize(static_cast<std::size_t>(n_) + 1);
+        anchors_.resize(static_cast<std::size_t>(n_) + 1);
+        for (int c = 0; c < n_; ++c) {
+          if (c > 0) fill_stack(c);
+          if (exhausted_) expand_stack(c);
+          else make_edges(c);
+        }
+        fill_stack(n_);
+      } else {
+        for (int c = 0; c < n_; ++c) expand_stack(c);
+      }
     } catch (const BudgetExceeded&) {
       result.status = "budget";
       result.message = budget_message();
@@ -599,36 +611,190 @@ class Search {
 
   // One transition (stack.py, _extend): the key's winner (entry.best, the one hypothesis of a key
   // that is expanded) extended by cand.
-  void extend(int c, const Entry<C>& entry, const Candidate<C>& cand) {
+  void extend(int c, const Entry<C>& entry, const Candidate<C>& cand) { put(scored(c, entry, cand)); }
+
+  // A scored transition not yet pushed: its target stack, key and score (cube pruning scores
+  // hypotheses before it decides which to push).
+  struct Scored {
+    int target;
+    C coverage;
+    int last_t, context, last_s, row;
+    double future, score, delta;
+    int prev, option;
+    double estimate() const { return score + future; }
+  };
+
+  Scored scored(int c, const Entry<C>& entry, const Candidate<C>& cand) {
     ++transitions_;
     const bool mq = o_.distortion_estimate;
     const Option& opt = *cand.option;
     const Joined joined = joins_.get(entry.context, opt);
     const int new_context = joined.last;
     double delta = opt.score + joined.score - eta_ * cand.delta_d;
-    C key_cov = cand.coverage;
-    int key_t = opt.t, key_context = new_context, key_s = 0, key_row = -1;
+    Scored out{c + opt.t - opt.s + 1, cand.coverage, opt.t, new_context, 0, -1, cand.future, 0.0, 0.0, entry.best, opt.id};
     if (lr_) {
       delta += p_.reordering_score(entry.last_s, entry.last_t, entry.row, opt);
-      key_s = opt.s;
-      key_row = p_.lr_row(opt.id);
+      out.last_s = opt.s;
+      out.row = p_.lr_row(opt.id);
     }
-    double future = cand.future;
     if (cand.coverage == full_) {
       const double close = joins_.get(new_context, p_.eos_option()).score;
       // stack.py's final_delta: uncharged, the modified Δd charged the jump in advance.
       const int jump = p_.end() - 1 - opt.t;
       const int final_delta = p_.charge_final() ? (mq ? 0 : jump) : (mq ? -jump : 0);
       delta += close - eta_ * final_delta;
-      key_t = p_.end();
-      key_context = eos_context_;
-      key_s = 0;
-      key_row = -1;
-      future = 0.0;
+      out.last_t = p_.end();
+      out.context = eos_context_;
+      out.last_s = 0;
+      out.row = -1;
+      out.future = 0.0;
     }
-    const int target = c + opt.t - opt.s + 1;
-    const double base = arena_[static_cast<std::size_t>(entry.best)].score;  // read before push grows the arena
-    push(target, key_cov, key_t, key_context, key_s, key_row, future, base + delta, delta, entry.best, opt.id);
+    out.score = arena_[static_cast<std::size_t>(entry.best)].score + delta;
+    out.delta = delta;
+    return out;
+  }
+
+  void put(const Scored& x) {
+    push(x.target, x.coverage, x.last_t, x.context, x.last_s, x.row, x.future, x.score, x.delta, x.prev, x.option);
+  }
+
+  // ---- cube pruning (StackOptions::cube_pop_limit; Moses' SearchCubePruning)
+  //
+  // Stack c is pruned as in the normal search, then its kept keys are grouped by coverage, and
+  // each group and span (s, t) it may translate next is an edge into stack c + t - s + 1: a grid
+  // of the group's keys that may jump to s (ranked by score minus the jump's distortion cost)
+  // against the span's options (ranked by estimate). When stack c' is filled, each edge into it
+  // scores its best corner; then the best scored hypothesis (by score + future) is pushed, and
+  // its two grid neighbours scored, cube_pop_limit times. The previous stack's anchor's minimal
+  // step is then pushed if no pop pushed it (outside the limit), so a key whose cheapest
+  // completion fits stays in every stack.
+
+  struct Edge {
+    std::vector<std::pair<Entry<C>, int>> keys;  // (key, delta_d), best first
+    const std::vector<Ranked>* options;          // best first
+    C coverage;                                  // after the span
+    double future;
+    std::vector<std::uint32_t> seen;             // grid cells scored: (x << 16) | y
+  };
+
+  struct Anchor {  // a stack's anchor's minimal step into the next stack
+    bool pending = false;
+    Entry<C> entry{};
+    Candidate<C> step{};
+  };
+
+  struct Queued {
+    double estimate;
+    long order;  // ties: first scored first
+    int edge, x, y;
+    Scored hyp;
+  };
+  struct Later {
+    bool operator()(const Queued& a, const Queued& b) const {
+      return a.estimate < b.estimate || (a.estimate == b.estimate && a.order > b.order);
+    }
+  };
+
+  void make_edges(int c) {
+    Stack<C>& stack = stacks_[static_cast<std::size_t>(c)];
+    const int anchor = prune(stack, kept_);
+    states_ += static_cast<long>(kept_.size());
+    if (anchor >= 0) {
+      const Entry<C>& entry = stack.entries[static_cast<std::size_t>(kept_[static_cast<std::size_t>(anchor)])];
+      anchors_[static_cast<std::size_t>(c) + 1] = {true, entry, first_step(entry)};
+    }
+    // groups of kept keys by coverage, in rank order
+    std::vector<std::vector<int>> groups;
+    std::vector<int> group_of;
+    Index index;
+    for (int e : kept_) {
+      const C& cov = stack.entries[static_cast<std::size_t>(e)].coverage;
+      const std::uint64_t h = key_hash(cov, 0, 0);
+      int g = index.find(h, [&](int i) { return stack.entries[static_cast<std::size_t>(groups[static_cast<std::size_t>(i)].front())].coverage == cov; });
+      if (g < 0) {
+        g = static_cast<int>(groups.size());
+        groups.emplace_back();
+        index.insert(h, g);
+      }
+      groups[static_cast<std::size_t>(g)].push_back(e);
+    }
+    const bool mq = o_.distortion_estimate;
+    for (const auto& group : groups) {
+      const C& cov = stack.entries[static_cast<std::size_t>(group.front())].coverage;
+      const int g = lowest_uncovered(cov);
+      for (int s = 1; s <= n_; ++s) {
+        if (cov.get(s - 1)) continue;
+        const auto& ends = tabs_.ends[static_cast<std::size_t>(s)];
+        for (std::size_t i = 0; i < ends.size(); ++i) {
+          const int t = ends[i];
+          if (cov.any_in_range(s - 1, t - 1)) break;
+          if (moses_ && s != g && t + 1 - g > d_) break;
+          C new_cov = cov;
+          if (!new_cov.set_range(s - 1, t - 1)) break;
+          if (is_dead(new_cov, t, n_, d_, moses_)) continue;
+          const double future = tabs_.future_of(new_cov);
+          if (future == NEG_INF) continue;
+          Edge edge{{}, &tabs_.options[static_cast<std::size_t>(s)][i], new_cov, future, {}};
+          for (int e : group) {
+            const Entry<C>& entry = stack.entries[static_cast<std::size_t>(e)];
+            if (std::abs(entry.last_t + 1 - s) > d_) continue;
+            edge.keys.emplace_back(entry, mq ? mq_delta(cov, entry.last_t, s, t) : plain_delta(entry.last_t, s));
+          }
+          if (edge.keys.empty()) continue;
+          std::stable_sort(edge.keys.begin(), edge.keys.end(), [&](const auto& a, const auto& b) {
+            return arena_[static_cast<std::size_t>(a.first.best)].score - eta_ * a.second >
+                   arena_[static_cast<std::size_t>(b.first.best)].score - eta_ * b.second;
+          });
+          edges_[static_cast<std::size_t>(c + t - s + 1)].push_back(std::move(edge));
+        }
+      }
+    }
+    stack.release();
+  }
+
+  // Scores cell (x, y) of edge e (into stack c) and queues it, once.
+  void score_cell(int c, int e, int x, int y) {
+    Edge& edge = edges_[static_cast<std::size_t>(c)][static_cast<std::size_t>(e)];
+    if (static_cast<std::size_t>(x) >= edge.keys.size() || static_cast<std::size_t>(y) >= edge.options->size()) return;
+    const std::uint32_t cell = (static_cast<std::uint32_t>(x) << 16) | static_cast<std::uint32_t>(y);
+    if (std::find(edge.seen.begin(), edge.seen.end(), cell) != edge.seen.end()) return;
+    edge.seen.push_back(cell);
+    const auto& [entry, delta_d] = edge.keys[static_cast<std::size_t>(x)];
+    const Candidate<C> cand{(*edge.options)[static_cast<std::size_t>(y)].option, delta_d, edge.coverage, edge.future};
+    Scored hyp = scored(c - (cand.option->t - cand.option->s + 1), entry, cand);
+    queue_.push({hyp.estimate(), order_++, e, x, y, hyp});
+  }
+
+  void fill_stack(int c) {
+    auto& edges = edges_[static_cast<std::size_t>(c)];
+    Anchor& anchor = anchors_[static_cast<std::size_t>(c)];
+    if (!exhausted_) {
+      try {
+        for (std::size_t e = 0; e < edges.size(); ++e) score_cell(c, static_cast<int>(e), 0, 0);
+        for (int pops = 0; pops < o_.cube_pop_limit && !queue_.empty(); ++pops) {
+          const Queued top = queue_.top();
+          queue_.pop();
+          put(top.hyp);
+          if (anchor.pending && top.hyp.prev == anchor.entry.best && top.hyp.option == anchor.step.option->id)
+            anchor.pending = false;  // popped: pushed once, as one arc
+          score_cell(c, top.edge, top.x, top.y + 1);
+          score_cell(c, top.edge, top.x + 1, top.y);
+        }
+      } catch (const BudgetExceeded&) {
+        exhausted_ = true;  // from here on minimal steps only (expand_stack)
+      }
+    }
+    if (anchor.pending) {  // the previous stack's anchor's minimal step, if no pop pushed it
+      const Scored step = scored(c - 1, anchor.entry, anchor.step);
+      try {
+        put(step);
+      } catch (const BudgetExceeded&) {
+        exhausted_ = true;  // (nothing was pushed: the push made no key)
+        put(step);
+      }
+    }
+    decltype(queue_)().swap(queue_);
+    std::vector<Edge>().swap(edges);
   }
 
   const Problem& p_;
@@ -653,6 +819,10 @@ class Search {
   std::vector<int> kept_, ranked_;
   std::vector<double> estimates_;
   std::vector<Candidate<C>> cands_;
+  std::vector<std::vector<Edge>> edges_;  // cube pruning: the edges into each stack
+  std::vector<Anchor> anchors_;           // cube pruning: the minimal step into each stack
+  std::priority_queue<Queued, std::vector<Queued>, Later> queue_;
+  long order_ = 0;
 };
 
 }  // namespace

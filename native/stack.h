@@ -26,6 +26,9 @@ struct StackOptions {
   // derivation goes through it) when its estimate is below the best estimate its stack had so
   // far minus beam_threshold, as Moses discards a hypothesis below its stack's worst score.
   bool moses_nbest;
+  // > 0: cube pruning (Moses' -search-algorithm 1, Chiang 2007; Huang & Chiang 2007), at most this
+  // many hypotheses popped into each stack (-cube-pruning-pop-limit); 0: the normal search.
+  int cube_pop_limit;
 };
 
 Result stack_search(const Problem& problem, const StackOptions& options);

@@ -51,7 +51,10 @@ NOTES: dict[str, tuple[str, str]] = {
     "beam-threshold": ("warned: --beam-threshold (a log margin)", "honoured: P becomes the margin ln(1/P)"),
     "max-phrase-length": ("warned", "honoured; refused if the table has longer source phrases"),
     "threads": ("warned: --threads N (or all)", "honoured: N sentences at once"),
-    "search-algorithm": ("0 and 1 warned; others refused", "0; 1 warned (stack search used); others refused"),
+    "search-algorithm": ("0 and 1 warned: --cube-pop-limit N; others refused",
+                         "0 (normal); 1 (cube pruning) honoured; others refused"),
+    "cube-pruning-pop-limit": ("warned: --cube-pop-limit N",
+                               "honoured with -search-algorithm 1 (default 1000, Moses'); warned otherwise"),
     "verbose": ("warned: -v", "honoured: 0 errors, 1 warnings, 2 progress, 3 debug; at 1 and above (Moses' "
                 "default) each line's `BEST TRANSLATION: ... [total=X] core=(...)` line on stderr, as Moses writes it "
                 "(its regression harness reads `SCORE_n` there)"),

@@ -150,6 +150,9 @@ class MosesSettings:
         return value
 
 
+#: Moses' -cube-pruning-pop-limit by default (moses/TypeDef.h, DEFAULT_CUBE_PRUNING_POP_LIMIT).
+MOSES_CUBE_POP_LIMIT = 1000
+
 #: Settings that change no output, which fstdecode moses honours all the same (-v: its logging).
 _HONOURED_HERE = frozenset({"verbose"})
 
@@ -258,10 +261,14 @@ def moses_args(words: Sequence[str]) -> tuple[argparse.Namespace, MosesOutput]:
     algorithm = settings.one("search-algorithm", int, 0)
     if algorithm not in (None, 0, 1):
         raise MosesArgsError(f"-search-algorithm {algorithm}: not phrase-based decoding (0 normal, 1 cube pruning)")
+    pop_limit = settings.one("cube-pruning-pop-limit", int, 1)
     if algorithm == 1:
+        pop_limit = MOSES_CUBE_POP_LIMIT if pop_limit is None else int(pop_limit)
+    elif pop_limit is not None:
         logging.getLogger("fstdecode").warning(
-            "-search-algorithm 1 (cube pruning): fstdecode decodes with its stack search (Moses' 0) instead"
+            "-cube-pruning-pop-limit applies to cube pruning (-search-algorithm 1) only; the normal search ignores it"
         )
+        pop_limit = None
     xml = settings.get("xml-input")
     xml_mode = "pass-through" if not xml else xml[0]
     if xml_mode == "constraint" or xml_mode not in ("pass-through", "exclusive", "inclusive", "ignore") or (xml and len(xml) > 1):
@@ -289,6 +296,7 @@ def moses_args(words: Sequence[str]) -> tuple[argparse.Namespace, MosesOutput]:
         progress=None, verbose=verbose, quiet=quiet, ini_paths=paths, input_file=input_file,
         beam_size=stack if stack > 0 else MAX_INT_OPTION,  # 0: no limit, as in Moses
         beam_threshold=-math.log(beam) if beam > 0 else math.inf,
+        cube_pop_limit=pop_limit,
         nbest=max(nbest_size, 1), unique=distinct, moses_nbest_pruning=True,  # Moses' n-best: see StackOptions
         max_phrase_length=settings.one("max-phrase-length", int, 1),
         honoured=HONOURED_SEARCH | _HONOURED_HERE,

@@ -167,7 +167,8 @@ def _table() -> tuple[Param, ...]:
 
 
 #: The SEARCH parameters that ``fstdecode moses``' stack search honours as Moses does.
-HONOURED_SEARCH = frozenset({"stack", "beam-threshold", "threads", "max-phrase-length", "search-algorithm"})
+HONOURED_SEARCH = frozenset({"stack", "beam-threshold", "threads", "max-phrase-length", "search-algorithm",
+                             "cube-pruning-pop-limit"})
 
 #: What the warning about any other SEARCH parameter says of it (after its name), in either command.
 NOT_IN_STACK_SEARCH = "is a setting of Moses' search that fstdecode's stack search does not have; ignored"

@@ -37,6 +37,7 @@ def core_options(options: StackOptions) -> _core.StackOptions:
         # The threshold early pruning uses, resolved in Python (ln 1e5 computed once, by Python).
         early_threshold=float(options.threshold),
         moses_nbest=options.moses_nbest_pruning,
+        cube_pop_limit=options.cube_pop_limit or 0,
     )
 
 

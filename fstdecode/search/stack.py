@@ -42,6 +42,16 @@ extension must also obey Moses' rule ``t + 1 − g ≤ d`` when it does not star
 at the first gap g, nothing is checked at ``</s>``, and the jump into
 ``</s>`` is charged only with ``[early-distortion-cost]``; the dead-state and anchor tests follow the semantics.
 
+**Cube pruning** (``cube_pop_limit``; Moses' ``-search-algorithm 1``, after Chiang 2007 and
+Huang & Chiang 2007, as Moses' SearchCubePruning does it): each pruned stack's keys are grouped
+by coverage, and each group and next span is a grid of the group's keys (by score minus the
+jump's distortion cost) against the span's options (by estimate). A stack is filled by popping
+the best scored cell (by score + future estimate) of every grid into it, scoring its two
+neighbours, at most ``cube_pop_limit`` times; the previous stack's anchor step is pushed too if
+no pop pushed it. Only popped and neighbour cells are scored with the LM: far fewer joins than
+extending every key by every option. Early pruning does not apply. Where Moses differs: its
+recombination keys, distortion and future estimates are its own (the normal search's here).
+
 Example (the built-in model)::
 
     >>> from fstdecode import load_model, Decoder
@@ -94,6 +104,16 @@ class StackOptions(BeamPruning):
             "stack: n-best lists leave out, as Moses' do, the derivations through a recombined "
             "hypothesis that reached its stack more than --beam-threshold below the stack's best so far "
             "(fstdecode moses: on)"
+        ),
+    )
+
+    cube_pop_limit: int | None = field(
+        default=None,
+        metadata=option(
+            "stack: cube pruning (Moses' -search-algorithm 1): each stack is filled by popping at most N "
+            "hypotheses, best estimate first, from grids of its sources' keys against their options "
+            "(Moses' -cube-pruning-pop-limit; early pruning does not apply); default off: the normal search",
+            minimum=1, metavar="N",
         ),
     )
 

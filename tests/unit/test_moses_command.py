@@ -247,9 +247,13 @@ def test_search_and_no_effect_sections_are_warned_about_in_decode(tmp_path, caps
     assert "[stack] is a setting of Moses' own search; fstdecode decode ignores it" in err
     assert "[description] is a description of the model; nothing in the output depends on it" in err
     # fstdecode moses honours [stack] (no warning) and warns about what it does not have
-    ini = example_ini(tmp_path, "\n[stack]\n100\n[cube-pruning-pop-limit]\n500\n")
+    ini = example_ini(tmp_path, "\n[stack]\n100\n[stack-diversity]\n5\n")
     status, out, err = run(["moses", "-f", str(ini)], b"haus\n", capsys, monkeypatch)
-    assert status == 0 and "[stack]" not in err and "[cube-pruning-pop-limit]" in err
+    assert status == 0 and "[stack]" not in err and "[stack-diversity]" in err
+    # and says that a pop limit without cube pruning is ignored, as Moses ignores it
+    ini = example_ini(tmp_path, "\n[cube-pruning-pop-limit]\n500\n")
+    status, out, err = run(["moses", "-f", str(ini)], b"haus\n", capsys, monkeypatch)
+    assert status == 0 and "-cube-pruning-pop-limit applies to cube pruning (-search-algorithm 1) only" in err
 
 
 def test_kenlm_order_is_the_files_order_as_in_moses(tmp_path, caplog):
@@ -574,16 +578,23 @@ def test_fstdecode_moses_over_budget_warning_names_its_own_switches(tmp_path, ca
 
 
 def test_an_ini_search_setting_fstdecode_moses_lacks_names_no_command(tmp_path, capsys, monkeypatch):
-    # The [cube-pruning-pop-limit] warning said "fstdecode decode ignores it ... fstdecode moses
+    # The [stack-diversity] warning said "fstdecode decode ignores it ... fstdecode moses
     # honours it" under fstdecode moses, which honours it not.
-    ini = str(example_ini(tmp_path, "\n[cube-pruning-pop-limit]\n500\n"))
+    ini = str(example_ini(tmp_path, "\n[stack-diversity]\n5\n"))
     for command in ("moses", "decode"):
         status, _, err = run([command, "-f", ini], b"das\n", capsys, monkeypatch)
         assert status == 0 and err.endswith(
-            "[cube-pruning-pop-limit] is a setting of Moses' search that fstdecode's stack search does not have; "
+            "[stack-diversity] is a setting of Moses' search that fstdecode's stack search does not have; "
             "ignored\n"), err
-    status, _, err = run(["moses", "-f", ini, "-cube-pruning-pop-limit", "400"], b"das\n", capsys, monkeypatch)
-    assert "-cube-pruning-pop-limit is a setting of Moses' search that fstdecode's stack search does not have" in err
+    status, _, err = run(["moses", "-f", ini, "-stack-diversity", "4"], b"das\n", capsys, monkeypatch)
+    assert "-stack-diversity is a setting of Moses' search that fstdecode's stack search does not have" in err
+
+
+def test_decode_says_it_ignores_the_ini_pop_limit(tmp_path, capsys, monkeypatch):
+    # fstdecode decode takes its search from its flags (--cube-pop-limit), not the ini's sections.
+    ini = str(example_ini(tmp_path, "\n[cube-pruning-pop-limit]\n500\n"))
+    status, _, err = run(["decode", "-f", ini], b"das\n", capsys, monkeypatch)
+    assert status == 0 and "[cube-pruning-pop-limit] is a setting of Moses' own search; fstdecode decode ignores it" in err
 
 
 def test_nbest_list_distinct_must_be_on_a_line_of_its_own(tmp_path, capsys, monkeypatch):
