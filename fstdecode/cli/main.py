@@ -379,6 +379,9 @@ def _cmd_decode(args: argparse.Namespace, moses: MosesOutput | None = None) -> i
     streams.check_standard_input()
     runner = running.runner(args)
     lines, total, done = running.input_range(args, runner)  # before the model loads: a bad --shard or --resume fails at once
+    in_moses = moses is not None and not moses.side_only
+    if in_moses and not args.show_weights:
+        sys.stderr.write(moses_output.loading_lines(moses))
     if args.show_weights and _filtering(args):  # the names and weights need no table entries
         model = _load(args, source_vocabulary=lambda source: False)
         sys.stdout.write("".join(line + "\n" for line in model.show_weights()))
@@ -400,6 +403,8 @@ def _cmd_decode(args: argparse.Namespace, moses: MosesOutput | None = None) -> i
         decoder = _decoder(args, model)
         results = lambda progress: decode_lines(decoder, lines, runner, progress)  # noqa: E731
         current = lambda: model  # noqa: E731
+    if in_moses:
+        sys.stderr.write(moses_output.loaded_line(moses, os.times().user))
     out = running.output_stream(args)
     if out is not sys.stdout:
         out = streams.Guarded(out, args.resume)
@@ -418,7 +423,6 @@ def _cmd_decode(args: argparse.Namespace, moses: MosesOutput | None = None) -> i
                     with stop.held():  # written whole, to the output and every side file
                         if writers is None:  # the weights and features are the same for every batch
                             writers = _writers(args, moses, current(), out, sides)
-                        in_moses = moses is not None and not moses.side_only
                         _report(result, moses_output.FAILED_LINE if in_moses else output.FAILED_LINE,
                                 moses_output.moses_reason if in_moses else str)
                         for stream, write in writers:

@@ -282,6 +282,10 @@ def moses_args(words: Sequence[str]) -> tuple[argparse.Namespace, MosesOutput]:
     stack = settings.one("stack", int, 0)
     stack = DEFAULT_STACK if stack is None else int(stack)
     verbose, quiet = _verbosity(settings)
+    if verbose >= 2:  # Moses' -v 3 and above
+        logging.getLogger("fstdecode").warning(
+            "-v %s: Moses' dump of each sentence's translation options and search is not written; fstdecode "
+            "writes its own debug lines instead", settings.one("verbose", int, 0))
     dl = settings.one("distortion-limit", int, -1) if "distortion-limit" in switches else None
     ttl = settings.one("ttable-limit", int, 0) if "ttable-limit" in switches else None
     input_file = settings.one("input-file", str)
@@ -309,6 +313,7 @@ def moses_args(words: Sequence[str]) -> tuple[argparse.Namespace, MosesOutput]:
         alignment=settings.flag("print-alignment-info"), report_segmentation=settings.flag("report-segmentation"),
         mark_unknown=settings.flag("mark-unknown"), print_id=settings.flag("print-id"),
         hypo_score=settings.flag("output-hypo-score"), best_line=not quiet,
+        loading=tuple(f.name for f in cfg.features),
         start_id=int(settings.one("start-translation-id", int, 0) or 0),
         alignment_file=settings.one("alignment-output-file", str), unknowns_file=settings.one("output-unknowns", str),
     )

@@ -69,6 +69,9 @@ class MosesOutput:
     side_only: bool = False
     #: Moses' -v 1 and above (its default): each line's ``BEST TRANSLATION:`` line on stderr.
     best_line: bool = False
+    #: The [feature] names, in the ini's order: with ``best_line``, Moses' ``Loading NAME`` line for
+    #: each before the model loads, and its ``Created input-output object`` line after.
+    loading: tuple[str, ...] = ()
 
     def nbest_setting(self) -> MosesNbest | None:
         """The decoder's setting for its n-best lines: the core writes them in Moses' float
@@ -108,6 +111,18 @@ def _words(d: Derivation, opts: MosesOutput, segmentation: bool) -> str:
 def _points(d: Derivation) -> str:
     """The word alignment, each point followed by a space (Moses' form)."""
     return "".join(f"{i}-{j} " for i, j in d.alignment())
+
+
+def loading_lines(opts: MosesOutput) -> str:
+    """Moses' -v 1 lines before its model loads (StaticData::LoadData: ``Loading NAME`` for each
+    feature, in the ini's order)."""
+    return "".join(f"Loading {name}\n" for name in opts.loading) if opts.best_line else ""
+
+
+def loaded_line(opts: MosesOutput, user_seconds: float) -> str:
+    """Moses' -v 1 line once the model is loaded (ExportInterface: ``PrintUserTime``, the process'
+    user CPU seconds so far)."""
+    return f"Created input-output object : [{user_seconds:.3f}] seconds\n" if opts.best_line else ""
 
 
 def one_best(result: DecodeResult, opts: MosesOutput) -> str:

@@ -53,7 +53,36 @@ def test_no_best_translation_lines_at_v_0(tmp_path):
     assert proc.returncode == 0 and proc.stderr == ""
     proc = run_cli(["moses", "-f", ini], "das muss unsere sorge gleichermaßen sein\n\n", cwd=tmp_path)
     # the bytes Moses writes (its Manager::OutputBest at -v 1), the empty line's included
-    lines = proc.stderr.splitlines()
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("BEST TRANSLATION")]
     assert re.fullmatch(r"BEST TRANSLATION: this must also be our concern \[111111\]  \[total=-\d+\.\d{3}\] "
                         r"core=\((-?\d+\.\d{3},){5}-?\d+\.\d{3}\)  ", lines[0]), lines[0]
     assert lines[1] == "BEST TRANSLATION: []  [total=0.000] core=(0.000,0.000,0.000,0.000,0.000,0.000)  "
+
+
+def test_loading_lines_at_v_1_name_the_features_in_the_inis_order(tmp_path):
+    """Moses' -v 1 lines before and after its model loads (StaticData: ``Loading NAME`` per feature,
+    in the ini's [feature] order; ExportInterface: ``Created input-output object : [T] seconds``), before
+    any line is translated; none at -v 0."""
+    import importlib.resources
+
+    ini = importlib.resources.files("fstdecode") / "data" / "moses.ini"
+    names = [line.split()[0] for line in ini.read_text(encoding="utf-8").split("[feature]")[1].split("[")[0].splitlines()
+             if line.strip()]
+    names = [f"{kind}{sum(1 for k in names[:i] if k == kind)}" for i, kind in enumerate(names)]  # Moses' default names
+    proc = run_cli(["moses", "-f", str(ini)], "das muss unsere sorge gleichermaßen sein\n", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[:len(names)] == [f"Loading {name}" for name in names]
+    assert re.fullmatch(r"Created input-output object : \[\d+\.\d{3}\] seconds", lines[len(names)])
+    assert lines[len(names) + 1].startswith("BEST TRANSLATION: ")
+    quiet = run_cli(["moses", "-f", str(ini), "-v", "0"], "das\n", cwd=tmp_path)
+    assert quiet.stderr == ""
+
+
+def test_v_3_says_the_options_dump_is_not_written(tmp_path):
+    import importlib.resources
+
+    ini = str(importlib.resources.files("fstdecode") / "data" / "moses.ini")
+    proc = run_cli(["moses", "-f", ini, "-v", "3"], "das\n", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert "-v 3: Moses' dump of each sentence's translation options and search is not written" in proc.stderr

@@ -27,15 +27,19 @@ EUROPARL = "moses-lexreo-europarl-fr-en"
 DE_EN = "moses-early-distortion-de-en"
 
 
+#: The beginnings of the lines Moses writes on stderr at -v 1 (its default), which fstdecode moses writes too.
+MOSES_V1_LINES = ("BEST TRANSLATION: ", "NO BEST TRANSLATION", "Loading ", "Created input-output object : ")
+
+
 def run(args: list[str], stdin: bytes, capsys, monkeypatch, best_lines: bool = False) -> tuple[int, str, str]:
-    """``fstdecode ARGS`` in this process: (status, stdout, stderr); stderr without Moses' ``BEST
-    TRANSLATION`` lines (-v 1 and above: tests/integration/test_moses_harness.py) unless ``best_lines``."""
+    """``fstdecode ARGS`` in this process: (status, stdout, stderr); stderr without Moses' -v 1 lines
+    (``BEST TRANSLATION``, ``Loading``: tests/integration/test_moses_harness.py) unless ``best_lines``."""
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
     status = main(args)
     out, err = capsys.readouterr()
     if not best_lines:
         err = "".join(line for line in err.splitlines(keepends=True)
-                      if not line.startswith(("BEST TRANSLATION: ", "NO BEST TRANSLATION")))
+                      if not line.startswith(MOSES_V1_LINES))
     return status, out, err
 
 
