@@ -55,6 +55,8 @@ def add_args(ap) -> None:
     ap.add_argument("--probing-pt", type=Path, default=None, help="a ProbingPT folder of the model's phrase table")
     ap.add_argument("--with-lr", action="store_true", help="keep the model's lexicalized reordering")
     ap.add_argument("--stacks", default="200,100,50,20,10", help="stack sizes (-s), comma-separated")
+    ap.add_argument("--cube", default="", metavar="S:P,...",
+                    help="cube-pruning runs too, for every decoder: -search-algorithm 1 -s S -cube-pruning-pop-limit P")
     ap.add_argument("--threads", default="1,2", help="thread counts (-threads), comma-separated")
     ap.add_argument("--rounds", type=int, default=2, help="rounds, best time kept (default 2)")
     ap.add_argument("--optima-time-limit", type=float, default=None, metavar="W",
@@ -161,6 +163,17 @@ def reached(scores: list[float | None], optima: list[float | None]) -> int:
     return hits
 
 
+def search_flags(config: tuple[int, int]) -> list[str]:
+    """The Moses flags of a search configuration (stack size, pop limit; 0: the normal search)."""
+    s, pop = config
+    return ["-s", str(s)] + (["-search-algorithm", "1", "-cube-pruning-pop-limit", str(pop)] if pop else [])
+
+
+def label(config: tuple[int, int]) -> str:
+    s, pop = config
+    return f"cube {s}/{pop}" if pop else f"-s {s}"
+
+
 def compile_bytecode() -> None:
     """Compile fstdecode's bytecode, as ``pip install`` does for a regular install (an editable install
     under PYTHONDONTWRITEBYTECODE would compile every module at every start)."""
@@ -172,7 +185,8 @@ def compile_bytecode() -> None:
 
 
 def run(args, record) -> int:
-    stacks = [int(s) for s in args.stacks.split(",")]
+    stacks = [(int(s), 0) for s in args.stacks.split(",")]
+    stacks += [(int(c.split(":")[0]), int(c.split(":")[1])) for c in args.cube.split(",") if c]
     threads = [int(t) for t in args.threads.split(",")]
     text = (args.model / "input.txt").read_bytes()
     work = Path(tempfile.mkdtemp(prefix="bench_moses2_"))
@@ -188,14 +202,14 @@ def run(args, record) -> int:
         for s in stacks:
             for t in threads:
                 for name, (exe, ini) in found.items():
-                    argv = [*exe, "-f", str(ini), "-s", str(s), "-threads", str(t), "-output-hypo-score", "-v", "0"]
+                    argv = [*exe, "-f", str(ini), *search_flags(s), "-threads", str(t), "-output-hypo-score", "-v", "0"]
                     wall, peak, out, _ = whole_process(argv, stdin=text, cwd=work)
                     score, empty = mean_score(out)
                     got = results.setdefault((name, s, t), {"walls": [], "peak": 0, "score": score, "empty": empty,
                                                             "optimal": reached(line_scores(out), optima)})
                     got["walls"].append(wall)
                     got["peak"] = max(got["peak"], peak)
-                    log(f"round {r + 1}: {name} -s {s} -threads {t}: {wall:.2f} s, {peak / 2**20:.0f} MB, mean {score:.4f}")
+                    log(f"round {r + 1}: {name} {label(s)} -threads {t}: {wall:.2f} s, {peak / 2**20:.0f} MB, mean {score:.4f}")
     load_end = load_avg()
     suffix = "_lr" if args.with_lr else ""
     figure = DOCS / f"benchmarks-moses2{suffix}.png"
@@ -203,7 +217,7 @@ def run(args, record) -> int:
     proven = sum(o is not None for o in optima)
     rows = []
     for (name, s, t), got in results.items():
-        rows.append(f"| {name} | {s} | {t} | {min(got['walls']):.2f} | {', '.join(f'{w:.2f}' for w in got['walls'])} | "
+        rows.append(f"| {name} | {label(s)} | {t} | {min(got['walls']):.2f} | {', '.join(f'{w:.2f}' for w in got['walls'])} | "
                     f"{got['peak'] / 2**20:.0f} | {got['score']:.4f} | {got['empty']} |"
                     + (f" {got['optimal']} |" if optima else ""))
     optima_note = ([f"- proven optima: `fstdecode decode --method exact --time-limit {args.optima_time_limit:g}` on the "
@@ -216,11 +230,12 @@ def run(args, record) -> int:
         *record.header(load_end),
         f"- model: `{args.model}` (scripts/make_big_model.py), binarized in `{args.binarized}`; "
         f"{'with' if args.with_lr else 'without'} its LexicalReordering; input: its input.txt; each run a whole "
-        f"process with `-s N -threads T -output-hypo-score -v 0`, {args.rounds} rounds alternating, best time kept; "
+        f"process with `-s N -threads T -output-hypo-score -v 0` (cube pruning, `cube S/P`: `-search-algorithm 1 -s S "
+        f"-cube-pruning-pop-limit P`), {args.rounds} rounds alternating, best time kept; "
         "peak RSS of the main process (os.wait4); fstdecode's bytecode compiled first, as pip install does",
         *optima_note,
         "",
-        "| decoder | -s | -threads | best s | rounds s | peak RSS MB | mean model score | lines without |"
+        "| decoder | search | -threads | best s | rounds s | peak RSS MB | mean model score | lines without |"
         + (f" at optimum (of {proven}) |" if optima else ""),
         "|---|---:|---:|---:|---|---:|---:|---:|" + ("---:|" if optima else ""),
         *rows,
@@ -240,7 +255,7 @@ def _summary(results, found, stacks, threads) -> list[str]:
     if "Moses2" not in found:
         return out + ["- Moses2 not measured (--moses2)"]
     for t in threads:
-        ref = results.get(("Moses2", 200, t))
+        ref = results.get(("Moses2", (200, 0), t))
         if ref is None:
             continue
         rt = min(ref["walls"])
@@ -249,11 +264,11 @@ def _summary(results, found, stacks, threads) -> list[str]:
                 continue
             fit = [(min(g["walls"]), s, g["score"]) for (n, s, tt), g in results.items()
                    if n == name and tt == t and g["score"] >= ref["score"]]
-            same = results.get((name, 200, t))
+            same = results.get((name, (200, 0), t))
             line = f"- -threads {t}, {name}: at -s 200 {min(same['walls']) / rt:.2f}x Moses2's time, mean {same['score']:.4f} against {ref['score']:.4f}"
             if fit:
                 w, s, sc = min(fit)
-                line += f"; the fastest run at a mean score no lower than Moses2's: -s {s}, {w / rt:.2f}x its time ({sc:.4f})"
+                line += f"; the fastest run at a mean score no lower than Moses2's: {label(s)}, {w / rt:.2f}x its time ({sc:.4f})"
             out.append(line)
     out += ["", "The curve: each Moses2 point against fstdecode's runs at the same -threads with a mean score no "
             "lower, at half its time or less:", ""]
@@ -269,7 +284,7 @@ def _summary(results, found, stacks, threads) -> list[str]:
                        for (n, _, tt), g in results.items() if n == name and tt == t):
                     met += 1
                 else:
-                    missed.append(f"-s {s} ({rt:.2f} s, {ref['score']:.4f})")
+                    missed.append(f"{label(s)} ({rt:.2f} s, {ref['score']:.4f})")
             out.append(f"- -threads {t}, {name}: {met} of {len(points)} Moses2 points matched at half the time"
                        + (f"; not: {', '.join(missed)}" if missed else ""))
     return out
@@ -280,15 +295,19 @@ def _plot(results, found, threads, path: Path) -> None:
     fig, axes = pyplot.subplots(1, len(threads), figsize=(5.5 * len(threads), 4.2), squeeze=False)
     for ax, t in zip(axes[0], threads):
         for name in found:
-            points = sorted((min(g["walls"]), g["score"], s) for (n, s, tt), g in results.items() if n == name and tt == t)
-            if not points:
-                continue
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
-            for w, sc, s in points:
-                ax.annotate(str(s), (w, sc), fontsize=6, xytext=(2, 2), textcoords="offset points")
+            for cube in (False, True):
+                points = sorted((min(g["walls"]), g["score"], s) for (n, s, tt), g in results.items()
+                                if n == name and tt == t and bool(s[1]) == cube)
+                if not points:
+                    continue
+                ax.plot([p[0] for p in points], [p[1] for p in points], marker="s" if cube else "o",
+                        linestyle="--" if cube else "-", label=f"{name}{', cube pruning' if cube else ''}")
+                for w, sc, s in points:
+                    ax.annotate(label(s).replace("-s ", "").replace("cube ", ""), (w, sc), fontsize=6, xytext=(2, 2),
+                                textcoords="offset points")
         ax.set_xlabel("seconds, whole process")
         ax.set_ylabel("mean model score")
-        ax.set_title(f"-threads {t} (labels: -s)")
+        ax.set_title(f"-threads {t} (labels: -s, or cube S/P)")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
     save_figure(fig, path, dpi=110)

@@ -56,8 +56,9 @@ NOTES: dict[str, tuple[str, str]] = {
     "cube-pruning-pop-limit": ("warned: --cube-pop-limit N",
                                "honoured with -search-algorithm 1 (default 1000, Moses'); warned otherwise"),
     "verbose": ("warned: -v", "honoured: 0 errors, 1 warnings, 2 progress, 3 debug; at 1 and above (Moses' "
-                "default) each line's `BEST TRANSLATION: ... [total=X] core=(...)` line on stderr, as Moses writes it "
-                "(its regression harness reads `SCORE_n` there)"),
+                "default) Moses' `Loading NAME` lines, its `Created input-output object` line and each line's "
+                "`BEST TRANSLATION: ... [total=X] core=(...)` line on stderr, as Moses writes them (its regression "
+                "harness reads `SCORE_n` there); Moses' -v 3 dump of the translation options is not written (warned)"),
 }
 
 
