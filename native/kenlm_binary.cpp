@@ -9,6 +9,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string_view>
+
+#include "hash.h"
 
 namespace fstdecode {
 
@@ -54,35 +57,8 @@ inline std::uint64_t read_bits(const unsigned char* base, std::uint64_t bit, std
   return (load64(base + (bit >> 3)) >> (bit & 7)) & mask;
 }
 
-// MurmurHash64A (Austin Appleby's public-domain MurmurHash2, 64-bit) with seed 0: KenLM's
-// word hash. Eight-byte little-endian blocks, then the 1..7 tail bytes as one integer.
-std::uint64_t word_hash(std::string_view s) {
-  constexpr std::uint64_t m = 0xc6a4a7935bd1e995ULL;
-  constexpr int r = 47;
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const std::size_t len = s.size();
-  std::uint64_t h = static_cast<std::uint64_t>(len) * m;
-  const std::size_t blocks = len / 8;
-  for (std::size_t i = 0; i < blocks; ++i) {
-    std::uint64_t k = load64(p + 8 * i);
-    k *= m;
-    k ^= k >> r;
-    k *= m;
-    h ^= k;
-    h *= m;
-  }
-  const std::size_t rest = len & 7;
-  if (rest != 0) {
-    std::uint64_t tail = 0;
-    for (std::size_t j = rest; j-- > 0;) tail = (tail << 8) | p[8 * blocks + j];
-    h ^= tail;
-    h *= m;
-  }
-  h ^= h >> r;
-  h *= m;
-  h ^= h >> r;
-  return h;
-}
+// KenLM's word hash: MurmurHash64A with seed 0 (hash.h).
+std::uint64_t word_hash(std::string_view s) { return murmur_hash64a(s); }
 
 inline std::uint64_t fold(std::uint64_t key, WordId word) {
   const std::uint32_t next = static_cast<std::uint32_t>(word) + 1u;  // KenLM adds in 32 bits

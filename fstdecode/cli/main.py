@@ -28,7 +28,7 @@ from fstdecode.cli.progress import progress_bar
 from fstdecode.decoder import DEFAULT_METHOD, XML_INPUT_MODES, DecodeResult, Decoder
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.phrase_table import SCORE_FORMATS
-from fstdecode.io.binarized import is_binary_table
+from fstdecode.io.binarized import is_mapped_table
 from fstdecode.io.table_filter import DEFAULT_CHUNK_LINES, FILTER_THRESHOLD_BYTES, SourceFilter
 from fstdecode.io.moses_ini import load_moses_ini, moses_boolean
 from fstdecode.model.model import (
@@ -284,7 +284,7 @@ def _filtering(args: argparse.Namespace) -> bool:
         return args.filter
     path = table_path(args.config, args.phrase_table, getattr(args, "ini_paths", "ini"))
     try:
-        return path is not None and (os.path.getsize(path) >= FILTER_THRESHOLD_BYTES or is_binary_table(path))
+        return path is not None and (is_mapped_table(path) or os.path.getsize(path) >= FILTER_THRESHOLD_BYTES)
     except OSError:
         return False  # the loader says what is wrong with the file
 
@@ -383,7 +383,7 @@ def _cmd_decode(args: argparse.Namespace, moses: MosesOutput | None = None) -> i
     if in_moses and not args.show_weights:
         sys.stderr.write(moses_output.loading_lines(moses))
     if args.show_weights and _filtering(args):  # the names and weights need no table entries
-        model = _load(args, source_vocabulary=lambda source: False)
+        model = _load(args, source_vocabulary=SourceFilter(()))  # (a mapped table too keeps nothing)
         sys.stdout.write("".join(line + "\n" for line in model.show_weights()))
         return 0
     if _filtering(args):

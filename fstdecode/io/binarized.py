@@ -21,8 +21,9 @@ from fstdecode.io.files import is_regular
 
 __all__ = [
     "BINARIZED_INI_HEADER", "CHECKSUMS_FILE", "BinarizedFileError", "Checksum", "check_stamp", "is_binary_table",
-    "is_lm_image", "moses_binary_table", "open_binary_table", "read_checksums", "source_stamp", "verify_checksum",
-    "verify_folder", "write_checksums", "written_by_binarize",
+    "is_lm_image", "is_mapped_table", "moses_binary_table", "moses_table_kind", "open_binary_table",
+    "open_moses_table", "read_checksums", "source_stamp", "verify_checksum", "verify_folder", "write_checksums",
+    "written_by_binarize",
 ]
 
 #: Moses' own binary table files, by the extension Moses gives them (and looks for: a compact
@@ -33,8 +34,43 @@ _MOSES_BINARY = (
     (".minlexr", "Moses' compact reordering table (processLexicalTableMin)"),
     (".binphr.idx", "Moses' binary phrase table (processPhraseTable)"),
     (".binlexr.idx", "Moses' binary reordering table (processLexicalTable)"),
-    (".probing", "Moses' probing phrase table (CreateProbingPT)"),
 )
+
+#: The files of a Moses ProbingPT folder (CreateProbingPT) that tell one, in any of its versions.
+_PROBING_FILES = ("config", "probing_hash.dat")
+
+#: The native reader of each kind :func:`moses_table_kind` names.
+_MOSES_READERS = {"probing": _core.ProbingTable}
+
+
+def moses_table_kind(path: str | os.PathLike[str]) -> str | None:
+    """Which of Moses' binary phrase-table formats that fstdecode reads natively ``path`` is:
+    ``"probing"`` for a ProbingPT folder (native/probing_table.h); None for any other path. The one
+    place that tells them (by what Moses finds there), so that each reader added extends it."""
+    spath = os.fspath(path)
+    if os.path.isdir(spath) and all(os.path.isfile(os.path.join(spath, name)) for name in _PROBING_FILES):
+        return "probing"
+    return None
+
+
+def open_moses_table(path: str, error: type[FstdecodeError]) -> object | None:
+    """The Moses binary table ``path`` opened (mapped and checked) by its native reader, or None
+    when :func:`moses_table_kind` knows no format there. Its ``phrases(filter, keep)`` (and, for
+    one that holds them, ``reordering(filter, keep, ...)``) are a BinaryTable's; every problem
+    raises ``error`` in one line naming the file."""
+    kind = moses_table_kind(path)
+    if kind is None:
+        return None
+    try:
+        return _MOSES_READERS[kind](path)
+    except _core.BinaryFormatError as err:
+        raise error(str(err)) from None
+
+
+def is_mapped_table(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a table that is mapped and looked up, not read: a binarized table or a
+    Moses binary table fstdecode reads (:func:`moses_table_kind`)."""
+    return is_binary_table(path) or moses_table_kind(path) is not None
 
 
 def moses_binary_table(path: str) -> str | None:

@@ -70,6 +70,7 @@ from fstdecode.io.values import parse_weight
 __all__ = [
     "DEFAULT_TABLE_LIMIT",
     "OLD_FORMAT_SECTIONS",
+    "PHRASE_TABLE_KINDS",
     "SEARCH_ONLY_SECTIONS",
     "SUPPORTED_KINDS",
     "UNTUNEABLE_BY_DEFAULT",
@@ -108,9 +109,10 @@ SUPPORTED_KINDS: Mapping[str, frozenset[str]] = MappingProxyType(
         "Distortion": _COMMON_KEYS,
         "KENLM": _COMMON_KEYS | {"path", "order", "factor", "lazyken"},
         "LexicalReordering": _COMMON_KEYS - {"tuneable", "tuneable-components"}
-        | {"path", "type", "input-factor", "output-factor", "default-scores"},
+        | {"path", "type", "input-factor", "output-factor", "default-scores", "property-index"},
         "PhraseDictionaryMemory": _COMMON_KEYS
         | {"path", "table-limit", "input-factor", "output-factor"},
+        "ProbingPT": _COMMON_KEYS | {"path", "table-limit", "input-factor", "output-factor", "load"},
         "PhrasePenalty": _COMMON_KEYS,
         "UnknownWordPenalty": _COMMON_KEYS,
         "WordPenalty": _COMMON_KEYS,
@@ -119,9 +121,18 @@ SUPPORTED_KINDS: Mapping[str, frozenset[str]] = MappingProxyType(
 """Feature kinds this decoder implements, each with the keys it accepts."""
 
 _REQUIRED_KEYS: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {"KENLM": ("path",), "PhraseDictionaryMemory": ("path", "num-features"),
-     "LexicalReordering": ("path", "type")}
+    {"KENLM": ("path",), "PhraseDictionaryMemory": ("path", "num-features"), "ProbingPT": ("path", "num-features"),
+     "LexicalReordering": ("type",)}
 )
+
+#: The kinds of phrase table a moses.ini may name (each a PhraseDictionary of Moses): the text
+#: table, and Moses' binary formats that fstdecode reads natively
+#: (:func:`fstdecode.io.binarized.moses_table_kind` tells them by their path).
+PHRASE_TABLE_KINDS = ("PhraseDictionaryMemory", "ProbingPT")
+
+#: ProbingPT's ``load=`` values (how Moses brings its files in: moses/TranslationModel/ProbingPT.cpp,
+#: SetParameter); fstdecode maps them whatever the value.
+_PROBING_LOADS = ("lazy", "populate_or_lazy", "populate_or_read", "populate", "read", "parallel_read")
 
 _BINARY_TABLE = ("Moses' binary table formats are not read: give the text table (phrase-table.gz) with "
                  "PhraseDictionaryMemory, and run fstdecode binarize -f moses.ini -o DIR for fstdecode's own "
@@ -157,7 +168,6 @@ _HINTS: Mapping[str, str] = MappingProxyType(
         "PhraseDictionaryBinary": _BINARY_TABLE,
         "PhraseDictionaryCompact": _BINARY_TABLE,
         "PhraseDictionaryOnDisk": _BINARY_TABLE,
-        "ProbingPT": _BINARY_TABLE,
         "InputFeature": "lattice and confusion-network input is not supported; "
         "for plain-text input remove this line and its weight",
         "SRILM": _LM_REFUSED["SRILM"],
@@ -167,7 +177,7 @@ _HINTS: Mapping[str, str] = MappingProxyType(
 )
 
 #: Kinds with more than one dense feature (their count is ``num-features=``).
-_MULTI_FEATURE_KINDS = frozenset({"PhraseDictionaryMemory", "LexicalReordering"})
+_MULTI_FEATURE_KINDS = frozenset({*PHRASE_TABLE_KINDS, "LexicalReordering"})
 
 _FACTOR_KEYS = ("factor", "input-factor", "output-factor")
 _BOOLEANS: Mapping[str, bool] = MappingProxyType(
@@ -274,9 +284,9 @@ class MosesConfig:
         return self.single("PhraseDictionaryMemory")
 
     def phrase_tables(self) -> tuple[FeatureLine, ...]:
-        """Every PhraseDictionaryMemory feature, in file order (Moses' alternative decoding paths,
-        :mod:`fstdecode.model.decoding_paths`)."""
-        return tuple(f for f in self.features if f.kind == "PhraseDictionaryMemory")
+        """Every phrase table feature (:data:`PHRASE_TABLE_KINDS`), in file order (Moses' alternative
+        decoding paths, :mod:`fstdecode.model.decoding_paths`)."""
+        return tuple(f for f in self.features if f.kind in PHRASE_TABLE_KINDS)
 
     def lexical_reordering(self) -> FeatureLine | None:
         """The LexicalReordering feature, or None; more than one is an error."""
@@ -284,10 +294,11 @@ class MosesConfig:
 
     def model_files(self, lms: bool = True, tables: bool = True) -> tuple[FeatureLine, ...]:
         """The features that name a model file: the LMs (with ``lms``), the phrase tables (with
-        ``tables``) and the reordering table, in that order."""
+        ``tables``) and the reordering table (not one that reads a phrase table's pairs:
+        ``property-index=``), in that order."""
         reordering = self.lexical_reordering()
         return (*(self.lms() if lms else ()), *(self.phrase_tables() if tables else ()),
-                *((reordering,) if reordering is not None else ()))
+                *((reordering,) if reordering is not None and reordering.path is not None else ()))
 
     def weight(self, name: str, default: tuple[float, ...]) -> tuple[float, ...]:
         """The weights of feature ``name``, or ``default`` when it has no [weight] line."""
@@ -318,6 +329,7 @@ _KIND_NAMES: Mapping[str, str] = MappingProxyType(
     {
         "KENLM": "language model",
         "PhraseDictionaryMemory": "phrase table",
+        "ProbingPT": "phrase table",
         "LexicalReordering": "lexicalized reordering model",
         "Distortion": "distance-based distortion feature",
         "WordPenalty": "word penalty",
@@ -456,6 +468,14 @@ def _check_values(args: Mapping[str, str], kind: str, where: str) -> None:
     _check_int(args, "order", 1, where)
     _check_int(args, "table-limit", 0, where)
     _check_int(args, "lazyken", 0, where)
+    _check_int(args, "property-index", 0, where)
+    if kind == "LexicalReordering" and ("path" in args) == ("property-index" in args):
+        raise MosesIniError(
+            f"{where}: LexicalReordering needs path=... (its table) or property-index=K (the reordering scores a "
+            "ProbingPT keeps in its pairs, from the K-th: Moses2's form)" + (", not both" if "path" in args else "")
+        )
+    if args.get("load", _PROBING_LOADS[0]) not in _PROBING_LOADS:
+        raise MosesIniError(f"{where}: load={args['load']!r} is not one of Moses' ({', '.join(_PROBING_LOADS)})")
     if kind not in _MULTI_FEATURE_KINDS and int(args.get("num-features", "1")) != 1:
         raise MosesIniError(
             f"{where}: {kind} has exactly 1 feature; remove num-features or set it to 1"

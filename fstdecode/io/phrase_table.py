@@ -1,5 +1,6 @@
 """Moses-format text phrase tables, read by the native core; and binarized ones
-(``fstdecode binarize``, :mod:`fstdecode.io.binarized`), mapped and looked up by it.
+(``fstdecode binarize``, :mod:`fstdecode.io.binarized`) and Moses' ProbingPT folders
+(native/probing_table.h), mapped and looked up by it.
 
 A line is ``source ||| target ||| s1 s2 ... [||| alignment [||| counts [||| ...]]]``.
 The alignment field (``0-0 1-1``: source-target word positions inside the pair, 0-based) is
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
-from fstdecode.io.binarized import is_binary_table, moses_binary_table, open_binary_table
+from fstdecode.io.binarized import is_binary_table, moses_binary_table, open_binary_table, open_moses_table
 from fstdecode.io.files import check_kind, decode_line, line_too_long, max_line_bytes
 from fstdecode.io.table_filter import SourceFilter
 from fstdecode.io.tokens import split_tokens
@@ -497,7 +498,7 @@ def load_phrase_table(
     ranker: Callable[[PhrasePair], float] | None = None,
     vocabulary: Callable[[tuple[str, ...]], bool] | None = None,
     progress: Callable[[int, int], None] | None = None,
-    mapped: Mapping[str, "_core.BinaryTable"] | None = None,
+    mapped: Mapping[str, object] | None = None,
     warn_empty: bool = True,
 ) -> PhraseTable:
     """Read a Moses text phrase table (plain or gzip, UTF-8), in the native core.
@@ -522,6 +523,11 @@ def load_phrase_table(
 
     ``progress(bytes, lines)``: called as the file is read (bytes of the file on disk).
 
+    A ``path`` that is a Moses ProbingPT folder (:func:`~fstdecode.io.binarized.moses_table_kind`)
+    is mapped and looked up: it holds no source text, so it needs a SourceFilter ``vocabulary``
+    (its refusal otherwise names the folder); its pairs are those of its text twin for the
+    filter's phrases, in file order, with the scores as 32-bit floats.
+
     Blank lines are skipped. An empty file gives an empty table whose
     ``num_scores`` is ``num_features`` (or 0). An empty table, whether the file
     has no entries or the ``vocabulary`` filter kept none, is not an error but
@@ -534,7 +540,9 @@ def load_phrase_table(
     _check_arguments(path_str, score_format, num_features, table_limit)
     native_filter, keep = native_vocabulary(vocabulary)
     if mapped is not None and path_str in mapped:  # (checked when mapped)
-        store = _binary_phrases(mapped[path_str], native_filter, keep)
+        store = _mapped_phrases(mapped[path_str], score_format, num_features, native_filter, keep)
+    elif (moses_table := open_moses_table(path_str, PhraseTableError)) is not None:
+        store = _mapped_phrases(moses_table, score_format, num_features, native_filter, keep)
     elif (moses_binary := moses_binary_table(path_str)) is not None:
         raise PhraseTableError(moses_binary)
     elif is_binary_table(path_str):
@@ -576,6 +584,23 @@ def native_line_limit() -> tuple[int, str]:
 def _binary_store(path: str, native_filter: object, keep: object) -> "_core.PhraseStore":
     """The pairs a binarized phrase table holds for the filter (all without one)."""
     return _binary_phrases(open_binary_table(path, "phrases", PhraseTableError, "not a phrase table"), native_filter, keep)
+
+
+def _mapped_phrases(
+    table: object, score_format: str, num_features: int | None, native_filter: object, keep: object
+) -> "_core.PhraseStore":
+    """The pairs a mapped table holds for the filter: a binarized one, or a Moses binary table
+    (:func:`~fstdecode.io.binarized.open_moses_table`), which holds probabilities (Moses reads no
+    other score format from it) and must have ``num_features`` scores a pair."""
+    if isinstance(table, _core.BinaryTable):
+        return _binary_phrases(table, native_filter, keep)
+    if score_format != "prob":
+        raise PhraseTableError(f"{table.path}: score format {score_format!r} is for text tables; Moses' binary "
+                               "tables hold probabilities (their ln is the feature), so give the default, prob")
+    if num_features is not None and table.num_scores != num_features:
+        raise PhraseTableError(f"{table.path}: num-features={num_features}, but the table holds {table.num_scores} "
+                               "score(s) a pair; make num-features match")
+    return _binary_phrases(table, native_filter, keep)
 
 
 def _binary_phrases(binary: "_core.BinaryTable", native_filter: object, keep: object) -> "_core.PhraseStore":

@@ -24,7 +24,7 @@ from typing import Any
 
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
-from fstdecode.io.binarized import is_binary_table, moses_binary_table, open_binary_table
+from fstdecode.io.binarized import is_binary_table, moses_binary_table, open_binary_table, open_moses_table
 from fstdecode.io.files import check_kind
 from fstdecode.io.phrase_table import LOWEST_SCORE, line_error, native_line_limit, native_vocabulary
 from fstdecode.io.tokens import split_tokens
@@ -58,6 +58,9 @@ class ReorderingTable:
     conditioned_on_target: bool
     entries: Mapping[Key, tuple[float, ...]] = field(hash=False, repr=False, default_factory=dict)
     store: Any = field(default=None, hash=False, repr=False, compare=False)
+    #: Not None for the rows a phrase table's pairs carry (``path`` is that table; see
+    #: :func:`load_reordering_table`), read again from there.
+    property_index: int | None = None
 
     def lookup(self, source: tuple[str, ...], target: tuple[str, ...]) -> tuple[float, ...] | None:
         """The scores of the pair (only ``source`` counts for an ``f`` table), or None if absent."""
@@ -121,6 +124,20 @@ def _check_line(text: str, where: str, with_target: bool, expected: int | None, 
     _parse_probabilities(tokens, where)
 
 
+def _kept_rows(
+    path: str, property_index: int, mapped: Mapping[str, object] | None, native_filter: object, keep: object
+) -> "_core.ReorderingStore":
+    """The reordering rows the pairs of the phrase table ``path`` carry (``property_index`` on)."""
+    table = mapped[path] if mapped is not None and path in mapped else open_moses_table(path, ReorderingTableError)
+    if table is None or not hasattr(table, "num_lex_scores"):
+        raise ReorderingTableError(f"{path}: property-index reads the reordering scores a ProbingPT keeps in its "
+                                   "pairs, and this is no ProbingPT")
+    try:
+        return table.reordering(native_filter, keep, property_index)
+    except _core.BinaryFormatError as err:
+        raise ReorderingTableError(str(err)) from None
+
+
 def _binary_rows(path: str, with_target: bool, native_filter: object, keep: object) -> "_core.ReorderingStore":
     """The rows a binarized reordering table holds for the filter (all without one)."""
     want = "reordering-fe" if with_target else "reordering-f"
@@ -143,7 +160,8 @@ def load_reordering_table(
     conditioned_on_target: bool = True,
     vocabulary: Callable[[tuple[str, ...]], bool] | None = None,
     progress: Callable[[int, int], None] | None = None,
-    mapped: Mapping[str, "_core.BinaryTable"] | None = None,
+    mapped: Mapping[str, object] | None = None,
+    property_index: int | None = None,
 ) -> ReorderingTable:
     """Read a Moses reordering table (see the module docstring), in the native core.
 
@@ -156,9 +174,16 @@ def load_reordering_table(
     key keeps the last line, as Moses' in-memory table does. ``mapped``: binarized tables opened
     already, by path (checked then, and of the kind this table needs); a ``path`` found there is
     looked up in that map, not opened again.
+
+    ``property_index``: ``path`` is a phrase table whose pairs carry their reordering scores
+    (Moses2's LexicalReordering ``property-index=K``: a ProbingPT with num_lex_scores): each pair's
+    row is its scores from the K-th on, keyed by (source, target).
     """
     path_str = os.fspath(path)
     native_filter, keep = native_vocabulary(vocabulary)
+    if property_index is not None:
+        store = _kept_rows(path_str, property_index, mapped, native_filter, keep)
+        return ReorderingTable(path_str, store.num_scores, True, store=store, property_index=property_index)
     if mapped is not None and path_str in mapped:  # (checked when mapped)
         store = _binary_reordering(mapped[path_str], native_filter, keep)
         return ReorderingTable(path_str, store.num_scores, conditioned_on_target, store=store)

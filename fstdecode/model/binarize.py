@@ -46,7 +46,8 @@ from typing import Iterator
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.binarized import (
-    BINARIZED_INI_HEADER, is_binary_table, is_lm_image, source_stamp, write_checksums, written_by_binarize,
+    BINARIZED_INI_HEADER, is_binary_table, is_lm_image, moses_table_kind, source_stamp, write_checksums,
+    written_by_binarize,
 )
 from fstdecode.io.kenlm_binary import is_kenlm_binary
 from fstdecode.io.moses_ini import load_moses_ini, rewritten_ini
@@ -144,6 +145,9 @@ def _write_files(cfg, work: str, out: str, options: BinarizeOptions) -> dict[str
     """Write each binarized file into ``work``; their final paths (in ``out``) by feature name."""
     paths: dict[str, str] = {}
     for k, pt in enumerate(cfg.phrase_tables()):  # phrase-table.bin, then phrase-table1.bin ...
+        if moses_table_kind(pt.path) is not None:  # mapped already (a ProbingPT): named as it is
+            _LOG.info("phrase table %s: a Moses %s table, used as it is", pt.path, moses_table_kind(pt.path))
+            continue
         _not_binarized(pt.path)
         num = pt.num_features if "num-features" in pt.args else None
         with reading_phase("phrase table", pt.path) as phase:
@@ -154,7 +158,7 @@ def _write_files(cfg, work: str, out: str, options: BinarizeOptions) -> dict[str
         _core.write_binary_table(table.store, *source_stamp(pt.path), os.path.join(work, name))
         paths[pt.name] = f"{_HERE}/{name}"
     lr = cfg.lexical_reordering()
-    if lr is not None:
+    if lr is not None and lr.path is not None:  # (property-index=: the rows are in a ProbingPT's pairs)
         _not_binarized(lr.path)
         config = parse_reordering_type(lr.args["type"], f"{cfg.path}:{lr.lineno}: ")
         with reading_phase("reordering table", lr.path) as phase:

@@ -47,6 +47,7 @@ _LIST_WEIGHTS = ("tm", "lr", "lms")
 MOSES_KINDS = {
     "KENLM": "lm",
     "PhraseDictionaryMemory": "tm",
+    "ProbingPT": "tm",
     "Distortion": "distortion",
     "WordPenalty": "word",
     "PhrasePenalty": "phrase",

@@ -21,13 +21,18 @@ from fstdecode.errors import FstdecodeError
 from fstdecode.io.arpa import ArpaLM
 from fstdecode.io.kenlm_binary import KenLMBinaryLM, is_kenlm_binary
 from fstdecode.io.native_lm import NativeLM
-from fstdecode.io.moses_ini import DEFAULT_TABLE_LIMIT, FeatureLine, MosesConfig, load_moses_ini, moses_file_exists
+from fstdecode.io.moses_ini import (
+    DEFAULT_TABLE_LIMIT, PHRASE_TABLE_KINDS, FeatureLine, MosesConfig, load_moses_ini, moses_file_exists,
+)
 from fstdecode.model.combined_lm import CombinedLM
 from fstdecode.model.decoding_paths import alternatives, check_mapping, offsets
-from fstdecode.io.binarized import is_binary_table, is_lm_image, open_binary_table, written_by_binarize
+from fstdecode.io.binarized import (
+    is_binary_table, is_lm_image, is_mapped_table, moses_table_kind, open_binary_table, open_moses_table,
+    written_by_binarize,
+)
 from fstdecode.io.files import is_regular
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable, PhraseTableError, load_phrase_table
-from fstdecode.io.reordering_table import ReorderingTableError, load_reordering_table
+from fstdecode.io.reordering_table import ReorderingTable, ReorderingTableError, load_reordering_table
 from fstdecode.model.distortion import SEMANTICS
 from fstdecode.model.features import (
     MOSES_KINDS, MosesFeature, Weights, assignment_name, moses_layout, moses_names, show_weights,
@@ -221,7 +226,7 @@ def _one_feature_per_kind(cfg: MosesConfig) -> None:
     each a feature with its own weight (:class:`~fstdecode.model.combined_lm.CombinedLM`).
     """
     for kind in dict.fromkeys(f.kind for f in cfg.features):
-        if kind not in ("KENLM", "PhraseDictionaryMemory"):  # several LMs (CombinedLM) or tables (decoding paths)
+        if kind != "KENLM" and kind not in PHRASE_TABLE_KINDS:  # several LMs (CombinedLM) or tables (decoding paths)
             cfg.single(kind)
 
 
@@ -656,6 +661,7 @@ def refiltered(
             rows = load_reordering_table(
                 reordering.table.path, conditioned_on_target=reordering.table.conditioned_on_target,
                 vocabulary=vocabulary, progress=phase.progress, mapped=mapped,
+                property_index=reordering.table.property_index,
             )
             phase.said(f"{len(rows):,} entries kept")
         reordering = replace(reordering, table=rows)
@@ -669,7 +675,8 @@ def check_refilterable(model: Model, mapped: Mapping[str, object] | None = None)
     if model.reordering is not None:
         paths.append(model.reordering.table.path)
     for path in paths:
-        if (mapped is None or path not in mapped) and not is_regular(path) and os.path.exists(path):
+        if (mapped is None or path not in mapped) and not is_regular(path) and os.path.exists(path) \
+                and moses_table_kind(path) is None:
             raise ModelError(
                 f"{path}: filtering to the input reads the table again for each batch of input lines "
                 "(--filter-chunk), and a pipe or FIFO can be read only once; give a regular file, or decode without --filter"
@@ -677,15 +684,16 @@ def check_refilterable(model: Model, mapped: Mapping[str, object] | None = None)
 
 
 def table_path(config: str | Path | None, phrase_table: str | Path | None, ini_paths: str = "ini") -> str | None:
-    """The phrase-table file a load would read: ``phrase_table``, else the ini's (the largest of
-    several), else None."""
+    """The phrase-table file a load would read: ``phrase_table``, else the ini's (a Moses binary
+    table first, else the largest of several), else None."""
     if phrase_table is not None:
         return str(phrase_table)
     if config is None:
         return None
     lines = load_moses_ini(config, ini_paths).phrase_tables()
-    sizes = [(os.path.getsize(f.path) if os.path.isfile(f.path) else 0, f.path) for f in lines]
-    return max(sizes)[1] if sizes else None
+    sizes = [(moses_table_kind(f.path) is not None, os.path.getsize(f.path) if os.path.isfile(f.path) else 0, f.path)
+             for f in lines]
+    return max(sizes)[-1] if sizes else None
 
 
 def _ini_files_exist(cfg: MosesConfig, lms: bool, tables: bool) -> None:
@@ -727,22 +735,28 @@ def binarized_tables(config: str | Path | None, phrase_table: str | Path | None,
     if reordering is not None:
         paths.append(reordering)
     try:
-        return bool(paths) and all(is_binary_table(path) for path in paths)
+        return bool(paths) and all(is_mapped_table(path) for path in paths)
     except OSError:
         return False
 
 
 def mapped_tables(model: Model) -> dict[str, object]:
-    """The binarized tables of ``model`` (phrase tables and reordering table), each opened (mapped)
-    and checked once, by the path its reader is given: :func:`refiltered`'s ``mapped``, so that
+    """The binarized tables of ``model`` (phrase tables and reordering table) and its Moses binary
+    tables (a ProbingPT, shared by a LexicalReordering that reads its pairs' rows), each opened
+    (mapped) and checked once, by the path its reader is given: :func:`refiltered`'s ``mapped``, so that
     the tables a model filters stay those it was loaded with, whatever happens to the paths. A
     text table is not in it. Raises the reader's error for a file that is bad or stale."""
     mapped: dict[str, object] = {}
     for spec in model.table_sources:
         if spec.in_use and is_binary_table(spec.path):
             mapped[spec.path] = open_binary_table(spec.path, "phrases", PhraseTableError, "not a phrase table")
+        elif spec.in_use and moses_table_kind(spec.path) is not None:
+            mapped[spec.path] = open_moses_table(spec.path, PhraseTableError)
     reordering = model.reordering
-    if reordering is not None and is_binary_table(reordering.table.path):
+    if reordering is not None and reordering.table.property_index is not None:  # the pairs' rows: their table's
+        if reordering.table.path not in mapped:
+            mapped[reordering.table.path] = open_moses_table(reordering.table.path, ReorderingTableError)
+    elif reordering is not None and is_binary_table(reordering.table.path):
         want = "reordering-fe" if reordering.table.conditioned_on_target else "reordering-f"
         mapped[reordering.table.path] = open_binary_table(
             reordering.table.path, want, ReorderingTableError, f"but the feature needs a {want} table")
@@ -776,15 +790,41 @@ def _reordering_model(
                 f"{config.num_features} feature(s)"
             )
         defaults = feat.args.get("default-scores")
-        table = load_reordering_table(
-            feat.path, conditioned_on_target=config.condition == "fe", vocabulary=source_vocabulary, progress=progress
-        )
+        if "property-index" in feat.args:
+            table = _kept_reordering(cfg, feat, config.condition, source_vocabulary)
+        else:
+            table = load_reordering_table(
+                feat.path, conditioned_on_target=config.condition == "fe", vocabulary=source_vocabulary,
+                progress=progress,
+            )
         return ReorderingModel(
             config, table, parse_default_scores(defaults, where) if defaults else None, feat.name
         )
     except LexicalReorderingError as err:
         message = str(err)
         raise LexicalReorderingError(message if message.startswith(cfg.path) else where + message) from None
+
+
+def _kept_reordering(
+    cfg: MosesConfig, feat: FeatureLine, condition: str, source_vocabulary: Callable[[tuple[str, ...]], bool] | None,
+) -> ReorderingTable:
+    """The rows of a ``LexicalReordering ... property-index=K`` line (Moses2's form): the reordering
+    scores that the ini's one ProbingPT keeps in its pairs, from the K-th on (one row a pair, so
+    conditioned on source and target)."""
+    probing = [f for f in cfg.phrase_tables() if f.kind == "ProbingPT"]
+    if len(probing) != 1:
+        raise LexicalReorderingError(
+            f"property-index reads the reordering scores a ProbingPT keeps in its pairs, and the ini has "
+            f"{len(probing)} ProbingPT lines; give it one (or the reordering table's path=)")
+    if condition != "fe":
+        raise LexicalReorderingError(
+            "property-index reads one row a phrase pair, a table conditioned on source and target: give a type "
+            "ending in -fe")
+    try:
+        return load_reordering_table(probing[0].path, vocabulary=source_vocabulary,
+                                     property_index=feat.int_arg("property-index", 0))
+    except ReorderingTableError as err:
+        raise LexicalReorderingError(str(err)) from None
 
 
 def _reordering_weights(

@@ -2,7 +2,9 @@
 stdout's n-th line is ``TRANSLATION_n``, the ``[total=X]`` of stderr's n-th ``BEST TRANSLATION:``
 line (Moses' -v 1, its default) is ``SCORE_n``, compared as text; every key of the truth must
 be there with its value. Run here on ``phrase.lexicalized-reordering``
-(../shared/data/moses-lexreo-europarl-fr-en), whose truth is Moses' own output.
+(../shared/data/moses-lexreo-europarl-fr-en), whose truth is Moses' own output, and on Moses'
+``phrase.lexicalized-reordering-probing`` (../shared/data/moses-regression), the same model with
+its phrase table as a ProbingPT.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import pytest
 from shared import SHARED_DATA, run_cli
 
 LEXREO = SHARED_DATA / "moses-lexreo-europarl-fr-en"
+REGRESSION = SHARED_DATA / "moses-regression"
+PROBING_TEST = REGRESSION / "tests" / "phrase.lexicalized-reordering-probing"
 
 
 def harness_keys(stdout: str, stderr: str) -> dict[str, str]:
@@ -86,3 +90,38 @@ def test_v_3_says_the_options_dump_is_not_written(tmp_path):
     proc = run_cli(["moses", "-f", ini, "-v", "3"], "das\n", cwd=tmp_path)
     assert proc.returncode == 0
     assert "-v 3: Moses' dump of each sentence's translation options and search is not written" in proc.stderr
+
+
+def _regression_ini(tmp_path, *replace: tuple[str, str]):
+    """The test's moses.ini with each (old, new) of ``replace`` applied, then ${MODEL_PATH} as Moses'
+    harness sets it (SOURCE.md: models/; fstdecode reads ${...} as the ini's folder), in tmp_path."""
+    text = (PROBING_TEST / "moses.ini").read_text(encoding="utf-8")
+    for old, new in replace:
+        assert old in text
+        text = text.replace(old, new)
+    text = text.replace("${MODEL_PATH}", str(REGRESSION / "models"))
+    ini = tmp_path / "moses.ini"
+    ini.write_text(text, encoding="utf-8")
+    return ini
+
+
+# The regression test itself (Moses' ProbingPT with the text reordering table), and the same model
+# in Moses2's form: the ProbingPT that keeps the reordering scores in its pairs (CreateProbingPT
+# --num-lex-scores 6 --log-prob), read by LexicalReordering property-index=0. Both reach the truth.
+_MOSES2_FORM = (
+    ("probing.v15", "probing-withLexRO.v15"),
+    ("path=${MODEL_PATH}/lexicalized-reordering/reordering-table.msd-bidirectional-fe.0.5.0-0.gz", "property-index=0"),
+)
+
+
+@pytest.mark.skipif(not PROBING_TEST.is_dir(), reason="../shared/data/moses-regression is absent")
+@pytest.mark.parametrize("replace", [(), _MOSES2_FORM], ids=["probing", "probing-withLexRO"])
+def test_phrase_lexicalized_reordering_probing_passes_as_the_harness_judges_it(tmp_path, replace):
+    ini = _regression_ini(tmp_path, *replace)
+    assert "ProbingPT " in ini.read_text(encoding="utf-8")
+    proc = run_cli(["moses", "-f", str(ini), "-input-file", str(PROBING_TEST / "to-translate.txt")], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    got = harness_keys(proc.stdout, proc.stderr)
+    want = truth_keys(PROBING_TEST / "truth" / "results.txt")
+    assert any(k.startswith("SCORE_") for k in want)
+    assert {k: got.get(k) for k in want} == want

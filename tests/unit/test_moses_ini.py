@@ -342,7 +342,7 @@ def test_error_unsupported_kind_lists_supported(tmp_path: Path) -> None:
     message = expect_error(path, 3, "'SRILM' is not supported (Moses' SRILM wrapper")
     assert "write KENLM for SRILM" in message  # the way to read its file with KenLM
     assert "supported kinds: Distortion, KENLM, LexicalReordering, PhraseDictionaryMemory, PhrasePenalty, " \
-           "UnknownWordPenalty, WordPenalty" in message
+           "ProbingPT, UnknownWordPenalty, WordPenalty" in message
 
 
 def test_error_duplicate_explicit_name(tmp_path: Path) -> None:
