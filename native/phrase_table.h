@@ -123,6 +123,7 @@ class PhraseStore {
  private:
   friend class PhraseTableReader;
   friend class BinaryTable;
+  friend class CompactPhraseTable;
   friend void write_binary_table(const PhraseStore&, int, const SourceStamp&, const std::string&);
   friend PhraseStore grouped(const ReorderingStore&);
   std::string path_;
@@ -164,6 +165,7 @@ class ReorderingStore {
  private:
   friend class ReorderingTableReader;
   friend class BinaryTable;
+  friend class CompactReorderingTable;
   friend PhraseStore grouped(const ReorderingStore&);
   std::string path_;
   int num_scores_ = 0;
