@@ -20,6 +20,7 @@ PYBIND11_MODULE(_core, m) {
   bind_phrase_table(m);
   bind_binary_table(m);  // takes and gives PhraseStores
   bind_probing_table(m);  // likewise; raises BinaryFormatError
+  bind_compact_table(m);  // takes and gives PhraseStores (Moses' .minphr, .minlexr)
   bind_checksum(m);
   bind_decimal_code(m);
   bind_table(m);  // gives Problems; takes a PhraseStore

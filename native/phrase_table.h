@@ -124,6 +124,7 @@ class PhraseStore {
   friend class PhraseTableReader;
   friend class BinaryTable;
   friend class ProbingTable;
+  friend class CompactPhraseTable;
   friend void write_binary_table(const PhraseStore&, int, const SourceStamp&, const std::string&);
   friend PhraseStore grouped(const ReorderingStore&);
   std::string path_;
@@ -166,6 +167,7 @@ class ReorderingStore {
   friend class ReorderingTableReader;
   friend class BinaryTable;
   friend class ProbingTable;
+  friend class CompactReorderingTable;
   friend PhraseStore grouped(const ReorderingStore&);
   std::string path_;
   int num_scores_ = 0;
