@@ -19,6 +19,7 @@ PYBIND11_MODULE(_core, m) {
   bind_reorder(m);
   bind_phrase_table(m);
   bind_binary_table(m);  // takes and gives PhraseStores
+  bind_moses_binary_table(m);  // gives PhraseStores and ReorderingStores
   bind_checksum(m);
   bind_decimal_code(m);
   bind_table(m);  // gives Problems; takes a PhraseStore

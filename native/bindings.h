@@ -16,6 +16,7 @@ void bind_moses_float(pybind11::module_& m);     // bind_moses_float.cpp: MosesS
 void bind_reorder(pybind11::module_& m);         // bind_reorder.cpp: build_reordering
 void bind_phrase_table(pybind11::module_& m);    // bind_phrase_table.cpp: PhraseStore, ReorderingStore, SourceFilter, read_*
 void bind_binary_table(pybind11::module_& m);   // bind_binary_table.cpp: BinaryTable, write_binary_table
+void bind_moses_binary_table(pybind11::module_& m);  // bind_moses_binary_table.cpp: MosesPhraseTable, MosesReorderingTable
 void bind_checksum(pybind11::module_& m);       // bind_checksum.cpp: crc32c, file_crc32c, ChecksumError
 void bind_decimal_code(pybind11::module_& m);   // bind_decimal_code.cpp: decimal_encode, decimal_decode (tests)
 void bind_table(pybind11::module_& m);           // bind_table.cpp: PhraseIndex
