@@ -1,7 +1,7 @@
 // The Python face of Moses' compact tables (compact_table.h): `_core.CompactPhraseTable(path)`
 // and `_core.CompactReorderingTable(path)` (mapped; phrases(filter, keep) / reordering(pairs)
 // give the stores of a batch; each pickles as its path, so forked and Dask workers map the same
-// pages), and `_core.CompactFormatError` (a ValueError), one line naming the file.
+// pages), and `_core.CompactFormatError` (a BinaryFormatError, so a ValueError), one line naming the file.
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -27,7 +27,7 @@ std::shared_ptr<Table> open_compact(const std::string& path) {
 }  // namespace
 
 void bind_compact_table(py::module_& m) {
-  py::register_exception<CompactFormatError>(m, "CompactFormatError", PyExc_ValueError);
+  py::register_exception<CompactFormatError>(m, "CompactFormatError", m.attr("BinaryFormatError"));  // (a ValueError)
 
   py::class_<CompactPhraseTable, std::shared_ptr<CompactPhraseTable>>(
       m, "CompactPhraseTable", "Moses' compact phrase table (.minphr), memory-mapped (compact_table.h).")

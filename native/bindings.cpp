@@ -21,6 +21,7 @@ PYBIND11_MODULE(_core, m) {
   bind_binary_table(m);  // takes and gives PhraseStores
   bind_probing_table(m);  // likewise; raises BinaryFormatError
   bind_compact_table(m);  // takes and gives PhraseStores (Moses' .minphr, .minlexr)
+  bind_moses_binary_table(m);  // gives PhraseStores and ReorderingStores
   bind_checksum(m);
   bind_decimal_code(m);
   bind_table(m);  // gives Problems; takes a PhraseStore

@@ -18,6 +18,7 @@ void bind_phrase_table(pybind11::module_& m);    // bind_phrase_table.cpp: Phras
 void bind_binary_table(pybind11::module_& m);   // bind_binary_table.cpp: BinaryTable, write_binary_table
 void bind_probing_table(pybind11::module_& m);  // bind_probing_table.cpp: ProbingTable (Moses' ProbingPT)
 void bind_compact_table(pybind11::module_& m);  // bind_compact_table.cpp: CompactPhraseTable, CompactReorderingTable
+void bind_moses_binary_table(pybind11::module_& m);  // bind_moses_binary_table.cpp: MosesPhraseTable, MosesReorderingTable
 void bind_checksum(pybind11::module_& m);       // bind_checksum.cpp: crc32c, file_crc32c, ChecksumError
 void bind_decimal_code(pybind11::module_& m);   // bind_decimal_code.cpp: decimal_encode, decimal_decode (tests)
 void bind_table(pybind11::module_& m);           // bind_table.cpp: PhraseIndex

@@ -90,6 +90,30 @@ double stored_score(ScoreFormat format, double v) {
   return v;
 }
 
+bool normalize_alignment(std::string_view text, std::string& out, long long& max_source, long long& max_target) {
+  std::vector<std::string_view> tokens;
+  split_tokens(text, tokens);
+  std::vector<std::pair<long long, long long>> points;
+  for (const auto& token : tokens) {
+    const std::size_t dash = token.find('-');
+    long long i, j;
+    if (dash == std::string_view::npos || !position(token.substr(0, dash), i) || !position(token.substr(dash + 1), j))
+      return false;
+    points.emplace_back(i, j);
+  }
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  out.clear();
+  max_source = max_target = -1;
+  for (const auto& [i, j] : points) {
+    if (!out.empty()) out.push_back(' ');
+    out += std::to_string(i) + "-" + std::to_string(j);
+    max_source = std::max(max_source, i);
+    max_target = std::max(max_target, j);
+  }
+  return true;
+}
+
 // ---------------------------------------------------------------------------------------------
 // SourceFilter
 
@@ -337,25 +361,9 @@ class PhraseTableReader {
     align_key_.assign(text);
     const auto found = alignments_.find(align_key_);
     if (found != alignments_.end()) return found->second;
-    split_tokens(text, align_tokens_);
-    std::vector<std::pair<long long, long long>> points;
-    for (const auto& token : align_tokens_) {
-      const std::size_t dash = token.find('-');
-      long long i, j;
-      if (dash == std::string_view::npos || !position(token.substr(0, dash), i) || !position(token.substr(dash + 1), j))
-        fail(line, "an alignment point is not 'i-j'");
-      points.emplace_back(i, j);
-    }
-    std::sort(points.begin(), points.end());
-    points.erase(std::unique(points.begin(), points.end()), points.end());
     Alignment a;
     std::string normalized;
-    for (const auto& [i, j] : points) {
-      if (!normalized.empty()) normalized.push_back(' ');
-      normalized += std::to_string(i) + "-" + std::to_string(j);
-      a.max_source = std::max(a.max_source, i);
-      a.max_target = std::max(a.max_target, j);
-    }
+    if (!normalize_alignment(text, normalized, a.max_source, a.max_target)) fail(line, "an alignment point is not 'i-j'");
     const auto [it, fresh] = normalized_.emplace(normalized, static_cast<int>(store_.alignments_.size()));
     if (fresh && !normalized.empty()) store_.alignments_.push_back(normalized);
     a.id = normalized.empty() ? 0 : it->second;
@@ -454,7 +462,7 @@ class PhraseTableReader {
   long runs_ = 0;
   int handle_ = -1;  // the current run's source, -1 when it is not kept
   std::string last_source_, joined_, target_key_, align_key_;
-  std::vector<std::string_view> fields_, source_, target_, tokens_, align_tokens_;
+  std::vector<std::string_view> fields_, source_, target_, tokens_;
   std::vector<double> values_;
   std::unordered_map<std::string, RunEntry> run_;
   std::vector<double> run_scores_;

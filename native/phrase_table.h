@@ -40,6 +40,11 @@ enum ScoreFormat { SCORE_PROB = 0, SCORE_LN = 1, SCORE_LOG10 = 2 };
 // binarized score decodes to the reader's double bit for bit.
 double stored_score(ScoreFormat format, double v);
 
+// An alignment field ("i-j" points of ASCII digits, split on ASCII whitespace) as the readers
+// keep it: its points sorted, without repeats, joined by single spaces ("" for none); max_source
+// and max_target its largest positions (-1: none). False when a point is not "i-j".
+bool normalize_alignment(std::string_view text, std::string& out, long long& max_source, long long& max_target);
+
 // A line the core does not accept. `reason` is the core's own short account, used only when the
 // Python layer's check finds nothing wrong; `expected` and `first_line` are the score count
 // every line must have and the line that set it (0: the caller's num_features set it).
@@ -125,6 +130,7 @@ class PhraseStore {
   friend class BinaryTable;
   friend class ProbingTable;
   friend class CompactPhraseTable;
+  friend class MosesPhraseTable;
   friend void write_binary_table(const PhraseStore&, int, const SourceStamp&, const std::string&);
   friend PhraseStore grouped(const ReorderingStore&);
   std::string path_;
@@ -168,6 +174,7 @@ class ReorderingStore {
   friend class BinaryTable;
   friend class ProbingTable;
   friend class CompactReorderingTable;
+  friend class MosesReorderingTable;
   friend PhraseStore grouped(const ReorderingStore&);
   std::string path_;
   int num_scores_ = 0;
