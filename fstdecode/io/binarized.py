@@ -12,6 +12,7 @@ gone (a model moved to another machine) is not checked.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 
@@ -21,71 +22,99 @@ from fstdecode.io.files import is_regular
 
 __all__ = [
     "BINARIZED_INI_HEADER", "CHECKSUMS_FILE", "BinarizedFileError", "Checksum", "check_stamp", "is_binary_table",
-    "is_lm_image", "is_mapped_table", "moses_binary_table", "moses_table_kind", "open_binary_table",
+    "UNLISTABLE_KINDS", "is_lm_image", "is_mapped_table", "moses_reordering_kind", "moses_table_kind",
+    "open_binary_table", "warn_factors",
     "open_moses_table", "read_checksums", "source_stamp", "verify_checksum", "verify_folder", "write_checksums",
     "written_by_binarize",
 ]
 
-#: Moses' own binary table files, by the extension Moses gives them (and looks for: a compact
-#: reordering table named without its extension is found as ``path.minlexr``, then
-#: ``path.binlexr.idx``; LexicalReordering's constructor, moses/FF/LexicalReordering).
-_MOSES_BINARY = (
-    (".minphr", "Moses' compact phrase table (processPhraseTableMin)"),
-    (".minlexr", "Moses' compact reordering table (processLexicalTableMin)"),
-    (".binphr.idx", "Moses' binary phrase table (processPhraseTable)"),
-    (".binlexr.idx", "Moses' binary reordering table (processLexicalTable)"),
-)
-
 #: The files of a Moses ProbingPT folder (CreateProbingPT) that tell one, in any of its versions.
 _PROBING_FILES = ("config", "probing_hash.dat")
 
-#: The native reader of each kind :func:`moses_table_kind` names.
-_MOSES_READERS = {"probing": _core.ProbingTable}
+#: The native reader of each kind of Moses phrase table :func:`moses_table_kind` names, and of
+#: reordering table :func:`moses_reordering_kind` names.
+_MOSES_READERS = {
+    "probing": _core.ProbingTable, "compact": _core.CompactPhraseTable, "binary": _core.MosesPhraseTable,
+    "compact-reordering": _core.CompactReorderingTable, "binary-reordering": _core.MosesReorderingTable,
+}
+
+#: The kinds whose source phrases are kept as hashes only: looked up for a batch, never listed
+#: (so never converted by ``fstdecode binarize``, which names them as they are).
+UNLISTABLE_KINDS = frozenset({"probing", "compact", "compact-reordering"})
+
+
+def _named(path: str, ext: str) -> bool:
+    """Whether ``path`` is a file ending in ``ext``, or a prefix with no file of its own beside
+    which ``path + ext`` is (Moses names its binary tables by such prefixes)."""
+    return (path.endswith(ext) and os.path.isfile(path)) or (not os.path.exists(path) and os.path.isfile(path + ext))
 
 
 def moses_table_kind(path: str | os.PathLike[str]) -> str | None:
     """Which of Moses' binary phrase-table formats that fstdecode reads natively ``path`` is:
-    ``"probing"`` for a ProbingPT folder (native/probing_table.h); None for any other path. The one
-    place that tells them (by what Moses finds there), so that each reader added extends it."""
+    ``"probing"`` for a ProbingPT folder (native/probing_table.h), ``"compact"`` for a ``.minphr``
+    (native/compact_table.h), ``"binary"`` for PhraseDictionaryBinary's ``PREFIX.binphr.*``
+    (``PREFIX`` or its ``.binphr.idx``; native/moses_binary_table.h); None for any other path. The
+    one place that tells them (by what Moses finds there)."""
     spath = os.fspath(path)
     if os.path.isdir(spath) and all(os.path.isfile(os.path.join(spath, name)) for name in _PROBING_FILES):
         return "probing"
+    if spath.endswith(".minphr") and os.path.isfile(spath):
+        return "compact"
+    if _named(spath, ".binphr.idx"):
+        return "binary"
     return None
 
 
-def open_moses_table(path: str, error: type[FstdecodeError]) -> object | None:
-    """The Moses binary table ``path`` opened (mapped and checked) by its native reader, or None
-    when :func:`moses_table_kind` knows no format there. Its ``phrases(filter, keep)`` (and, for
-    one that holds them, ``reordering(filter, keep, ...)``) are a BinaryTable's; every problem
-    raises ``error`` in one line naming the file."""
-    kind = moses_table_kind(path)
+def moses_reordering_kind(path: str | os.PathLike[str]) -> str | None:
+    """Which of Moses' binary reordering-table formats ``path`` is: ``"compact-reordering"`` for a
+    ``.minlexr``, ``"binary-reordering"`` for ``PREFIX.binlexr.*`` (``PREFIX`` or its
+    ``.binlexr.idx``); None for any other path (a text or binarized table)."""
+    spath = os.fspath(path)
+    if spath.endswith(".minlexr") and os.path.isfile(spath):
+        return "compact-reordering"
+    if _named(spath, ".binlexr.idx"):
+        return "binary-reordering"
+    return None
+
+
+def open_moses_table(path: str, error: type[FstdecodeError], reordering: bool = False) -> object | None:
+    """The Moses binary table ``path`` (a reordering table with ``reordering``) opened (mapped
+    and checked) by its native reader, or None when :func:`moses_table_kind`
+    (:func:`moses_reordering_kind`) knows no format there. A phrase table's ``phrases(filter,
+    keep)`` is a BinaryTable's; every problem raises ``error`` in one line naming the file."""
+    kind = moses_reordering_kind(path) if reordering else moses_table_kind(path)
     if kind is None:
         return None
     try:
-        return _MOSES_READERS[kind](path)
+        table = _MOSES_READERS[kind](path)
     except _core.BinaryFormatError as err:
         raise error(str(err)) from None
+    if kind == "binary":
+        warn_factors(table)
+    return table
 
 
 def is_mapped_table(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a table that is mapped and looked up, not read: a binarized table or a
-    Moses binary table fstdecode reads (:func:`moses_table_kind`)."""
-    return is_binary_table(path) or moses_table_kind(path) is not None
+    Moses binary table fstdecode reads (:func:`moses_table_kind`, :func:`moses_reordering_kind`)."""
+    return is_binary_table(path) or moses_table_kind(path) is not None or moses_reordering_kind(path) is not None
 
 
-def moses_binary_table(path: str) -> str | None:
-    """A message naming the Moses binary table ``path`` is (by its extension), or that Moses would
-    read for ``path`` (``path.minlexr`` ... when ``path`` itself is absent); None otherwise."""
-    for ext, what in _MOSES_BINARY:
-        if path.endswith(ext) and os.path.exists(path):
-            found = path
-        elif not os.path.exists(path) and not os.path.exists(path + ".gz") and os.path.exists(path + ext):
-            found = path + ext
-        else:
-            continue
-        return (f"{found} is {what}, which fstdecode does not read; give the text table (plain or .gz) instead, "
-                "and run fstdecode binarize -f moses.ini -o DIR for fstdecode's own binarized model")
-    return None
+#: Tables whose factored target words were reported already (once per table and process).
+_FACTORS_REPORTED: set[str] = set()
+
+
+def warn_factors(table: "_core.MosesPhraseTable") -> None:
+    """One warning on the ``fstdecode`` logger, once per table and process, when a binary phrase
+    table's target words carry more than one factor (judged by its first record: Moses writes every
+    word with the same factors): fstdecode reads factor 0, as Moses does with output-factor=0."""
+    if table.factors <= 1 or table.path in _FACTORS_REPORTED:
+        return
+    _FACTORS_REPORTED.add(table.path)
+    logging.getLogger("fstdecode").warning(
+        "%s: the target words have %d factors (e.g. '%s'); fstdecode reads factor 0 (the surface words) only",
+        table.path, table.factors, table.factored_word,
+    )
 
 
 #: The first line of every moses.ini ``fstdecode binarize`` writes begins so.

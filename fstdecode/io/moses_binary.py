@@ -23,19 +23,13 @@ Invariant: every problem with the files (missing, truncated, corrupt) raises
 
 from __future__ import annotations
 
-import logging
 import os
 
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
+from fstdecode.io.binarized import warn_factors
 
 __all__ = ["MosesBinaryTableError", "open_moses_phrase_table", "open_moses_reordering_table"]
-
-_LOG = logging.getLogger("fstdecode")
-
-#: Tables whose factored target words were reported already (once per table and process).
-_FACTORS_REPORTED: set[str] = set()
-
 
 class MosesBinaryTableError(FstdecodeError):
     """A Moses binary table that is missing, truncated, corrupt, or of a kind not read."""
@@ -49,7 +43,7 @@ def open_moses_phrase_table(path: str | os.PathLike[str]) -> "_core.MosesPhraseT
         table = _core.MosesPhraseTable(prefix)
     except _core.MosesBinaryError as err:
         raise MosesBinaryTableError(str(err)) from None
-    _warn_factors(table)
+    warn_factors(table)
     return table
 
 
@@ -60,16 +54,3 @@ def open_moses_reordering_table(path: str | os.PathLike[str]) -> "_core.MosesReo
         return _core.MosesReorderingTable(os.fspath(path))
     except _core.MosesBinaryError as err:
         raise MosesBinaryTableError(str(err)) from None
-
-
-def _warn_factors(table: "_core.MosesPhraseTable") -> None:
-    """One warning on the ``fstdecode`` logger, once per table and process, when its target words
-    carry more than one factor (judged by its first record: Moses writes every word with the same
-    factors)."""
-    if table.factors <= 1 or table.path in _FACTORS_REPORTED:
-        return
-    _FACTORS_REPORTED.add(table.path)
-    _LOG.warning(
-        "%s: the target words have %d factors (e.g. '%s'); fstdecode reads factor 0 (the surface words) only",
-        table.path, table.factors, table.factored_word,
-    )

@@ -113,6 +113,8 @@ SUPPORTED_KINDS: Mapping[str, frozenset[str]] = MappingProxyType(
         "PhraseDictionaryMemory": _COMMON_KEYS
         | {"path", "table-limit", "input-factor", "output-factor"},
         "ProbingPT": _COMMON_KEYS | {"path", "table-limit", "input-factor", "output-factor", "load"},
+        "PhraseDictionaryCompact": _COMMON_KEYS | {"path", "table-limit", "input-factor", "output-factor"},
+        "PhraseDictionaryBinary": _COMMON_KEYS | {"path", "table-limit", "input-factor", "output-factor"},
         "PhrasePenalty": _COMMON_KEYS,
         "UnknownWordPenalty": _COMMON_KEYS,
         "WordPenalty": _COMMON_KEYS,
@@ -122,21 +124,21 @@ SUPPORTED_KINDS: Mapping[str, frozenset[str]] = MappingProxyType(
 
 _REQUIRED_KEYS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {"KENLM": ("path",), "PhraseDictionaryMemory": ("path", "num-features"), "ProbingPT": ("path", "num-features"),
+     "PhraseDictionaryCompact": ("path", "num-features"), "PhraseDictionaryBinary": ("path", "num-features"),
      "LexicalReordering": ("type",)}
 )
 
 #: The kinds of phrase table a moses.ini may name (each a PhraseDictionary of Moses): the text
 #: table, and Moses' binary formats that fstdecode reads natively
 #: (:func:`fstdecode.io.binarized.moses_table_kind` tells them by their path).
-PHRASE_TABLE_KINDS = ("PhraseDictionaryMemory", "ProbingPT")
+PHRASE_TABLE_KINDS = ("PhraseDictionaryMemory", "ProbingPT", "PhraseDictionaryCompact", "PhraseDictionaryBinary")
 
 #: ProbingPT's ``load=`` values (how Moses brings its files in: moses/TranslationModel/ProbingPT.cpp,
 #: SetParameter); fstdecode maps them whatever the value.
 _PROBING_LOADS = ("lazy", "populate_or_lazy", "populate_or_read", "populate", "read", "parallel_read")
 
-_BINARY_TABLE = ("Moses' binary table formats are not read: give the text table (phrase-table.gz) with "
-                 "PhraseDictionaryMemory, and run fstdecode binarize -f moses.ini -o DIR for fstdecode's own "
-                 "binarized model, which loads in seconds")
+_ON_DISK = ("Moses' OnDisk tables (hierarchical and syntax models) are not read: give a phrase-based model's "
+            "text table (phrase-table.gz) with PhraseDictionaryMemory, or its ProbingPT, compact or binary table")
 
 # Moses' SRILM and IRSTLM wrappers score n-grams otherwise than its KenLM one (moses/LM/Ken.cpp,
 # which fstdecode's LM reader follows), so reading their files as KenLM would change the LM feature
@@ -165,9 +167,7 @@ _LM_REFUSED: Mapping[str, str] = MappingProxyType(
 
 _HINTS: Mapping[str, str] = MappingProxyType(
     {
-        "PhraseDictionaryBinary": _BINARY_TABLE,
-        "PhraseDictionaryCompact": _BINARY_TABLE,
-        "PhraseDictionaryOnDisk": _BINARY_TABLE,
+        "PhraseDictionaryOnDisk": _ON_DISK,
         "InputFeature": "lattice and confusion-network input is not supported; "
         "for plain-text input remove this line and its weight",
         "SRILM": _LM_REFUSED["SRILM"],
@@ -330,6 +330,8 @@ _KIND_NAMES: Mapping[str, str] = MappingProxyType(
         "KENLM": "language model",
         "PhraseDictionaryMemory": "phrase table",
         "ProbingPT": "phrase table",
+        "PhraseDictionaryCompact": "phrase table",
+        "PhraseDictionaryBinary": "phrase table",
         "LexicalReordering": "lexicalized reordering model",
         "Distortion": "distance-based distortion feature",
         "WordPenalty": "word penalty",
@@ -532,7 +534,7 @@ PATH_RULES = ("ini", "cwd")
 def _moses_file(path: str) -> str | None:
     """The file Moses would open for ``path``: the path itself, or with the extension Moses adds
     (``.gz``; a compact or binary reordering table's); None when there is none."""
-    for ext in ("", ".gz", ".minlexr", ".binlexr.idx", ".minphr"):
+    for ext in ("", ".gz", ".minlexr", ".binlexr.idx", ".minphr", ".binphr.idx"):
         if os.path.exists(path + ext):
             return path + ext
     return None
@@ -541,6 +543,25 @@ def _moses_file(path: str) -> str | None:
 def moses_file_exists(path: str) -> bool:
     """Whether a model file is at ``path`` as Moses looks for one (:func:`_moses_file`)."""
     return _moses_file(path) is not None
+
+
+def _moses_table_file(kind: str, args: dict[str, str]) -> None:
+    """The file Moses reads for a table feature's ``path`` (made absolute), in place: a
+    PhraseDictionaryCompact's ``path.minphr`` (unless it ends so: PhraseDictionaryCompact's Load);
+    a LexicalReordering's ``path.minlexr``, else ``path.binlexr.idx``, if there, before the text table
+    (LexicalReorderingTable::LoadAvailable); a PhraseDictionaryBinary's ``path.binphr.idx``."""
+    path = args.get("path")
+    if path is None:
+        return
+    if kind == "PhraseDictionaryCompact" and not path.endswith(".minphr"):
+        args["path"] = path + ".minphr"
+    elif kind == "PhraseDictionaryBinary" and not path.endswith(".binphr.idx") and os.path.isfile(path + ".binphr.idx"):
+        args["path"] = path + ".binphr.idx"
+    elif kind == "LexicalReordering":
+        for ext in (".minlexr", ".binlexr.idx"):
+            if not path.endswith(ext) and os.path.isfile(path + ext):
+                args["path"] = path + ext
+                return
 
 
 def _resolve_path(args: dict[str, str], folder: str, rule: str, where: str) -> str | None:
@@ -590,6 +611,7 @@ def _parse_features(
         moved = _resolve_path(args, folder, rule, where)
         if moved is not None:
             warnings.append(f"{where}: {moved}")
+        _moses_table_file(kind, args)
         name = args.get("name")
         if name is None:  # Moses counts only unnamed features of a kind
             name = f"{kind}{counters.get(kind, 0)}"

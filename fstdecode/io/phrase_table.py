@@ -1,5 +1,5 @@
 """Moses-format text phrase tables, read by the native core; and binarized ones
-(``fstdecode binarize``, :mod:`fstdecode.io.binarized`) and Moses' ProbingPT folders
+(``fstdecode binarize``, :mod:`fstdecode.io.binarized`) and Moses' binary tables (ProbingPT, compact, PhraseDictionaryBinary)
 (native/probing_table.h), mapped and looked up by it.
 
 A line is ``source ||| target ||| s1 s2 ... [||| alignment [||| counts [||| ...]]]``.
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
-from fstdecode.io.binarized import is_binary_table, moses_binary_table, open_binary_table, open_moses_table
+from fstdecode.io.binarized import is_binary_table, open_binary_table, open_moses_table
 from fstdecode.io.files import check_kind, decode_line, line_too_long, max_line_bytes
 from fstdecode.io.table_filter import SourceFilter
 from fstdecode.io.tokens import split_tokens
@@ -523,10 +523,11 @@ def load_phrase_table(
 
     ``progress(bytes, lines)``: called as the file is read (bytes of the file on disk).
 
-    A ``path`` that is a Moses ProbingPT folder (:func:`~fstdecode.io.binarized.moses_table_kind`)
-    is mapped and looked up: it holds no source text, so it needs a SourceFilter ``vocabulary``
-    (its refusal otherwise names the folder); its pairs are those of its text twin for the
-    filter's phrases, in file order, with the scores as 32-bit floats.
+    A ``path`` that is one of Moses' binary tables (:func:`~fstdecode.io.binarized.moses_table_kind`:
+    a ProbingPT folder, a compact ``.minphr``, PhraseDictionaryBinary's ``PREFIX.binphr.*``) is
+    mapped and looked up: a ProbingPT or a compact table holds no source text, so it needs a
+    SourceFilter ``vocabulary`` (its refusal otherwise names the file); its pairs are those of its
+    text twin for the filter's phrases, in file order, with the scores as 32-bit floats.
 
     Blank lines are skipped. An empty file gives an empty table whose
     ``num_scores`` is ``num_features`` (or 0). An empty table, whether the file
@@ -543,8 +544,6 @@ def load_phrase_table(
         store = _mapped_phrases(mapped[path_str], score_format, num_features, native_filter, keep)
     elif (moses_table := open_moses_table(path_str, PhraseTableError)) is not None:
         store = _mapped_phrases(moses_table, score_format, num_features, native_filter, keep)
-    elif (moses_binary := moses_binary_table(path_str)) is not None:
-        raise PhraseTableError(moses_binary)
     elif is_binary_table(path_str):
         store = _binary_store(path_str, native_filter, keep)
     else:

@@ -24,7 +24,7 @@ from typing import Any
 
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
-from fstdecode.io.binarized import is_binary_table, moses_binary_table, open_binary_table, open_moses_table
+from fstdecode.io.binarized import is_binary_table, moses_reordering_kind, open_binary_table, open_moses_table
 from fstdecode.io.files import check_kind
 from fstdecode.io.phrase_table import LOWEST_SCORE, line_error, native_line_limit, native_vocabulary
 from fstdecode.io.tokens import split_tokens
@@ -138,6 +138,25 @@ def _kept_rows(
         raise ReorderingTableError(str(err)) from None
 
 
+def _moses_rows(table: object, conditioned_on_target: bool, native_filter: object, keep: object,
+               pairs: "_core.PhraseStore | None") -> "_core.ReorderingStore":
+    """The rows a Moses binary reordering table holds for the filter (a compact one: for ``pairs``),
+    once its conditioning is checked against the feature's type."""
+    if table.conditioned_on_target != conditioned_on_target:
+        have, want = ("fe", "f") if table.conditioned_on_target else ("f", "fe")
+        raise ReorderingTableError(f"{table.path}: a table conditioned on {'source and target' if have == 'fe' else 'the source'} "
+                                   f"({have}), but the feature's type ends in -{want}")
+    try:
+        if isinstance(table, _core.CompactReorderingTable):
+            if pairs is None:
+                raise ReorderingTableError(f"{table.path}: a compact reordering table is looked up for the phrase pairs "
+                                           "of a batch; read it with the model's phrase table")
+            return table.reordering(pairs)
+        return table.reordering(native_filter, keep)
+    except _core.BinaryFormatError as err:
+        raise ReorderingTableError(str(err)) from None
+
+
 def _binary_rows(path: str, with_target: bool, native_filter: object, keep: object) -> "_core.ReorderingStore":
     """The rows a binarized reordering table holds for the filter (all without one)."""
     want = "reordering-fe" if with_target else "reordering-f"
@@ -162,6 +181,7 @@ def load_reordering_table(
     progress: Callable[[int, int], None] | None = None,
     mapped: Mapping[str, object] | None = None,
     property_index: int | None = None,
+    pairs: "_core.PhraseStore | None" = None,
 ) -> ReorderingTable:
     """Read a Moses reordering table (see the module docstring), in the native core.
 
@@ -175,6 +195,11 @@ def load_reordering_table(
     already, by path (checked then, and of the kind this table needs); a ``path`` found there is
     looked up in that map, not opened again.
 
+    A ``path`` that is one of Moses' binary reordering tables
+    (:func:`~fstdecode.io.binarized.moses_reordering_kind`: ``.minlexr``, ``PREFIX.binlexr.*``) is
+    mapped and looked up. A compact one keeps only hashes of its keys: it gives the rows of the
+    phrase pairs ``pairs`` (the batch's phrase store, which the decoder asks about), and needs it.
+
     ``property_index``: ``path`` is a phrase table whose pairs carry their reordering scores
     (Moses2's LexicalReordering ``property-index=K``: a ProbingPT with num_lex_scores): each pair's
     row is its scores from the K-th on, keyed by (source, target).
@@ -184,12 +209,13 @@ def load_reordering_table(
     if property_index is not None:
         store = _kept_rows(path_str, property_index, mapped, native_filter, keep)
         return ReorderingTable(path_str, store.num_scores, True, store=store, property_index=property_index)
+    if moses_reordering_kind(path_str) is not None:  # (mapped already, or opened and checked now)
+        moses = (mapped or {}).get(path_str) or open_moses_table(path_str, ReorderingTableError, reordering=True)
+        store = _moses_rows(moses, conditioned_on_target, native_filter, keep, pairs)
+        return ReorderingTable(path_str, store.num_scores, conditioned_on_target, store=store)
     if mapped is not None and path_str in mapped:  # (checked when mapped)
         store = _binary_reordering(mapped[path_str], native_filter, keep)
         return ReorderingTable(path_str, store.num_scores, conditioned_on_target, store=store)
-    moses_binary = moses_binary_table(path_str)
-    if moses_binary is not None:
-        raise ReorderingTableError(moses_binary)
     if is_binary_table(path_str):
         store = _binary_rows(path_str, conditioned_on_target, native_filter, keep)
         return ReorderingTable(path_str, store.num_scores, conditioned_on_target, store=store)

@@ -46,8 +46,8 @@ from typing import Iterator
 from fstdecode._native import core as _core
 from fstdecode.errors import FstdecodeError
 from fstdecode.io.binarized import (
-    BINARIZED_INI_HEADER, is_binary_table, is_lm_image, moses_table_kind, source_stamp, write_checksums,
-    written_by_binarize,
+    BINARIZED_INI_HEADER, UNLISTABLE_KINDS, is_binary_table, is_lm_image, moses_reordering_kind, moses_table_kind,
+    source_stamp, write_checksums, written_by_binarize,
 )
 from fstdecode.io.kenlm_binary import is_kenlm_binary
 from fstdecode.io.moses_ini import load_moses_ini, rewritten_ini
@@ -145,7 +145,7 @@ def _write_files(cfg, work: str, out: str, options: BinarizeOptions) -> dict[str
     """Write each binarized file into ``work``; their final paths (in ``out``) by feature name."""
     paths: dict[str, str] = {}
     for k, pt in enumerate(cfg.phrase_tables()):  # phrase-table.bin, then phrase-table1.bin ...
-        if moses_table_kind(pt.path) is not None:  # mapped already (a ProbingPT): named as it is
+        if moses_table_kind(pt.path) in UNLISTABLE_KINDS:  # mapped already, and its sources cannot be listed
             _LOG.info("phrase table %s: a Moses %s table, used as it is", pt.path, moses_table_kind(pt.path))
             continue
         _not_binarized(pt.path)
@@ -158,7 +158,9 @@ def _write_files(cfg, work: str, out: str, options: BinarizeOptions) -> dict[str
         _core.write_binary_table(table.store, *source_stamp(pt.path), os.path.join(work, name))
         paths[pt.name] = f"{_HERE}/{name}"
     lr = cfg.lexical_reordering()
-    if lr is not None and lr.path is not None:  # (property-index=: the rows are in a ProbingPT's pairs)
+    if lr is not None and moses_reordering_kind(lr.path or "") in UNLISTABLE_KINDS:
+        _LOG.info("reordering table %s: a Moses %s table, used as it is", lr.path, moses_reordering_kind(lr.path))
+    elif lr is not None and lr.path is not None:  # (property-index=: the rows are in a ProbingPT's pairs)
         _not_binarized(lr.path)
         config = parse_reordering_type(lr.args["type"], f"{cfg.path}:{lr.lineno}: ")
         with reading_phase("reordering table", lr.path) as phase:

@@ -48,6 +48,8 @@ MOSES_KINDS = {
     "KENLM": "lm",
     "PhraseDictionaryMemory": "tm",
     "ProbingPT": "tm",
+    "PhraseDictionaryCompact": "tm",
+    "PhraseDictionaryBinary": "tm",
     "Distortion": "distortion",
     "WordPenalty": "word",
     "PhrasePenalty": "phrase",

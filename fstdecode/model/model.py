@@ -27,8 +27,8 @@ from fstdecode.io.moses_ini import (
 from fstdecode.model.combined_lm import CombinedLM
 from fstdecode.model.decoding_paths import alternatives, check_mapping, offsets
 from fstdecode.io.binarized import (
-    is_binary_table, is_lm_image, is_mapped_table, moses_table_kind, open_binary_table, open_moses_table,
-    written_by_binarize,
+    is_binary_table, is_lm_image, is_mapped_table, moses_reordering_kind, moses_table_kind, open_binary_table,
+    open_moses_table, written_by_binarize,
 )
 from fstdecode.io.files import is_regular
 from fstdecode.io.phrase_table import PhrasePair, PhraseTable, PhraseTableError, load_phrase_table
@@ -472,7 +472,7 @@ def load_model(
             )
             phase.said(f"{len(table):,} phrase pairs kept")
     with reading_phase("reordering table", _reordering_path(cfg), filtered=source_vocabulary is not None) as phase:
-        reordering = _reordering_model(cfg, source_vocabulary, phase.progress)
+        reordering = _reordering_model(cfg, source_vocabulary, phase.progress, getattr(table, "store", None))
         phase.said(f"{len(reordering.table):,} entries kept" if reordering is not None else "")
     if cfg is not None:
         _warn_missing_ini_weights(cfg)
@@ -661,7 +661,7 @@ def refiltered(
             rows = load_reordering_table(
                 reordering.table.path, conditioned_on_target=reordering.table.conditioned_on_target,
                 vocabulary=vocabulary, progress=phase.progress, mapped=mapped,
-                property_index=reordering.table.property_index,
+                property_index=reordering.table.property_index, pairs=getattr(table, "store", None),
             )
             phase.said(f"{len(rows):,} entries kept")
         reordering = replace(reordering, table=rows)
@@ -756,6 +756,8 @@ def mapped_tables(model: Model) -> dict[str, object]:
     if reordering is not None and reordering.table.property_index is not None:  # the pairs' rows: their table's
         if reordering.table.path not in mapped:
             mapped[reordering.table.path] = open_moses_table(reordering.table.path, ReorderingTableError)
+    elif reordering is not None and moses_reordering_kind(reordering.table.path) is not None:
+        mapped[reordering.table.path] = open_moses_table(reordering.table.path, ReorderingTableError, reordering=True)
     elif reordering is not None and is_binary_table(reordering.table.path):
         want = "reordering-fe" if reordering.table.conditioned_on_target else "reordering-f"
         mapped[reordering.table.path] = open_binary_table(
@@ -776,8 +778,10 @@ def _reordering_model(
     cfg: MosesConfig | None,
     source_vocabulary: Callable[[tuple[str, ...]], bool] | None,
     progress: Callable[[int, int], None] | None = None,
+    pairs: object = None,
 ) -> ReorderingModel | None:
-    """The ini's LexicalReordering feature with its table loaded, or None; errors name the ini line."""
+    """The ini's LexicalReordering feature with its table loaded, or None; errors name the ini line.
+    ``pairs``: the phrase table's store (a compact reordering table is looked up for its pairs)."""
     feat = cfg.lexical_reordering() if cfg is not None else None
     if feat is None:
         return None
@@ -795,7 +799,7 @@ def _reordering_model(
         else:
             table = load_reordering_table(
                 feat.path, conditioned_on_target=config.condition == "fe", vocabulary=source_vocabulary,
-                progress=progress,
+                progress=progress, pairs=pairs,
             )
         return ReorderingModel(
             config, table, parse_default_scores(defaults, where) if defaults else None, feat.name

@@ -114,8 +114,17 @@ _MOSES2_FORM = (
 )
 
 
+# And with the reordering table as Moses' compact table (models/lexicalized-reordering/ro.minlexr, the
+# twin of the text table): named without its extension, as Moses finds it (path.minlexr first).
+_COMPACT_REORDERING = (
+    ("path=${MODEL_PATH}/lexicalized-reordering/reordering-table.msd-bidirectional-fe.0.5.0-0.gz",
+     "path=${MODEL_PATH}/lexicalized-reordering/ro"),
+)
+
+
 @pytest.mark.skipif(not PROBING_TEST.is_dir(), reason="../shared/data/moses-regression is absent")
-@pytest.mark.parametrize("replace", [(), _MOSES2_FORM], ids=["probing", "probing-withLexRO"])
+@pytest.mark.parametrize("replace", [(), _MOSES2_FORM, _COMPACT_REORDERING],
+                         ids=["probing", "probing-withLexRO", "probing-and-minlexr"])
 def test_phrase_lexicalized_reordering_probing_passes_as_the_harness_judges_it(tmp_path, replace):
     ini = _regression_ini(tmp_path, *replace)
     assert "ProbingPT " in ini.read_text(encoding="utf-8")

@@ -38,7 +38,7 @@ from pathlib import Path
 import pytest
 
 from fstdecode._native import core as _core
-from fstdecode.io import moses_binary
+from fstdecode.io import binarized, moses_binary
 from fstdecode.io.moses_binary import MosesBinaryTableError, open_moses_phrase_table, open_moses_reordering_table
 from fstdecode.io.phrase_table import load_phrase_table
 from fstdecode.io.reordering_table import load_reordering_table
@@ -192,7 +192,7 @@ def test_scores_are_ln_of_the_stored_float32():
 
 def test_factored_table_warns_once(caplog, monkeypatch):
     """output-factor=0,1: factor 0 is read, and said so in one warning per table and process."""
-    monkeypatch.setattr(moses_binary, "_FACTORS_REPORTED", set())
+    monkeypatch.setattr(binarized, "_FACTORS_REPORTED", set())
     prefix = PHRASE_TABLES["sparse-features"][1]
     with caplog.at_level(logging.WARNING, logger="fstdecode"):
         table = open_moses_phrase_table(prefix)

@@ -389,7 +389,7 @@ def test_the_lattice_model_is_refused_clearly(capsys, monkeypatch):
     for command in ("moses", "decode"):
         status, out, err = run([command, "-f", str(ini)], b"1 2\n", capsys, monkeypatch)
         assert status == 2 and out == "" and err.count("\n") == 1
-        assert "PhraseDictionaryBinary" in err and "fstdecode binarize" in err and "word-lattice input" in err
+        assert "InputFeature" in err and "word-lattice input" in err
 
 
 def test_threads_all_means_one_thread_per_core_in_both_commands(tmp_path):
@@ -406,23 +406,25 @@ def test_threads_all_means_one_thread_per_core_in_both_commands(tmp_path):
     assert args.threads == (os.cpu_count() or 1) and args.workers == 1
 
 
-def test_moses_binary_tables_are_named_not_misread(tmp_path, capsys, monkeypatch):
-    # A .minphr named as the table reads as Moses' compact format, not "invalid UTF-8"; a compact
-    # reordering table named without its extension is found as Moses finds it (path.minlexr).
+def test_moses_binary_tables_are_read_and_a_damaged_one_is_one_error_line(tmp_path, capsys, monkeypatch):
+    # A .minphr named as the table is read as Moses' compact format (not as text: "invalid UTF-8");
+    # a compact reordering table named without its extension is found as Moses finds it
+    # (path.minlexr). These are no tables: each gives one error line naming the file.
     (tmp_path / "pt.minphr").write_bytes(b"\x00\x01binary")
     (tmp_path / "rt.minlexr").write_bytes(b"\x00\x01binary")
     ini = example_ini(tmp_path)
     text = ini.read_text(encoding="utf-8")
-    phrase = text.replace(f"path={EXAMPLE_DATA}/phrase-table", f"path={tmp_path}/pt.minphr")
+    phrase = text.replace(f"PhraseDictionaryMemory name=PhraseDictionaryMemory0 num-features=2 path={EXAMPLE_DATA}/phrase-table",
+                          f"PhraseDictionaryCompact name=PhraseDictionaryMemory0 num-features=2 path={tmp_path}/pt")
     assert phrase != text
     ini.write_text(phrase, encoding="utf-8")
     status, _, err = run(["decode", "-f", str(ini)], b"haus\n", capsys, monkeypatch)
-    assert status == 2 and "pt.minphr is Moses' compact phrase table" in err and "fstdecode binarize" in err
+    assert status == 2 and f"{tmp_path}/pt.minphr" in err and err.count("\n") == 1 and "Traceback" not in err, err
     reordering = text.replace("[feature]\n", f"[feature]\nLexicalReordering type=msd-bidirectional-fe num-features=6 "
                               f"path={tmp_path}/rt\n")
     ini.write_text(reordering, encoding="utf-8")
     status, _, err = run(["decode", "-f", str(ini)], b"haus\n", capsys, monkeypatch)
-    assert status == 2 and "rt.minlexr is Moses' compact reordering table" in err
+    assert status == 2 and f"{tmp_path}/rt.minlexr" in err and err.count("\n") == 1 and "Traceback" not in err, err
 
 
 def test_an_old_format_second_lm_is_a_second_lm_feature(tmp_path):

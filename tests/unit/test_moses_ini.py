@@ -91,19 +91,18 @@ def test_moses_early_distortion_de_en() -> None:
 
 
 def test_moses_toy_numbers_is_rejected_clearly() -> None:
-    """PhraseDictionaryBinary (line 38) and InputFeature (line 39) are not supported.
+    """InputFeature (line 39) is not supported (PhraseDictionaryBinary, line 38, is read).
 
-    Ignoring them would decode with a different model than the ini describes
+    Ignoring it would decode with a different model than the ini describes
     (InputFeature adds lattice arc weights to every score), so loading fails and
-    the message names both.
+    the message names it and the supported kinds.
     """
     ini = data_path("moses-toy-numbers", "moses.ini")
     with pytest.raises(MosesIniError) as info:
         load_moses_ini(ini)
     message = str(info.value)
-    assert message.startswith(f"{ini}:38: feature 'PhraseDictionaryBinary' is not supported")
-    assert "PhraseDictionaryMemory" in message
-    assert "InputFeature (line 39)" in message
+    assert message.startswith(f"{ini}:39: feature 'InputFeature' is not supported")
+    assert "PhraseDictionaryBinary" in message  # among the supported kinds
     for kind in SUPPORTED_KINDS:
         assert kind in message
 
@@ -341,8 +340,8 @@ def test_error_unsupported_kind_lists_supported(tmp_path: Path) -> None:
     path = write(tmp_path, "[feature]\nKENLM path=lm\nSRILM path=lm\n")
     message = expect_error(path, 3, "'SRILM' is not supported (Moses' SRILM wrapper")
     assert "write KENLM for SRILM" in message  # the way to read its file with KenLM
-    assert "supported kinds: Distortion, KENLM, LexicalReordering, PhraseDictionaryMemory, PhrasePenalty, " \
-           "ProbingPT, UnknownWordPenalty, WordPenalty" in message
+    assert "supported kinds: Distortion, KENLM, LexicalReordering, PhraseDictionaryBinary, PhraseDictionaryCompact, " \
+           "PhraseDictionaryMemory, PhrasePenalty, ProbingPT, UnknownWordPenalty, WordPenalty" in message
 
 
 def test_error_duplicate_explicit_name(tmp_path: Path) -> None:

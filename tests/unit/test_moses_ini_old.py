@@ -212,8 +212,8 @@ BAD = [
     ("[ttable-file]\n0 0 0 1 pt\n[weight-t]\n0.5\n0.5\n", 5, "remove the extra ones"),
     # Moses' retired 4-field table line
     ("[ttable-file]\n0 0 0 pt\n[weight-t]\n0.5\n", 2, "has 4 field(s)"),
-    # a binary table: converted, then refused like a new-format PhraseDictionaryBinary line
-    ("[ttable-file]\n1 0 0 1 pt\n[weight-t]\n0.5\n", 2, "'PhraseDictionaryBinary' is not supported"),
+    # an OnDisk table (hierarchical models): converted, then refused by name
+    ("[ttable-file]\n2 0 0 1 pt\n[weight-t]\n0.5\n", 2, "'PhraseDictionaryOnDisk' is not supported"),
     ("[ttable-file]\n7 0 0 1 pt\n[weight-t]\n0.5\n", 2, "implementation '7' is unknown"),
     ("[lmodel-file]\n5 0 3 lm\n[weight-l]\n1\n", 2, "LM type '5' is not supported"),
     ("[lmodel-file]\n8 0 x lm\n[weight-l]\n1\n", 2, "LM order 'x'"),
@@ -240,11 +240,9 @@ def test_moses_search_settings_are_ignored_with_a_warning(tmp_path: Path, caplog
     config = load_moses_ini(path)
     search = ("is a setting of Moses' own search; fstdecode decode ignores it (its own search flags apply; "
               "fstdecode moses honours it)")
-    # fstdecode moses has no cube pruning: its warning names no command (it is ignored by both)
-    unsupported = "is a setting of Moses' search that fstdecode's stack search does not have; ignored"
     assert config.ignored == (
         f"{path}:29: [search-algorithm] {search}", f"{path}:31: [stack] {search}", f"{path}:33: [threads] {search}",
-        f"{path}:35: [cube-pruning-pop-limit] {unsupported}",
+        f"{path}:35: [cube-pruning-pop-limit] {search}",
     )
     with caplog.at_level(logging.WARNING, logger="fstdecode"):
         model = load_model(path)
