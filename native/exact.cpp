@@ -273,13 +273,22 @@ std::vector<double> reordering_bounds(const Problem& p) {
 // (The fixpoint of the contexts revisits the pairs, a few times over: bounded by them.)
 struct BoundsTooBig {
   long cap;
+  double time_limit = -1.0;  // >= 0: the build stopped at the search's --time-limit, not at the cap
 };
 
 struct Work {
   long cap = -1, done = 0;
+  // time_limit > 0: the build stops with BoundsTooBig once `start` is that many seconds past
+  // (the clock read every 4096 calls), so --time-limit bounds the bounds' build too.
+  double time_limit = -1.0;
+  std::chrono::steady_clock::time_point start{};
+  unsigned ticks = 0;
   void operator()(long units = 1) {
     done += units;
     if (done > cap && cap >= 0) throw BoundsTooBig{cap};
+    if (time_limit > 0.0 && (++ticks & 4095) == 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > time_limit)
+      throw BoundsTooBig{cap, time_limit};
   }
   // Whether `units` more stay within the cap.
   bool fits(long units) const { return cap < 0 || done + units <= cap; }
@@ -591,8 +600,9 @@ void add_covers(const Problem& p, ExactBounds& b) {
 // counted, with `tapes` the tape bounds, and the covers. windows and keep_joins are for the A*
 // of a large budget, which reads most of the fixpoint's joins again (context_fixpoint).
 ExactBounds build_bounds(const Problem& p, Contexts& contexts, BosJoins& joins, bool tapes = false, long cap = -1,
-                         bool windows = false, bool keep_joins = true) {
-  Work work{cap};
+                         bool windows = false, bool keep_joins = true, double time_limit = -1.0,
+                         std::chrono::steady_clock::time_point start = {}) {
+  Work work{cap, 0, time_limit, start};
   const int n = p.n(), k = p.order() - 1;
   const int d = std::min(p.d(), n + 2);
   const WordId bos_word = p.bos();
@@ -777,10 +787,11 @@ class AStar {
       : p_(problem), o_(options), n_(problem.n()), end_(problem.end()), k_(problem.order() - 1),
         d_(std::min(problem.d(), problem.n() + 2)), eta_(problem.eta()), nbest_(std::max(1, options.nbest)),
         contexts_(k_), joins_(problem, contexts_, true), rows_(joins_, problem.option_count()),
+        start_(std::chrono::steady_clock::now()),  // before the bounds: --time-limit counts their build
         bounds_(build_bounds(problem, contexts_, joins_, false,
                              options.bounds_work >= 0 ? options.bounds_work : bounds_cap(options.max_states),
-                             options.bounds_work < 0 && !C::windowed, options.bounds_work < 0)),
-        start_(std::chrono::steady_clock::now()) {
+                             options.bounds_work < 0 && !C::windowed, options.bounds_work < 0, options.time_limit,
+                             start_)) {
     if (n_ > 0) full_.set_range(0, n_ - 1);
     // spans_[s]: the options starting at s grouped by end (ascending), best beta first.
     spans_.resize(static_cast<std::size_t>(n_) + 1);
@@ -1257,6 +1268,7 @@ class AStar {
   Contexts contexts_;
   BosJoins joins_;
   JoinRows rows_;
+  std::chrono::steady_clock::time_point start_;  // the time limit's start (the bounds' build included)
   const ExactBounds bounds_;
   C full_;
   struct Span {
@@ -1318,7 +1330,6 @@ class AStar {
   // must keep it in the upper bound, since the heap no longer holds it.
   double expanding_ = kInf;
   unsigned ticks_ = 0;
-  std::chrono::steady_clock::time_point start_;
 };
 
 // The result of a search whose bounds were too big to build: over budget, with no derivation
@@ -1326,6 +1337,12 @@ class AStar {
 Result too_big(const BoundsTooBig& e, const ExactOptions& options) {
   Result result;
   result.status = "budget";
+  if (e.time_limit >= 0.0) {  // the words of check_time's stop
+    char text[64];
+    std::snprintf(text, sizeof text, "%g", e.time_limit);
+    result.message = std::string("more than ") + text + " s of search (--time-limit), building the A*'s bounds";
+    return result;
+  }
   const std::string rule = options.bounds_work >= 0 ? "the share of --max-states the proof may spend on them"
                                                     : "the larger of --max-states and " + std::to_string(MIN_BOUNDS_CAP);
   result.message = "the A*'s bounds need more than " + std::to_string(e.cap) +

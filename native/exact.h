@@ -23,7 +23,7 @@ struct StackOptions;  // stack.h: the stack decoder's, for exact_decode's lower 
 struct ExactOptions {
   int nbest;  // >= 1
   long max_states;  // < 0: no budget
-  double time_limit;  // seconds of search; <= 0: none
+  double time_limit;  // seconds of search, the bounds' build included; <= 0: none
   // The score of a known derivation (with nbest > 1, of the nbest-th of known ones): states
   // whose bound is below it cannot hold a better one and are not kept (-inf: none known).
   double lower_bound;

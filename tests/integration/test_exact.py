@@ -332,3 +332,25 @@ def test_the_budget_counts_the_k_best_expansions(method):
     # A 1-best search expands each state once: its budget of states is unchanged.
     one = Decoder(model, method, max_states=10**7).decode(line)
     assert Decoder(model, method, max_states=one.stats.states).decode(line).optimal
+
+
+def test_time_limit_bounds_the_bounds_build_too():
+    # The A*'s bounds of a long Hansards line (trigram, d=4) take millions of work units; a time
+    # limit far below their build stops it there (it once stopped only the search, after the whole
+    # build: lines ran 23 s under --time-limit 10), and the line keeps the stack decoder's
+    # derivation, marked over budget.
+    from fstdecode._native import core
+
+    from shared import hansards_input, hansards_model
+
+    model = hansards_model(lm_order=3, distortion_limit=4, table_limit=20)
+    line = max(hansards_input()[:12], key=len)
+    problem = Decoder(model, "exact").problem(line)
+    from fstdecode.search.native import native_form
+
+    options = core.ExactOptions(nbest=1, max_states=-1, time_limit=1e-9, lower_bound=-math.inf, bounds_work=-1)
+    got = core.exact_search(native_form(problem).core, options)
+    assert got.status == "budget" and not got.optimal
+    assert got.message == "more than 1e-09 s of search (--time-limit), building the A*'s bounds"
+    decoded = Decoder(model, "exact", time_limit=1e-9).decode(line)
+    assert decoded.best is not None and not decoded.optimal and "--time-limit" in decoded.reason
