@@ -513,37 +513,16 @@ void BinaryTable::walk(SourceFilter* filter, const KeepSource& keep, OnSource&& 
 
 PhraseStore BinaryTable::phrases(SourceFilter* filter, const KeepSource& keep) const {
   if (kind() != BINARY_PHRASES) throw BinaryFormatError(path() + ": a binarized reordering table, not a phrase table");
-  PhraseStore out;
-  out.path_ = path();
-  out.num_scores_ = num_scores();
-  out.runs_ = static_cast<long>(sources());
-  const std::size_t m = columns_.size();
-  std::unordered_map<std::string_view, std::int32_t> alignment_ids{{"", 0}};  // text -> store id
+  PhraseStoreBuilder out(path(), num_scores());
   walk(
       filter, keep,
       [&](const std::vector<std::string_view>& words) {
-        if (!out.index_.empty()) out.pair_off_.push_back(static_cast<std::int32_t>(out.alignment_.size()));
-        std::string key;
-        for (const auto& w : words) {
-          const WordId id = out.vocab_.intern(w);
-          out.source_words_.push_back(id);
-          key.append(reinterpret_cast<const char*>(&id), sizeof id);
-        }
-        out.source_off_.push_back(static_cast<std::int32_t>(out.source_words_.size()));
-        if (!out.index_.emplace(std::move(key), static_cast<int>(out.source_off_.size() - 2)).second)
-          corrupt("a source phrase is listed twice");
-        out.max_source_length_ = std::max(out.max_source_length_, static_cast<int>(words.size()));
+        if (!out.source(words)) corrupt("a source phrase is listed twice");
       },
       [&](const std::vector<std::string_view>& target, const double* scores, std::string_view alignment) {
-        for (const auto& w : target) out.target_words_.push_back(out.vocab_.intern(w));
-        out.target_off_.push_back(static_cast<std::int64_t>(out.target_words_.size()));
-        out.scores_.insert(out.scores_.end(), scores, scores + m);
-        const auto [it, fresh] = alignment_ids.emplace(alignment, static_cast<std::int32_t>(out.alignments_.size()));
-        if (fresh) out.alignments_.emplace_back(alignment);
-        out.alignment_.push_back(it->second);
+        out.pair(target, scores, alignment);
       });
-  if (!out.index_.empty()) out.pair_off_.push_back(static_cast<std::int32_t>(out.alignment_.size()));
-  return out;
+  return out.finish(static_cast<long>(sources()));
 }
 
 ReorderingStore BinaryTable::reordering(SourceFilter* filter, const KeepSource& keep) const {

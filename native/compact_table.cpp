@@ -327,13 +327,10 @@ PhraseStore CompactPhraseTable::phrases(SourceFilter* filter, const KeepSource& 
   std::sort(kept.begin(), kept.end());
   kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
 
-  PhraseStore out;
-  out.path_ = path();
-  out.num_scores_ = num_scores();
-  out.runs_ = static_cast<long>(sources());
-  std::unordered_map<std::string, std::int32_t> alignment_ids{{"", 0}};
+  PhraseStoreBuilder out(path(), num_scores());
   std::vector<Pair> pairs;
   std::vector<std::string> words;
+  std::vector<double> scores;
   for (const auto& [id, source] : kept) {
     if (keep) {
       words.assign(source.begin(), source.end());
@@ -345,15 +342,7 @@ PhraseStore CompactPhraseTable::phrases(SourceFilter* filter, const KeepSource& 
     } catch (const CompactFault& fault) {
       corrupt(fault.what());
     }
-    std::string key;
-    for (const auto& w : source) {
-      const WordId wid = out.vocab_.intern(w);
-      out.source_words_.push_back(wid);
-      key.append(reinterpret_cast<const char*>(&wid), sizeof wid);
-    }
-    out.source_off_.push_back(static_cast<std::int32_t>(out.source_words_.size()));
-    out.index_.emplace(std::move(key), static_cast<int>(out.source_off_.size() - 2));
-    out.max_source_length_ = std::max(out.max_source_length_, static_cast<int>(source.size()));
+    out.source(source);
     for (const Pair& pair : pairs) {
       if (pair.target.empty()) corrupt("a phrase pair without target words");
       for (const auto& w : pair.target) {
@@ -365,17 +354,13 @@ PhraseStore CompactPhraseTable::phrases(SourceFilter* filter, const KeepSource& 
         if (w == "<s>" || w == "</s>")
           throw CompactFormatError(path() + ": a target phrase of source '" + join_key(source).substr(0, join_key(source).size() - 5) +
                                    "' holds the sentence marker " + std::string(w) + ", which no target phrase may hold");
-        out.target_words_.push_back(out.vocab_.intern(w));
       }
-      out.target_off_.push_back(static_cast<std::int64_t>(out.target_words_.size()));
-      for (const double s : pair.scores) out.scores_.push_back(std::max(s, -100.0));
-      const auto [it, fresh] = alignment_ids.emplace(pair.alignment, static_cast<std::int32_t>(out.alignments_.size()));
-      if (fresh) out.alignments_.push_back(pair.alignment);
-      out.alignment_.push_back(it->second);
+      scores.assign(pair.scores.begin(), pair.scores.end());
+      for (double& x : scores) x = std::max(x, -100.0);
+      out.pair(pair.target, scores.data(), pair.alignment);
     }
-    out.pair_off_.push_back(static_cast<std::int32_t>(out.alignment_.size()));
   }
-  return out;
+  return out.finish(static_cast<long>(sources()));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -427,37 +427,20 @@ std::vector<MosesPhraseTable::Source> MosesPhraseTable::kept(SourceFilter* filte
 }
 
 PhraseStore MosesPhraseTable::phrases(SourceFilter* filter, const KeepSource& keep) const {
-  PhraseStore out;
-  out.path_ = prefix_;
-  out.num_scores_ = num_scores_;
-  std::unordered_map<std::string, std::int32_t> alignment_ids{{"", 0}};  // normalized text -> store id
+  PhraseStoreBuilder out(prefix_, num_scores_);
+  std::vector<std::string_view> words;
   for (const Source& s : kept(filter, keep)) {
-    std::string key;
-    for (const auto id : s.ids) {
-      const WordId w = out.vocab_.intern(source_vocab_.word(id));
-      out.source_words_.push_back(w);
-      key.append(reinterpret_cast<const char*>(&w), sizeof w);
-    }
-    out.source_off_.push_back(static_cast<std::int32_t>(out.source_words_.size()));
-    out.index_.emplace(std::move(key), static_cast<int>(out.source_off_.size() - 2));
-    out.max_source_length_ = std::max(out.max_source_length_, static_cast<int>(s.ids.size()));
+    words.clear();
+    for (const auto id : s.ids) words.emplace_back(source_vocab_.word(id));
+    out.source(words);
     read_record(s.record, s.ids.size(), num_scores_,
-                [&](const std::vector<std::string_view>&, const std::vector<std::string_view>& words, const double* scores,
-                    const std::string& alignment) {
-                  for (const auto& w : words) out.target_words_.push_back(out.vocab_.intern(w));
-                  out.target_off_.push_back(static_cast<std::int64_t>(out.target_words_.size()));
-                  out.scores_.insert(out.scores_.end(), scores, scores + num_scores_);
-                  const auto [it, fresh] = alignment_ids.emplace(alignment, static_cast<std::int32_t>(out.alignments_.size()));
-                  if (fresh) out.alignments_.push_back(alignment);
-                  out.alignment_.push_back(it->second);
-                });
-    out.pair_off_.push_back(static_cast<std::int32_t>(out.alignment_.size()));
+                [&](const std::vector<std::string_view>&, const std::vector<std::string_view>& target, const double* scores,
+                    const std::string& alignment) { out.pair(target, scores, alignment); });
   }
   // The sources read, kept or not: all of them without a filter; for a filter, the walk of the
   // whole tree only when nothing was kept (the empty-table warning's count), not on every batch.
   const bool all = filter == nullptr && !keep;
-  out.runs_ = static_cast<long>(all || out.sources() > 0 ? out.sources() : sources());
-  return out;
+  return out.finish(static_cast<long>(all || out.sources() > 0 ? out.sources() : sources()));
 }
 
 // ---------------------------------------------------------------------------------------------

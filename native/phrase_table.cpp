@@ -475,6 +475,18 @@ class PhraseTableReader {
   std::unordered_map<int, std::pair<long, long>> within_;  // handle -> (repeats, with other scores) in its runs
 };
 
+PhraseStoreBuilder::PhraseStoreBuilder(std::string path, int num_scores) {
+  out_.path_ = std::move(path);
+  out_.num_scores_ = num_scores;
+}
+
+PhraseStore PhraseStoreBuilder::finish(long runs) {
+  if (open_) out_.pair_off_.push_back(static_cast<std::int32_t>(out_.alignment_.size()));
+  open_ = false;
+  out_.runs_ = runs;
+  return std::move(out_);
+}
+
 PhraseStore read_phrase_table(const std::string& path, ScoreFormat format, int num_features, SourceFilter* filter,
                               const KeepSource& keep, const Progress& progress, const LineLimit& limit) {
   PhraseStore store = PhraseTableReader(path, format, num_features, filter, keep, progress, limit).read();

@@ -13,6 +13,7 @@
 // limited()); words (source and target) share one vocabulary.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
@@ -127,10 +128,8 @@ class PhraseStore {
 
  private:
   friend class PhraseTableReader;
+  friend class PhraseStoreBuilder;
   friend class BinaryTable;
-  friend class ProbingTable;
-  friend class CompactPhraseTable;
-  friend class MosesPhraseTable;
   friend void write_binary_table(const PhraseStore&, int, const SourceStamp&, const std::string&);
   friend PhraseStore grouped(const ReorderingStore&);
   std::string path_;
@@ -147,6 +146,48 @@ class PhraseStore {
   std::vector<std::int32_t> alignment_;
   std::vector<std::string> alignments_{""};
   std::unordered_map<std::string, int> index_;  // source word ids (4 bytes each) -> handle
+};
+
+// Fills a PhraseStore source by source, pair by pair, in the order given: the one way the mapped
+// readers (binary_table, probing_table, compact_table, moses_binary_table) make a batch's store.
+// Invariant: pair_off_ closes each source when the next opens and at finish(); alignments are
+// interned once ("" is id 0).
+class PhraseStoreBuilder {
+ public:
+  PhraseStoreBuilder(std::string path, int num_scores);
+  // Opens the source `words` (closing the one before); false when the store holds it already.
+  template <class Word>
+  bool source(const std::vector<Word>& words) {
+    if (open_) out_.pair_off_.push_back(static_cast<std::int32_t>(out_.alignment_.size()));
+    open_ = true;
+    std::string key;
+    for (const auto& w : words) {
+      const WordId id = out_.vocab_.intern(w);
+      out_.source_words_.push_back(id);
+      key.append(reinterpret_cast<const char*>(&id), sizeof id);
+    }
+    out_.source_off_.push_back(static_cast<std::int32_t>(out_.source_words_.size()));
+    out_.max_source_length_ = std::max(out_.max_source_length_, static_cast<int>(words.size()));
+    return out_.index_.emplace(std::move(key), static_cast<int>(out_.source_off_.size() - 2)).second;
+  }
+  // A pair of the open source: its target words, its num_scores scores, its normalized alignment.
+  template <class Word>
+  void pair(const std::vector<Word>& target, const double* scores, std::string_view alignment) {
+    for (const auto& w : target) out_.target_words_.push_back(out_.vocab_.intern(w));
+    out_.target_off_.push_back(static_cast<std::int64_t>(out_.target_words_.size()));
+    out_.scores_.insert(out_.scores_.end(), scores, scores + out_.num_scores_);
+    const auto [it, fresh] = alignment_ids_.emplace(std::string(alignment), static_cast<std::int32_t>(out_.alignments_.size()));
+    if (fresh) out_.alignments_.emplace_back(alignment);
+    out_.alignment_.push_back(it->second);
+  }
+  std::size_t sources() const { return out_.index_.size(); }
+  // The store, its last source closed; `runs`: PhraseStore::runs().
+  PhraseStore finish(long runs);
+
+ private:
+  PhraseStore out_;
+  std::unordered_map<std::string, std::int32_t> alignment_ids_{{"", 0}};
+  bool open_ = false;
 };
 
 // Reads a phrase table (path: plain or gzip). num_features < 0: the first line's count. A line

@@ -377,36 +377,15 @@ void ProbingTable::walk(SourceFilter* filter, const KeepSource& keep, OnSource&&
 }
 
 PhraseStore ProbingTable::phrases(SourceFilter* filter, const KeepSource& keep) const {
-  PhraseStore out;
-  out.path_ = folder_;
-  out.num_scores_ = config_.num_scores;
-  out.runs_ = static_cast<long>(config_.sources);
-  const std::size_t n = static_cast<std::size_t>(config_.num_scores);
-  std::unordered_map<std::string_view, std::int32_t> alignment_ids{{"", 0}};  // text -> store id
+  PhraseStoreBuilder out(folder_, config_.num_scores);
+  std::vector<double> scores(static_cast<std::size_t>(config_.num_scores));
   walk(
-      filter, keep,
-      [&](const std::vector<std::string_view>& words) {
-        if (!out.index_.empty()) out.pair_off_.push_back(static_cast<std::int32_t>(out.alignment_.size()));
-        std::string key;
-        for (const auto& w : words) {
-          const WordId id = out.vocab_.intern(w);
-          out.source_words_.push_back(id);
-          key.append(reinterpret_cast<const char*>(&id), sizeof id);
-        }
-        out.source_off_.push_back(static_cast<std::int32_t>(out.source_words_.size()));
-        out.index_.emplace(std::move(key), static_cast<int>(out.source_off_.size() - 2));
-        out.max_source_length_ = std::max(out.max_source_length_, static_cast<int>(words.size()));
-      },
+      filter, keep, [&](const std::vector<std::string_view>& words) { out.source(words); },
       [&](const std::vector<std::string_view>& target, const float* stored, const std::string& alignment) {
-        for (const auto& w : target) out.target_words_.push_back(out.vocab_.intern(w));
-        out.target_off_.push_back(static_cast<std::int64_t>(out.target_words_.size()));
-        for (std::size_t c = 0; c < n; ++c) out.scores_.push_back(score(stored[c]));
-        const auto [it, fresh] = alignment_ids.emplace(alignment, static_cast<std::int32_t>(out.alignments_.size()));
-        if (fresh) out.alignments_.push_back(alignment);
-        out.alignment_.push_back(it->second);
+        for (std::size_t c = 0; c < scores.size(); ++c) scores[c] = score(stored[c]);
+        out.pair(target, scores.data(), alignment);
       });
-  if (!out.index_.empty()) out.pair_off_.push_back(static_cast<std::int32_t>(out.alignment_.size()));
-  return out;
+  return out.finish(static_cast<long>(config_.sources));
 }
 
 ReorderingStore ProbingTable::reordering(SourceFilter* filter, const KeepSource& keep, int property_index) const {
