@@ -3,7 +3,8 @@
 For each table given (``--table NAME=PATH``, any of: a text table, a binarized table from
 ``fstdecode binarize``, a ProbingPT folder, and Moses' other binary tables once read), one whole
 process loads the pairs of an input's source phrases (``load_phrase_table`` with a SourceFilter of
-the input's sentences, as ``fstdecode decode`` filters a table to its batch) and reports its time
+the input's sentences, as ``fstdecode decode`` filters a table to its batch; ``--kind reordering``:
+``load_reordering_table``) and reports its time
 (the table's open and lookup alone, from inside the process) and its peak RSS. Rounds alternate;
 the best time is kept. Every table must give the same number of sources and pairs (they are one
 table's twins), which the script checks.
@@ -26,13 +27,19 @@ _CHILD = r"""
 import json, sys, time
 from fstdecode.io.phrase_table import load_phrase_table
 from fstdecode.io.table_filter import SourceFilter
-path, input_path = sys.argv[1], sys.argv[2]
+from fstdecode.io.reordering_table import load_reordering_table
+path, input_path, kind = sys.argv[1], sys.argv[2], sys.argv[3]
 with open(input_path, encoding="utf-8") as f:
     sentences = [line.split() for line in f]
 t = time.perf_counter()
-table = load_phrase_table(path, vocabulary=SourceFilter(sentences), warn_empty=False)
+if kind == "phrases":
+    table = load_phrase_table(path, vocabulary=SourceFilter(sentences), warn_empty=False)
+    counts = {"sources": sum(1 for _ in table.sources()), "pairs": len(table)}
+else:
+    table = load_reordering_table(path, vocabulary=SourceFilter(sentences))
+    counts = {"sources": 0, "pairs": len(table)}
 seconds = time.perf_counter() - t
-print(json.dumps({"seconds": seconds, "sources": sum(1 for _ in table.sources()), "pairs": len(table)}))
+print(json.dumps({"seconds": seconds, **counts}))
 """
 
 
@@ -41,6 +48,8 @@ def add_args(ap) -> None:
     ap.add_argument("--table", action="append", default=[], metavar="NAME=PATH", required=True,
                     help="a table to load (repeat): a text table, a binarized one, a ProbingPT folder ...")
     ap.add_argument("--rounds", type=int, default=3, help="rounds, alternating; the best time kept (default 3)")
+    ap.add_argument("--kind", choices=("phrases", "reordering"), default="phrases",
+                    help="phrase tables (default) or lexicalized-reordering tables (conditioned on source and target)")
 
 
 def run(args, record) -> int:
@@ -48,7 +57,7 @@ def run(args, record) -> int:
     got: dict[str, dict] = {}
     for r in range(args.rounds):
         for name, path in tables.items():
-            wall, peak, out, _ = whole_process([sys.executable, "-c", _CHILD, path, str(args.input)])
+            wall, peak, out, _ = whole_process([sys.executable, "-c", _CHILD, path, str(args.input), args.kind])
             numbers = json.loads(out)
             seen = got.setdefault(name, {"load": [], "wall": [], "peak": 0, **numbers})
             if (numbers["sources"], numbers["pairs"]) != (seen["sources"], seen["pairs"]):
@@ -65,11 +74,13 @@ def run(args, record) -> int:
         rows.append(f"| {name} | `{tables[name]}` | {min(g['load']):.3f} | {ratio} | {min(g['wall']):.2f} | "
                     f"{g['peak'] / 2**20:.0f} | {g['sources']:,} | {g['pairs']:,} |")
     lines = [
-        "## Loading Moses' binary phrase tables (`scripts/bench_moses_tables.py`)",
+        f"## Loading Moses' binary {'phrase' if args.kind == 'phrases' else 'reordering'} tables "
+        "(`scripts/bench_moses_tables.py`)",
         "",
         *record.header(load_avg()),
         f"- input: `{args.input}`; each load a whole process: `load_phrase_table` with a SourceFilter of the "
-        f"input's sentences (as `decode` filters a table to its batch); {args.rounds} rounds alternating, best kept; "
+        f"input's sentences (as `decode` filters a table to its batch; a reordering table: `load_reordering_table`); "
+        f"{args.rounds} rounds alternating, best kept; "
         "load = the call's own time (open, checks and lookups), whole = the process (Python's start included)",
         f"- the same sources and pairs from every table: {'yes' if len(counts) == 1 else 'NO: ' + str(counts)}",
         "",
@@ -77,9 +88,10 @@ def run(args, record) -> int:
         "|---|---|---:|---:|---:|---:|---:|---:|",
         *rows,
     ]
-    section = marked("bench_moses_tables", lines)
+    name = "bench_moses_tables" + ("" if args.kind == "phrases" else "_reordering")
+    section = marked(name, lines)
     print(section)
-    write_section(args.out, "bench_moses_tables", section)
+    write_section(args.out, name, section)
     return 0 if len(counts) == 1 else 1
 
 
