@@ -106,9 +106,10 @@ class Service:
         self.model = setup.load()
         #: The binarized tables a per-sentence service filters, mapped once (empty when whole).
         self.mapped: Mapping[str, object] = self._mapped() if setup.per_sentence else {}
-        #: The phrase pairs served: the binarized tables' (per sentence), else the index's.
-        self.phrase_pairs = (sum(self.mapped[s.path].entries for s in self.model.table_sources if s.in_use)
-                             if setup.per_sentence else len(self.model.table))
+        #: The phrase pairs served: the binarized tables' (per sentence), else the index's; None when
+        #: a table does not count them (Moses' binary tables: a ProbingPT or a compact table keeps
+        #: only hashes of its sources, and a binary one would be walked whole).
+        self.phrase_pairs = self._pairs() if setup.per_sentence else len(self.model.table)
         # Each derivation's n-best fields in Moses' float arithmetic, from the core (XML-RPC's fvals).
         self.base = Decoder(self.model, setup.method, setup.options[setup.method], xml_input=setup.xml_input,
                             moses_nbest=MosesNbest(derivations=True))
@@ -116,6 +117,10 @@ class Service:
         self._decoders: OrderedDict[tuple[str, int, bool], Decoder] = OrderedDict()
         self._decoders[LineRequest(setup.method).key()] = self.base
         self._lock = threading.Lock()
+
+    def _pairs(self) -> int | None:
+        counts = [getattr(self.mapped[s.path], "entries", None) for s in self.model.table_sources if s.in_use]
+        return None if None in counts else sum(counts)
 
     def decoder(self, request: LineRequest) -> Decoder:
         """The decoder of ``request``'s method, n-best size and distinctness (made on first use)."""

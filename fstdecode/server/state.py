@@ -152,5 +152,6 @@ def describe(service: Service) -> str:
     s = service.summary()
     tables = " (binarized, filtered to each sentence)" if service.setup.per_sentence else ""
     limit = distortion_limit_text(s["distortion_limit"])
-    return (f"model {s['name']}: {s['phrase_pairs']:,} phrase pairs{tables}, LM order {s['lm_order']}, "
+    pairs = "uncounted (Moses' binary tables)" if s["phrase_pairs"] is None else f"{s['phrase_pairs']:,}"
+    return (f"model {s['name']}: {pairs} phrase pairs{tables}, LM order {s['lm_order']}, "
             f"{limit}, methods {','.join(s['methods'])} (default {s['method']})")

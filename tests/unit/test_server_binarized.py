@@ -23,7 +23,7 @@ from fstdecode.server.service import LineRequest, ModelSetup
 from fstdecode.server.state import ServerState, describe
 
 from serving import EXAMPLE_INI, LINES, SENTENCE, client
-from shared import run_cli
+from shared import SHARED_DATA, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -160,3 +160,28 @@ def test_reload_maps_the_files_again_and_the_old_maps_serve_when_they_fail(ini):
     finally:
         os.rename(moved, table)
     assert state.reload() and http.get("/health").json()["status"] == "ok"
+
+
+_REGRESSION = str(SHARED_DATA / "moses-regression")
+
+
+@pytest.mark.skipif(not os.path.isdir(_REGRESSION), reason="../shared/data/moses-regression is absent")
+def test_a_model_of_moses_binary_tables_is_served_per_sentence(tmp_path):
+    # A ProbingPT and a compact reordering table (ro.minlexr) are mapped once and looked up per
+    # sentence; they count no pairs (hashes only), which the start-up line says, and the server
+    # translates as fstdecode decode does with the same files.
+    models = os.path.realpath(os.path.join(_REGRESSION, "models"))
+    text = open(os.path.join(_REGRESSION, "tests", "phrase.lexicalized-reordering-probing", "moses.ini"),
+                encoding="utf-8").read().replace("${MODEL_PATH}", models)
+    text = text.replace("reordering-table.msd-bidirectional-fe.0.5.0-0.gz", "ro")
+    ini = tmp_path / "moses.ini"
+    ini.write_text(text, encoding="utf-8")
+    state = served(str(ini))
+    service = state.service
+    assert service.setup.per_sentence and service.phrase_pairs is None
+    assert set(service.mapped) == {f"{models}/lexicalized-reordering/probing.v15",
+                                   f"{models}/lexicalized-reordering/ro.minlexr"}
+    assert "uncounted (Moses' binary tables) phrase pairs" in describe(service)
+    got = client(state).post("/translate", json={"text": "monsieur le président"}).json()
+    want = run_cli(["decode", "-f", str(ini), "--method", "stack"], "monsieur le président\n")
+    assert got["translation"] == want.stdout.strip() == "mr president"
