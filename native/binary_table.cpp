@@ -527,35 +527,11 @@ PhraseStore BinaryTable::phrases(SourceFilter* filter, const KeepSource& keep) c
 
 ReorderingStore BinaryTable::reordering(SourceFilter* filter, const KeepSource& keep) const {
   if (kind() == BINARY_PHRASES) throw BinaryFormatError(path() + ": a binarized phrase table, not a reordering table");
-  ReorderingStore out;
-  out.path_ = path();
-  out.num_scores_ = num_scores();
-  out.with_target_ = kind() == BINARY_REORDERING_FE;
-  const std::size_t m = columns_.size();
-  std::string source_key;
+  ReorderingStoreBuilder out(path(), num_scores(), kind() == BINARY_REORDERING_FE);
   walk(
-      filter, keep,
-      [&](const std::vector<std::string_view>& words) {
-        source_key.clear();
-        for (const auto& w : words) {
-          const WordId id = out.vocab_.intern(w);
-          source_key.append(reinterpret_cast<const char*>(&id), sizeof id);
-        }
-      },
-      [&](const std::vector<std::string_view>& target, const double* scores, std::string_view) {
-        std::string key = source_key;
-        if (out.with_target_) {
-          const WordId sep = -1;
-          key.append(reinterpret_cast<const char*>(&sep), sizeof sep);
-          for (const auto& w : target) {
-            const WordId id = out.vocab_.intern(w);
-            key.append(reinterpret_cast<const char*>(&id), sizeof id);
-          }
-        }
-        if (out.rows_.emplace(std::move(key), static_cast<int>(out.rows_.size())).second)
-          out.scores_.insert(out.scores_.end(), scores, scores + m);
-      });
-  return out;
+      filter, keep, [&](const std::vector<std::string_view>& words) { out.source(words); },
+      [&](const std::vector<std::string_view>& target, const double* scores, std::string_view) { out.row(target, scores); });
+  return out.finish();
 }
 
 }  // namespace fstdecode

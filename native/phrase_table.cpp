@@ -480,6 +480,12 @@ PhraseStoreBuilder::PhraseStoreBuilder(std::string path, int num_scores) {
   out_.num_scores_ = num_scores;
 }
 
+ReorderingStoreBuilder::ReorderingStoreBuilder(std::string path, int num_scores, bool with_target) {
+  out_.path_ = std::move(path);
+  out_.num_scores_ = num_scores;
+  out_.with_target_ = with_target;
+}
+
 PhraseStore PhraseStoreBuilder::finish(long runs) {
   if (open_) out_.pair_off_.push_back(static_cast<std::int32_t>(out_.alignment_.size()));
   open_ = false;

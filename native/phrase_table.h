@@ -212,8 +212,8 @@ class ReorderingStore {
 
  private:
   friend class ReorderingTableReader;
+  friend class ReorderingStoreBuilder;
   friend class BinaryTable;
-  friend class ProbingTable;
   friend class CompactReorderingTable;
   friend class MosesReorderingTable;
   friend PhraseStore grouped(const ReorderingStore&);
@@ -228,5 +228,47 @@ class ReorderingStore {
 ReorderingStore read_reordering_table(const std::string& path, int num_scores, bool conditioned_on_target,
                                       SourceFilter* filter, const KeepSource& keep, const Progress& progress,
                                       const LineLimit& limit);
+
+// Fills a ReorderingStore row by row: the mapped readers' one way (binary_table, probing_table).
+// A key met twice keeps its last row, as the text reader keeps a key's last line.
+class ReorderingStoreBuilder {
+ public:
+  ReorderingStoreBuilder(std::string path, int num_scores, bool with_target);
+  // The source of the rows that follow.
+  template <class Word>
+  void source(const std::vector<Word>& words) {
+    source_key_.clear();
+    for (const auto& w : words) append(source_key_, w);
+  }
+  // A row of the current source: its target (ignored by a table conditioned on the source only)
+  // and its num_scores scores.
+  template <class Word>
+  void row(const std::vector<Word>& target, const double* scores);
+
+  ReorderingStore finish() { return std::move(out_); }
+
+ private:
+  template <class Word>
+  void append(std::string& key, const Word& w) {
+    const WordId id = out_.vocab_.intern(w);
+    key.append(reinterpret_cast<const char*>(&id), sizeof id);
+  }
+  ReorderingStore out_;
+  std::string source_key_;
+};
+
+template <class Word>
+void ReorderingStoreBuilder::row(const std::vector<Word>& target, const double* scores) {
+  std::string key = source_key_;
+  if (out_.with_target_) {
+    const WordId sep = -1;
+    key.append(reinterpret_cast<const char*>(&sep), sizeof sep);
+    for (const auto& w : target) append(key, w);
+  }
+  const auto [it, fresh] = out_.rows_.emplace(std::move(key), static_cast<int>(out_.rows_.size()));
+  const std::size_t n = static_cast<std::size_t>(out_.num_scores_), at = static_cast<std::size_t>(it->second) * n;
+  if (fresh) out_.scores_.resize(at + n);
+  std::copy(scores, scores + n, out_.scores_.begin() + static_cast<std::ptrdiff_t>(at));
+}
 
 }  // namespace fstdecode

@@ -393,37 +393,17 @@ ReorderingStore ProbingTable::reordering(SourceFilter* filter, const KeepSource&
     throw BinaryFormatError(folder_ + ": property-index=" + std::to_string(property_index) + " but the ProbingPT holds " +
                             std::to_string(config_.num_lex_scores) + " reordering score(s) a pair (its config's num_lex_scores)" +
                             (config_.num_lex_scores ? "; give 0.." + std::to_string(config_.num_lex_scores - 1) : std::string()));
-  ReorderingStore out;
-  out.path_ = folder_;
-  out.num_scores_ = config_.num_lex_scores - property_index;
-  out.with_target_ = true;
+  ReorderingStoreBuilder out(folder_, config_.num_lex_scores - property_index, true);
   const std::size_t from = static_cast<std::size_t>(config_.num_scores + property_index),
                     to = static_cast<std::size_t>(config_.num_scores + config_.num_lex_scores);
-  std::string source_key;
+  std::vector<double> row(to - from);
   walk(
-      filter, keep,
-      [&](const std::vector<std::string_view>& words) {
-        source_key.clear();
-        for (const auto& w : words) {
-          const WordId id = out.vocab_.intern(w);
-          source_key.append(reinterpret_cast<const char*>(&id), sizeof id);
-        }
-      },
+      filter, keep, [&](const std::vector<std::string_view>& words) { out.source(words); },
       [&](const std::vector<std::string_view>& target, const float* stored, const std::string&) {
-        std::string key = source_key;
-        const WordId sep = -1;
-        key.append(reinterpret_cast<const char*>(&sep), sizeof sep);
-        for (const auto& w : target) {
-          const WordId id = out.vocab_.intern(w);
-          key.append(reinterpret_cast<const char*>(&id), sizeof id);
-        }
-        // A pair met twice keeps its last row, as the text reader keeps a key's last line.
-        const auto [it, fresh] = out.rows_.emplace(std::move(key), static_cast<int>(out.rows_.size()));
-        const std::size_t row = static_cast<std::size_t>(it->second) * static_cast<std::size_t>(out.num_scores_);
-        if (fresh) out.scores_.resize(row + static_cast<std::size_t>(out.num_scores_));
-        for (std::size_t c = from; c < to; ++c) out.scores_[row + c - from] = score(stored[c]);
+        for (std::size_t c = from; c < to; ++c) row[c - from] = score(stored[c]);
+        out.row(target, row.data());
       });
-  return out;
+  return out.finish();
 }
 
 }  // namespace fstdecode
