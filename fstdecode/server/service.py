@@ -29,6 +29,7 @@ from typing import Any, Callable, Mapping
 
 from fstdecode.decoder import DecodeResult, Decoder, Derivation
 from fstdecode.errors import FstdecodeError
+from fstdecode.io.binarized import is_binary_table
 from fstdecode.io.table_filter import SourceFilter
 from fstdecode.model.model import NO_LIMIT, UNLIMITED, Model, mapped_tables, refiltered
 from fstdecode.search.moses_nbest import MosesNbest
@@ -118,6 +119,14 @@ class Service:
         self._decoders[LineRequest(setup.method).key()] = self.base
         self._lock = threading.Lock()
 
+    def _tables(self) -> str:
+        """How the tables are served: loaded whole, or mapped (binarized by fstdecode, or Moses' own
+        binary tables) and filtered to each sentence."""
+        if not self.setup.per_sentence:
+            return "loaded whole"
+        binarized = all(is_binary_table(path) for path in self.mapped)
+        return f"{'binarized' if binarized else 'mapped'}, filtered to each sentence"
+
     def _pairs(self) -> int | None:
         counts = [getattr(self.mapped[s.path], "entries", None) for s in self.model.table_sources if s.in_use]
         return None if None in counts else sum(counts)
@@ -178,7 +187,7 @@ class Service:
         return {
             "name": m.name,
             "phrase_pairs": self.phrase_pairs,
-            "tables": "binarized, filtered to each sentence" if self.setup.per_sentence else "loaded whole",
+            "tables": self._tables(),
             "lm_order": m.lm.order,
             "distortion_limit": NO_LIMIT if m.distortion_limit == UNLIMITED else m.distortion_limit,  # (-1: none)
             "features": [f.name for f in m.features],

@@ -150,7 +150,7 @@ class ServerState:
 def describe(service: Service) -> str:
     """One line on the model: its name, table, LM, distortion limit and methods."""
     s = service.summary()
-    tables = " (binarized, filtered to each sentence)" if service.setup.per_sentence else ""
+    tables = f" ({s['tables']})" if service.setup.per_sentence else ""
     limit = distortion_limit_text(s["distortion_limit"])
     pairs = "uncounted (Moses' binary tables)" if s["phrase_pairs"] is None else f"{s['phrase_pairs']:,}"
     return (f"model {s['name']}: {pairs} phrase pairs{tables}, LM order {s['lm_order']}, "

@@ -181,7 +181,7 @@ def test_a_model_of_moses_binary_tables_is_served_per_sentence(tmp_path):
     assert service.setup.per_sentence and service.phrase_pairs is None
     assert set(service.mapped) == {f"{models}/lexicalized-reordering/probing.v15",
                                    f"{models}/lexicalized-reordering/ro.minlexr"}
-    assert "uncounted (Moses' binary tables) phrase pairs" in describe(service)
+    assert "uncounted (Moses' binary tables) phrase pairs (mapped, filtered to each sentence)" in describe(service)
     got = client(state).post("/translate", json={"text": "monsieur le président"}).json()
     want = run_cli(["decode", "-f", str(ini), "--method", "stack"], "monsieur le président\n")
     assert got["translation"] == want.stdout.strip() == "mr president"
