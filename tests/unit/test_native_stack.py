@@ -230,15 +230,26 @@ def _is_sublist(short, long) -> bool:
 @given(data=st.data())
 def test_moses_nbest_pruning_only_leaves_derivations_out(data):
     # It drops derivations and never adds or reorders one; the best is kept (a winner is never
-    # dropped); with no beam threshold it changes nothing.
+    # dropped); with no beam threshold it changes nothing. Its k best are held to a longer plain
+    # list (WIDER times k), above that list's last score: a derivation it drops from the plain k
+    # best lets in the plain (k+1)-th (the sanitizer run's falsifying example: nbest 2, threshold
+    # 0, every derivation tied, where the plain 2 best could not hold its second).
     problem = problem_of(data.draw(random_case(max_n=6, order=2)))
     nbest = data.draw(st.integers(2, 30))
     threshold = data.draw(st.one_of(st.none(), st.floats(0, 3)))
-    off, on = _lists(problem, nbest=nbest, beam_size=10**6, beam_threshold=threshold, early_pruning=False)
-    assert _is_sublist(on, off)
+    options = dict(beam_size=10**6, beam_threshold=threshold, early_pruning=False)
+    off, on = _lists(problem, nbest=nbest, **options)
+    wider, _ = _lists(problem, nbest=WIDER * nbest, **options)
+    assert wider[:nbest] == off
+    cut = wider[-1][0] if len(wider) == WIDER * nbest else -math.inf  # every derivation above it is listed
+    assert _is_sublist([x for x in on if x[0] > cut], wider)
     assert on[:1] == off[:1]
     if threshold is None:
         assert on == off
+
+
+#: How much longer the plain list is that Moses' pruned list is held to.
+WIDER = 4
 
 
 def test_moses_nbest_pruning_drops_far_recombinations_on_the_built_in_model():
