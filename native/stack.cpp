@@ -705,7 +705,6 @@ class Search {
     }
     // groups of kept keys by coverage, in rank order
     std::vector<std::vector<int>> groups;
-    std::vector<int> group_of;
     Index index;
     for (int e : kept_) {
       const C& cov = stack.entries[static_cast<std::size_t>(e)].coverage;
